@@ -1,0 +1,11 @@
+/* Symbol lookup in a loaded object's .dynsym through its hash table
+ * (DT_GNU_HASH, else DT_HASH), as the dynamic linker does it. */
+#ifndef MEMPROF_ELF_HASH_H
+#define MEMPROF_ELF_HASH_H
+#include "object.h"
+
+/* The object's own definition of `name` (undefined entries are skipped), or NULL. */
+const ElfW(Sym) *elf_object_lookup(const struct elf_object *obj, const char *name);
+/* Its run-time address, or 0. */
+uintptr_t elf_object_symbol_address(const struct elf_object *obj, const char *name);
+#endif

@@ -1,0 +1,316 @@
+#include "got.h"
+#include "slot.h"
+#include "../elf/object.h"
+#include "../elf/reloc.h"
+#include "../util/maps.h"
+#include "../util/pages.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_SYMBOLS 64
+#define MAX_OBJECTS 1024
+
+/* One hooked function: where its chain starts and what it ends in. */
+struct hooked_symbol {
+    const char *name;
+    void *original;          /* dlsym(RTLD_DEFAULT, name) */
+    struct got_hook *top;    /* NULL: no hook left, slots restored */
+};
+
+/* A slot memprof wrote, with the value it held before. */
+struct patched_slot {
+    uintptr_t *slot;
+    uintptr_t original;
+    unsigned symbol;         /* index into symbols[] */
+};
+
+static pthread_mutex_t got_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hooked_symbol symbols[MAX_SYMBOLS];
+static unsigned symbol_count;
+static struct patched_slot *slots;
+static size_t slot_count, slot_bytes;
+static struct elf_object *objects;   /* scratch for snapshots, under got_lock */
+static char error_text[256];
+
+static void *(*real_dlopen)(const char *, int);
+static void *watch_dlopen(const char *file, int mode);
+static struct got_hook dlopen_hook = {
+    .symbol = "dlopen", .replacement = (void *)watch_dlopen, .next = (void **)&real_dlopen,
+};
+static bool user_hooks_active(void);
+
+const char *got_error(void)
+{
+    return error_text;
+}
+
+static void set_error(const char *what, const char *symbol)
+{
+    snprintf(error_text, sizeof error_text, "%s: %s", symbol, what);
+}
+
+size_t got_patched_slot_count(void)
+{
+    pthread_mutex_lock(&got_lock);
+    size_t n = slot_count;
+    pthread_mutex_unlock(&got_lock);
+    return n;
+}
+
+static struct hooked_symbol *find_symbol(const char *name)
+{
+    for (unsigned i = 0; i < symbol_count; i++)
+        if (strcmp(symbols[i].name, name) == 0)
+            return &symbols[i];
+    return NULL;
+}
+
+static void *chain_target(const struct hooked_symbol *sym, const struct got_hook *h)
+{
+    return h ? h->replacement : sym->original;
+}
+
+/* Is `value` the entry of a hook on this symbol (i.e. a slot memprof wrote)? */
+static bool is_ours(const struct hooked_symbol *sym, uintptr_t value,
+                    const struct got_hook *extra)
+{
+    if (extra && value == (uintptr_t)extra->replacement)
+        return true;
+    for (const struct got_hook *h = sym->top; h; h = h->under)
+        if (value == (uintptr_t)h->replacement)
+            return true;
+    return false;
+}
+
+static struct patched_slot *find_slot(uintptr_t *slot)
+{
+    for (size_t i = 0; i < slot_count; i++)
+        if (slots[i].slot == slot)
+            return &slots[i];
+    return NULL;
+}
+
+static int remember_slot(uintptr_t *slot, uintptr_t original, unsigned symbol)
+{
+    struct patched_slot *known = find_slot(slot);
+    if (known) {   /* same address, new object: what it holds now is its original */
+        known->original = original;
+        known->symbol = symbol;
+        return 0;
+    }
+    if ((slot_count + 1) * sizeof *slots > slot_bytes) {
+        size_t bytes = slot_bytes ? slot_bytes * 2 : 16384;
+        struct patched_slot *p = pages_resize(slots, slot_bytes, bytes);
+        if (!p)
+            return ENOMEM;
+        slots = p;
+        slot_bytes = bytes;
+    }
+    slots[slot_count++] = (struct patched_slot){ slot, original, symbol };
+    return 0;
+}
+
+static size_t snapshot(void)
+{
+    if (!objects) {
+        objects = pages_alloc(MAX_OBJECTS * sizeof *objects);
+        if (!objects)
+            return 0;
+    }
+    size_t n = elf_objects_snapshot(objects, MAX_OBJECTS);
+    return n < MAX_OBJECTS ? n : MAX_OBJECTS;
+}
+
+/* The objects memprof must leave alone: its own (its replacements reach the
+ * originals through it), the loader, and the vdso. */
+static bool patchable(const struct elf_object *obj, const struct elf_object *self)
+{
+    return obj != self && (obj->kind == ELF_OBJECT_PROGRAM || obj->kind == ELF_OBJECT_LIBRARY);
+}
+
+struct patch_pass {
+    const struct maps *maps;
+    int error;
+};
+
+static int patch_slot(const struct elf_object *obj, const char *name, uintptr_t *slot,
+                      enum elf_slot_kind kind, void *ctx)
+{
+    (void)obj, (void)kind;
+    struct patch_pass *pass = ctx;
+    struct hooked_symbol *sym = find_symbol(name);
+    if (!sym || !sym->top)
+        return 0;
+    uintptr_t want = (uintptr_t)sym->top->replacement;
+    uintptr_t have = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (have == want)
+        return 0;
+    if (!is_ours(sym, have, NULL)) {
+        int err = remember_slot(slot, have, (unsigned)(sym - symbols));
+        if (err) {
+            pass->error = err;
+            return 1;
+        }
+    }
+    int err = slot_write(pass->maps, slot, want);
+    if (err)
+        pass->error = err;
+    return 0;
+}
+
+static int patch_all_locked(void)
+{
+    struct maps maps;
+    int err = maps_load(&maps);
+    if (err)
+        return err;
+    size_t n = snapshot();
+    const struct elf_object *self = elf_objects_find(objects, n, (uintptr_t)&patch_all_locked);
+    struct patch_pass pass = { .maps = &maps };
+    for (size_t i = 0; i < n && !pass.error; i++)
+        if (patchable(&objects[i], self))
+            elf_object_each_slot(&objects[i], patch_slot, &pass);
+    maps_release(&maps);
+    return pass.error;
+}
+
+/* Point every slot of `sym` that memprof wrote at the chain's new head, or
+ * give it back its original when the chain is empty. Slots whose value is no
+ * longer ours (object unloaded, address reused, someone else patched) are
+ * forgotten without a write. `gone` is the hook just unchained. */
+static void retarget_locked(struct hooked_symbol *sym, const struct got_hook *gone)
+{
+    struct maps maps;
+    if (maps_load(&maps) != 0)
+        return;
+    size_t n = snapshot();
+    unsigned index = (unsigned)(sym - symbols);
+    size_t kept = 0;
+    for (size_t i = 0; i < slot_count; i++) {
+        struct patched_slot s = slots[i];
+        bool keep = true;
+        if (s.symbol == index) {
+            bool loaded = elf_objects_find(objects, n, (uintptr_t)s.slot) != NULL &&
+                          maps_readable(&maps, (uintptr_t)s.slot, sizeof *s.slot);
+            uintptr_t have = loaded ? __atomic_load_n(s.slot, __ATOMIC_ACQUIRE) : 0;
+            if (!loaded || !is_ours(sym, have, gone))
+                keep = false;
+            else if (sym->top)
+                slot_write(&maps, s.slot, (uintptr_t)sym->top->replacement);
+            else {
+                slot_write(&maps, s.slot, s.original);
+                keep = false;
+            }
+        }
+        if (keep)
+            slots[kept++] = s;
+    }
+    slot_count = kept;
+    maps_release(&maps);
+}
+
+static int install_locked(struct got_hook *hook)
+{
+    if (hook->installed)
+        return 0;
+    struct hooked_symbol *sym = find_symbol(hook->symbol);
+    if (!sym) {
+        if (symbol_count == MAX_SYMBOLS) {
+            set_error("too many hooked functions", hook->symbol);
+            return -1;
+        }
+        void *original = dlsym(RTLD_DEFAULT, hook->symbol);
+        if (!original) {
+            set_error("no such function in the process", hook->symbol);
+            return -1;
+        }
+        sym = &symbols[symbol_count++];
+        *sym = (struct hooked_symbol){ .name = hook->symbol, .original = original };
+    }
+    hook->under = sym->top;
+    __atomic_store_n(hook->next, chain_target(sym, hook->under), __ATOMIC_RELEASE);
+    sym->top = hook;
+    hook->installed = true;
+    int err = patch_all_locked();
+    if (err) {
+        set_error(strerror(err), hook->symbol);
+        return -1;
+    }
+    return 0;
+}
+
+static void remove_locked(struct got_hook *hook)
+{
+    if (!hook->installed)
+        return;
+    struct hooked_symbol *sym = find_symbol(hook->symbol);
+    hook->installed = false;
+    if (!sym)
+        return;
+    if (sym->top == hook) {
+        sym->top = hook->under;
+        retarget_locked(sym, hook);
+    } else {
+        for (struct got_hook *above = sym->top; above; above = above->under)
+            if (above->under == hook) {
+                above->under = hook->under;
+                __atomic_store_n(above->next, chain_target(sym, hook->under), __ATOMIC_RELEASE);
+                break;
+            }
+    }
+    hook->under = NULL;
+}
+
+int got_hook_install(struct got_hook *hook)
+{
+    pthread_mutex_lock(&got_lock);
+    int rc = install_locked(hook);
+    /* Objects that dlopen brings in later must be patched too. */
+    if (rc == 0 && !dlopen_hook.installed && install_locked(&dlopen_hook) != 0) {
+        remove_locked(hook);
+        rc = -1;
+    }
+    pthread_mutex_unlock(&got_lock);
+    return rc;
+}
+
+void got_hook_remove(struct got_hook *hook)
+{
+    pthread_mutex_lock(&got_lock);
+    remove_locked(hook);
+    if (dlopen_hook.installed && !user_hooks_active())
+        remove_locked(&dlopen_hook);
+    pthread_mutex_unlock(&got_lock);
+}
+
+void got_hook_refresh(void)
+{
+    pthread_mutex_lock(&got_lock);
+    patch_all_locked();
+    pthread_mutex_unlock(&got_lock);
+}
+
+static bool user_hooks_active(void)
+{
+    for (unsigned i = 0; i < symbol_count; i++)
+        for (struct got_hook *h = symbols[i].top; h; h = h->under)
+            if (h != &dlopen_hook)
+                return true;
+    return false;
+}
+
+/* Our lock is taken only after the real dlopen returned, never inside the
+ * loader's lock: one order only. Limitation: dlopen sees this function as its
+ * caller, so a bare name is searched with this library's RUNPATH, not the
+ * caller's (see doc/manual.md, "Limits"). */
+static void *watch_dlopen(const char *file, int mode)
+{
+    void *handle = real_dlopen(file, mode);
+    if (handle)
+        got_hook_refresh();
+    return handle;
+}

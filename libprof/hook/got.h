@@ -1,0 +1,34 @@
+/* GOT hooking: redirect every loaded object's JUMP_SLOT and GLOB_DAT slots for
+ * a function to a replacement, now and in objects dlopen'ed later.
+ *
+ * The object that holds this code, ld.so and the vdso are never patched, so a
+ * replacement reaches the real function through `*next` (taken from dlsym,
+ * never from a slot, which under lazy binding may hold a PLT stub).
+ * Several hooks may share a function: the newest is called first and its
+ * `*next` is the one installed before it. */
+#ifndef MEMPROF_HOOK_GOT_H
+#define MEMPROF_HOOK_GOT_H
+#include <stdbool.h>
+#include <stddef.h>
+
+struct got_hook {
+    const char *symbol;
+    void *replacement;
+    void **next;              /* set by got_hook_install; re-set if the chain changes */
+    /* private */
+    struct got_hook *under;   /* the hook this one calls, NULL for the original */
+    bool installed;
+};
+
+/* 0 on success; -1 with got_error() set (unknown symbol, out of memory). */
+int got_hook_install(struct got_hook *hook);
+/* Unchain the hook. When it was the last on its symbol, every slot that still
+ * points into the chain gets back the value it had before memprof wrote it. */
+void got_hook_remove(struct got_hook *hook);
+/* Patch objects loaded since the last pass (called after dlopen). */
+void got_hook_refresh(void);
+
+const char *got_error(void);
+/* Slots currently redirected (for status reports and tests). */
+size_t got_patched_slot_count(void);
+#endif

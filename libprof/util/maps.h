@@ -1,0 +1,25 @@
+/* The process's own memory map, read from /proc/self/maps without malloc.
+ * Used to learn a page's protection before writing a GOT slot, and to check
+ * that an address is mapped before the report reads an object there. */
+#ifndef MEMPROF_UTIL_MAPS_H
+#define MEMPROF_UTIL_MAPS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct maps_range {
+    uintptr_t start, end;
+    int prot;              /* PROT_READ | PROT_WRITE | PROT_EXEC */
+};
+
+struct maps {
+    struct maps_range *ranges; /* sorted; neighbours with equal prot merged */
+    size_t count;
+    size_t bytes;              /* size of the ranges allocation */
+};
+
+int maps_load(struct maps *m);        /* 0, or an errno */
+void maps_release(struct maps *m);
+const struct maps_range *maps_find(const struct maps *m, uintptr_t addr);
+bool maps_readable(const struct maps *m, uintptr_t addr, size_t len);
+#endif
