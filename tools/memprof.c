@@ -5,6 +5,7 @@
  * `run` execs CMD with the runtime preloaded, so CMD's exit status and signals
  * are its own; the runtime writes the report when CMD exits. */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -87,8 +88,15 @@ static int resolve_output(const char *spec, char *out, size_t size)
     char dir[PATH_MAX];
     if (!realpath(dirname(dir_copy), dir))
         return fail("cannot write the report to %s", spec, strerror(errno));
-    if (access(dir, W_OK | X_OK) != 0)
+    /* Create and remove a file there: access(2) says yes to root even on a
+     * read-only file system or in /proc. */
+    char probe[PATH_MAX + 64];
+    snprintf(probe, sizeof probe, "%s/.memprof-probe.%ld", dir, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
         return fail("cannot write the report to %s", spec, strerror(errno));
+    close(fd);
+    unlink(probe);
     if ((size_t)snprintf(out, size, "%s/%s", strcmp(dir, "/") ? dir : "", base) >= size)
         return fail("cannot write the report to %s", spec, strerror(ENAMETOOLONG));
     return 0;

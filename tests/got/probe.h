@@ -1,0 +1,24 @@
+/* The preloaded probe's interface, looked up by the test program with dlsym. */
+#ifndef MEMPROF_TESTS_GOT_PROBE_H
+#define MEMPROF_TESTS_GOT_PROBE_H
+#include <stddef.h>
+#include <stdint.h>
+
+struct probe_slot {
+    uintptr_t *slot;
+    uintptr_t value;
+    uintptr_t object_start, object_end;
+    const char *object;
+};
+
+enum { PROBE_A, PROBE_B };
+
+typedef int probe_hook_fn(int which);            /* 0 or -1 */
+typedef void probe_unhook_fn(int which);
+typedef long probe_calls_fn(int which);
+typedef const char *probe_trail_fn(void);        /* hook order of the last call */
+typedef size_t probe_slots_fn(const char *symbol, struct probe_slot *out, size_t max);
+typedef size_t probe_patched_fn(void);
+/* Relocations for `symbol` in the object's file on disk (libelf), -1 if unreadable. */
+typedef long probe_file_slots_fn(const char *path, const char *symbol);
+#endif

@@ -1,0 +1,52 @@
+# TAP helpers for the suite's shell tests. Sourced; the environment comes from
+# tests/Makefile.am (MEMPROF, RUNTIME, GDBINIT, GDB, GDB_MINIMAL, RUBY, ...).
+set -u
+tap_n=0
+tap_failed=0
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/memprof-test.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+# ok DESCRIPTION COMMAND [ARGS...]: one TAP line from the command's status.
+ok() {
+    desc=$1; shift
+    tap_n=$((tap_n + 1))
+    if "$@"; then
+        echo "ok $tap_n - $desc"
+    else
+        echo "not ok $tap_n - $desc"
+        tap_failed=$((tap_failed + 1))
+    fi
+}
+
+# has_line FILE LINE: FILE holds exactly LINE as one of its lines.
+has_line() {
+    grep -qxF -- "$2" "$1" || { echo "#   no line '$2' in $1:"; sed 's/^/#     /' "$1" | head -20; return 1; }
+}
+
+# lacks FILE PATTERN: no line of FILE matches the fixed string.
+lacks() {
+    ! grep -qF -- "$2" "$1" || { echo "#   unexpected '$2' in $1"; return 1; }
+}
+
+# equals A B: two strings are equal.
+equals() {
+    [ "$1" = "$2" ] || { echo "#   expected '$2', got '$1'"; return 1; }
+}
+
+# one_line FILE: FILE has exactly one line, beginning with "memprof: ".
+one_line() {
+    [ "$(wc -l < "$1")" -eq 1 ] && grep -q '^memprof: ' "$1" ||
+        { echo "#   not a one-line memprof message:"; sed 's/^/#     /' "$1"; return 1; }
+}
+
+done_testing() {
+    echo "1..$tap_n"
+    [ "$tap_failed" -eq 0 ]
+}
+
+# The seeds' program, run from a directory of its own so it reports as test.rb.
+seeds_dir() {
+    mkdir -p "$TMP/seeds"
+    cp "$srcdir/../examples/test.rb" "$TMP/seeds/test.rb"
+    echo "$TMP/seeds"
+}
