@@ -42,6 +42,7 @@ static struct got_hook dlopen_hook = {
     .symbol = "dlopen", .replacement = (void *)watch_dlopen, .next = (void **)&real_dlopen,
 };
 static bool user_hooks_active(void);
+static void remove_locked(struct got_hook *hook);
 
 const char *got_error(void)
 {
@@ -237,7 +238,9 @@ static int install_locked(struct got_hook *hook)
     hook->installed = true;
     int err = patch_all_locked();
     if (err) {
+        /* All or nothing: give back the slots this pass already wrote. */
         set_error(strerror(err), hook->symbol);
+        remove_locked(hook);
         return -1;
     }
     return 0;

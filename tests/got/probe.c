@@ -1,6 +1,7 @@
 /* Preloaded into the GOT test programs: drives memprof's hook core (linked in
  * statically, so this object is "the runtime itself" and is never patched). */
 #include "probe.h"
+#include "elf/hash.h"
 #include "elf/object.h"
 #include "elf/reloc.h"
 #include "hook/got.h"
@@ -97,6 +98,20 @@ EXPORT size_t probe_slots(const char *symbol, struct probe_slot *out, size_t max
         if (objs[i].kind == ELF_OBJECT_PROGRAM || objs[i].kind == ELF_OBJECT_LIBRARY)
             elf_object_each_slot(&objs[i], collect_slot, &c);
     return c.n;
+}
+
+EXPORT uintptr_t probe_lookup(const char *symbol, const char **hash_kind)
+{
+    struct elf_object objs[256];
+    size_t n = elf_objects_snapshot(objs, 256);
+    for (size_t i = 0; i < n && i < 256; i++) {
+        uintptr_t addr = elf_object_symbol_address(&objs[i], symbol);
+        if (addr) {
+            *hash_kind = objs[i].gnu_hash ? "gnu" : objs[i].sysv_hash ? "sysv" : "none";
+            return addr;
+        }
+    }
+    return 0;
 }
 
 /* An independent count: JUMP_SLOT and GLOB_DAT relocations naming `symbol`

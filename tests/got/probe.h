@@ -21,4 +21,7 @@ typedef size_t probe_slots_fn(const char *symbol, struct probe_slot *out, size_t
 typedef size_t probe_patched_fn(void);
 /* Relocations for `symbol` in the object's file on disk (libelf), -1 if unreadable. */
 typedef long probe_file_slots_fn(const char *path, const char *symbol);
+/* Address of `symbol` found through each defining object's hash table
+ * (DT_GNU_HASH or DT_HASH); `hash_kinds` gets "gnu" or "sysv" for the first. */
+typedef uintptr_t probe_lookup_fn(const char *symbol, const char **hash_kind);
 #endif

@@ -43,6 +43,7 @@ int main(void)
     probe_slots_fn *slots = need("probe_slots");
     probe_patched_fn *patched = need("probe_patched");
     probe_file_slots_fn *file_slots = need("probe_file_slots");
+    probe_lookup_fn *lookup = need("probe_lookup");
 
     /* The walker finds exactly the slots the files' relocations name. */
     struct probe_slot before[MAX_SLOTS];
@@ -73,6 +74,15 @@ int main(void)
     if (!plugin)
         return tap_done();
     int (*plugin_call)(int, int) = (int (*)(int, int))dlsym(plugin, "plugin_call");
+
+    /* The hash-table lookup agrees with the dynamic linker, for the target
+     * (GNU hash) and for the plugin (built with a SysV hash table only). */
+    const char *kind = "";
+    ok(lookup("target_add", &kind) == (uintptr_t)dlsym(RTLD_DEFAULT, "target_add") &&
+       strcmp(kind, "gnu") == 0, "target_add found through DT_GNU_HASH (%s)", kind);
+    ok(lookup("plugin_call", &kind) == (uintptr_t)plugin_call && strcmp(kind, "sysv") == 0,
+       "plugin_call found through DT_HASH (%s)", kind);
+    ok(lookup("memprof_no_such_symbol", &kind) == 0, "an unknown name is not found");
     ok(plugin_call(4, 5) == 9 && calls(PROBE_A) == 2, "the dlopen'ed plugin's call is hooked too");
     trail();
 
