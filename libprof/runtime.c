@@ -66,12 +66,16 @@ EXPORT const char *memprof_strerror(int status)
     }
 }
 
-static void say(const char *line)
+/* One line on stderr from up to three parts (NULL parts are skipped). */
+static void say(const char *a, const char *b, const char *c)
 {
     struct out o;
     char buf[512];
     out_init_fd(&o, STDERR_FILENO, buf, sizeof buf);
-    out_str(&o, line);
+    const char *parts[] = { a, b, c };
+    for (size_t i = 0; i < 3; i++)
+        if (parts[i])
+            out_str(&o, parts[i]);
     out_char(&o, '\n');
     out_finish(&o);
 }
@@ -81,15 +85,8 @@ static void report_at_exit(void);
 EXPORT int memprof_start(void)
 {
     enum ruby_status s = ruby_tracer_start(report_at_exit);
-    if (s == RUBY_HOOK_FAILED) {
-        struct out o;
-        char buf[512];
-        out_init_fd(&o, STDERR_FILENO, buf, sizeof buf);
-        out_str(&o, "memprof: could not hook the allocators: ");
-        out_str(&o, got_error());
-        out_char(&o, '\n');
-        out_finish(&o);
-    }
+    if (s == RUBY_HOOK_FAILED)
+        say("memprof: could not hook the allocators: ", got_error(), NULL);
     if (s == RUBY_OK && !started_by)
         started_by = getpid();
     return set_status(from_ruby(s));
@@ -177,20 +174,19 @@ static void report_to_file(const char *spec)
             err = atomic_file_commit(&f);
         else {
             atomic_file_abort(&f);
-            say(memprof_strerror(status));
+            say(memprof_strerror(status), NULL, NULL);
             return;
         }
     }
     if (err) {
+        char what[PATH_MAX + 64];
         struct out o;
-        char buf[PATH_MAX + 128];
-        out_init_fd(&o, STDERR_FILENO, buf, sizeof buf);
-        out_str(&o, "memprof: cannot write the report to ");
+        out_init_fd(&o, -1, what, sizeof what);
         out_str(&o, path);
         out_str(&o, ": ");
-        out_str(&o, err == ELOOP ? "it is a symbolic link (refusing to follow it)" : strerror(err));
-        out_char(&o, '\n');
         out_finish(&o);
+        say("memprof: cannot write the report to ", what,
+            err == ELOOP ? "it is a symbolic link (refusing to follow it)" : strerror(err));
     }
 }
 
@@ -217,7 +213,7 @@ static void report_at_exit(void)
         out_finish(&o);
         int status = memprof_report(STDERR_FILENO);
         if (status != MEMPROF_OK)
-            say(memprof_strerror(status));
+            say(memprof_strerror(status), NULL, NULL);
     } else {
         report_to_file(spec);
     }
