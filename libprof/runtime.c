@@ -9,6 +9,7 @@
 #include "util/pages.h"
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,16 +67,17 @@ EXPORT const char *memprof_strerror(int status)
     }
 }
 
-/* One line on stderr from up to three parts (NULL parts are skipped). */
-static void say(const char *a, const char *b, const char *c)
+/* One line on stderr, from the strings given up to a NULL. */
+__attribute__((sentinel)) static void say(const char *part, ...)
 {
     struct out o;
-    char buf[512];
+    char buf[PATH_MAX + 256];
     out_init_fd(&o, STDERR_FILENO, buf, sizeof buf);
-    const char *parts[] = { a, b, c };
-    for (size_t i = 0; i < 3; i++)
-        if (parts[i])
-            out_str(&o, parts[i]);
+    va_list ap;
+    va_start(ap, part);
+    for (; part; part = va_arg(ap, const char *))
+        out_str(&o, part);
+    va_end(ap);
     out_char(&o, '\n');
     out_finish(&o);
 }
@@ -86,7 +88,7 @@ EXPORT int memprof_start(void)
 {
     enum ruby_status s = ruby_tracer_start(report_at_exit);
     if (s == RUBY_HOOK_FAILED)
-        say("memprof: could not hook the allocators: ", got_error(), NULL);
+        say("memprof: could not hook the allocators: ", got_error(), (char *)NULL);
     if (s == RUBY_OK && !started_by)
         started_by = getpid();
     return set_status(from_ruby(s));
@@ -174,20 +176,13 @@ static void report_to_file(const char *spec)
             err = atomic_file_commit(&f);
         else {
             atomic_file_abort(&f);
-            say(memprof_strerror(status), NULL, NULL);
+            say(memprof_strerror(status), (char *)NULL);
             return;
         }
     }
-    if (err) {
-        char what[PATH_MAX + 64];
-        struct out o;
-        out_init_fd(&o, -1, what, sizeof what);
-        out_str(&o, path);
-        out_str(&o, ": ");
-        out_finish(&o);
-        say("memprof: cannot write the report to ", what,
-            err == ELOOP ? "it is a symbolic link (refusing to follow it)" : strerror(err));
-    }
+    if (err)
+        say("memprof: cannot write the report to ", path, ": ",
+            err == ELOOP ? "it is a symbolic link (refusing to follow it)" : strerror(err), (char *)NULL);
 }
 
 /* From a Ruby end proc: after the program's own at_exit handlers, while the
@@ -213,7 +208,7 @@ static void report_at_exit(void)
         out_finish(&o);
         int status = memprof_report(STDERR_FILENO);
         if (status != MEMPROF_OK)
-            say(memprof_strerror(status), NULL, NULL);
+            say(memprof_strerror(status), (char *)NULL);
     } else {
         report_to_file(spec);
     }

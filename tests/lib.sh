@@ -44,6 +44,11 @@ done_testing() {
     [ "$tap_failed" -eq 0 ]
 }
 
+# Label for a GDB binary in test names: gdb or gdb-minimal.
+gdb_name() {
+    if [ "$1" = "$GDB" ]; then echo gdb; else echo gdb-minimal; fi
+}
+
 # The seeds' program, run from a directory of its own so it reports as test.rb.
 seeds_dir() {
     mkdir -p "$TMP/seeds"
