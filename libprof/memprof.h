@@ -6,6 +6,8 @@
 #ifndef MEMPROF_H
 #define MEMPROF_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -18,6 +20,19 @@ enum memprof_status {
     MEMPROF_HOOK_FAILED = 4,  /* a GOT slot could not be patched */
     MEMPROF_NO_MEMORY = 5,
     MEMPROF_IO_ERROR = 6,     /* the report could not be written */
+    MEMPROF_BAD_ARGUMENT = 7, /* a value out of range */
+};
+
+/* Where an allocation is attributed (memprof_configure). */
+enum memprof_site {
+    MEMPROF_SITE_NEAREST = 0, /* the nearest Ruby frame, as ObjectSpace does */
+    MEMPROF_SITE_USER = 1,    /* the first frame outside gems, stdlib, <internal:> */
+};
+
+/* Report flags. */
+enum {
+    MEMPROF_REPORT_BYTES = 1,      /* add a bytes column (slot + what the object owns) */
+    MEMPROF_REPORT_SORT_BYTES = 2, /* largest bytes first (default: largest count) */
 };
 
 int memprof_start(void);   /* hook the allocators and record */
@@ -25,12 +40,35 @@ int memprof_stop(void);    /* stop recording, restore every patched slot */
 int memprof_reset(void);   /* forget what was recorded */
 int memprof_running(void); /* 1 while recording */
 
+/* How what is recorded from now on is attributed: `site` (enum memprof_site),
+ * `frames` Ruby frames from there (1-64), and 1 in `sample` allocations
+ * recorded (1: all; counts are then scaled). A new sampling rate forgets what
+ * was recorded. */
+int memprof_configure(int site, int frames, unsigned sample);
+/* A new epoch: reports with since = the returned value show only objects
+ * made from now on (Memprof.track). */
+unsigned memprof_epoch_begin(void);
+
 /* Write the live-object table to `fd`. */
 int memprof_report(int fd);
+/* The same with options: MEMPROF_REPORT_* flags, the first `top` rows (0: all),
+ * objects of epoch `since` or later (0: all), rows containing `filter` (NULL: all). */
+int memprof_report_ex(int fd, int flags, unsigned long top, unsigned since, const char *filter);
+/* Write the table to `path`: mode 0600, temp file + rename, never through a
+ * symbolic link (MEMPROF_IO_ERROR; memprof_strerror says why). */
+int memprof_report_file(const char *path, int flags, unsigned long top, unsigned since,
+                        const char *filter);
 /* The table (or, on failure, a one-line message) as text owned by the
  * runtime, valid until the next call; memprof_last_status() tells which. */
 const char *memprof_report_text(void);
+const char *memprof_report_text_ex(int flags, unsigned long top, unsigned since,
+                                   const char *filter);
 int memprof_last_status(void);
+
+/* Who allocated the object at `addr`: "file:line:Class" (and its callers, one
+ * "  from file:line" line each), or a one-line message starting "memprof: ".
+ * Text owned by the runtime, valid until the next call. */
+const char *memprof_where(uintptr_t addr);
 
 /* A one-line message for a status (for MEMPROF_OK: the current state). */
 const char *memprof_strerror(int status);

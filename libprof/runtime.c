@@ -17,6 +17,7 @@
 #define EXPORT __attribute__((visibility("default")))
 
 static int last_status;
+static bool report_at_exit_wanted;
 static struct out report_text;
 static pid_t started_by;
 static char io_error_text[PATH_MAX + 128];
@@ -30,6 +31,7 @@ static enum memprof_status from_ruby(enum ruby_status s)
     case RUBY_IN_GC: return MEMPROF_IN_GC;
     case RUBY_HOOK_FAILED: return MEMPROF_HOOK_FAILED;
     case RUBY_NO_MEMORY: return MEMPROF_NO_MEMORY;
+    case RUBY_BAD_ARGUMENT: return MEMPROF_BAD_ARGUMENT;
     }
     return MEMPROF_NO_MEMORY;
 }
@@ -62,6 +64,8 @@ EXPORT const char *memprof_strerror(int status)
         return "memprof: out of memory";
     case MEMPROF_IO_ERROR:
         return io_error_text[0] ? io_error_text : "memprof: cannot write the report";
+    case MEMPROF_BAD_ARGUMENT:
+        return "memprof: bad argument: site is nearest (0) or user (1), frames 1-64, sample 1 or more";
     default:
         return "memprof: unknown status";
     }
@@ -117,12 +121,37 @@ EXPORT int memprof_last_status(void)
     return last_status;
 }
 
-EXPORT int memprof_report(int fd)
+EXPORT int memprof_configure(int site, int frames, unsigned sample)
+{
+    struct ruby_config c = { .site = (enum ruby_site_mode)site, .frames = frames, .sample = sample };
+    if (site != MEMPROF_SITE_NEAREST && site != MEMPROF_SITE_USER)
+        return set_status(MEMPROF_BAD_ARGUMENT);
+    return set_status(from_ruby(ruby_tracer_configure(&c)));
+}
+
+EXPORT unsigned memprof_epoch_begin(void)
+{
+    return ruby_tracer_new_epoch();
+}
+
+static struct ruby_report_options report_options(int flags, unsigned long top, unsigned since,
+                                                 const char *filter)
+{
+    return (struct ruby_report_options){
+        .sort = flags & MEMPROF_REPORT_SORT_BYTES ? RUBY_SORT_BYTES : RUBY_SORT_COUNT,
+        .bytes = (flags & MEMPROF_REPORT_BYTES) != 0,
+        .top = top, .since = since, .filter = filter,
+    };
+}
+
+EXPORT int memprof_report_ex(int fd, int flags, unsigned long top, unsigned since,
+                             const char *filter)
 {
     struct out o;
     char buf[8192];
+    struct ruby_report_options opt = report_options(flags, top, since, filter);
     out_init_fd(&o, fd, buf, sizeof buf);
-    int status = from_ruby(ruby_tracer_report(&o));
+    int status = from_ruby(ruby_tracer_report(&o, &opt));
     int err = out_finish(&o);
     if (status == MEMPROF_OK && err) {
         struct out e;
@@ -135,11 +164,18 @@ EXPORT int memprof_report(int fd)
     return set_status(status);
 }
 
-EXPORT const char *memprof_report_text(void)
+EXPORT int memprof_report(int fd)
 {
+    return memprof_report_ex(fd, 0, 0, 0, NULL);
+}
+
+EXPORT const char *memprof_report_text_ex(int flags, unsigned long top, unsigned since,
+                                          const char *filter)
+{
+    struct ruby_report_options opt = report_options(flags, top, since, filter);
     out_release_mem(&report_text);
     out_init_mem(&report_text);
-    int status = report_text.error ? MEMPROF_NO_MEMORY : from_ruby(ruby_tracer_report(&report_text));
+    int status = report_text.error ? MEMPROF_NO_MEMORY : from_ruby(ruby_tracer_report(&report_text, &opt));
     out_finish(&report_text);
     if (status == MEMPROF_OK && report_text.error)
         status = MEMPROF_NO_MEMORY;
@@ -147,6 +183,31 @@ EXPORT const char *memprof_report_text(void)
     if (status != MEMPROF_OK || !report_text.buf)
         return memprof_strerror(status);
     return report_text.buf;
+}
+
+EXPORT const char *memprof_report_text(void)
+{
+    return memprof_report_text_ex(0, 0, 0, NULL);
+}
+
+EXPORT const char *memprof_where(uintptr_t addr)
+{
+    static char text[8192];
+    struct out o;
+    bool found;
+    out_init_fd(&o, -1, text, sizeof text);
+    int status = from_ruby(ruby_tracer_where(&o, addr, &found));
+    out_finish(&o);
+    set_status(status);
+    if (status != MEMPROF_OK)
+        return memprof_strerror(status);
+    if (!found) {
+        out_init_fd(&o, -1, text, sizeof text);
+        out_str(&o, "memprof: no allocation recorded at ");
+        out_hex(&o, addr);
+        out_finish(&o);
+    }
+    return text;
 }
 
 /* MEMPROF_OUTPUT with each %p replaced by the pid; false if it does not fit. */
@@ -165,31 +226,63 @@ static bool expand_output_path(const char *spec, char *path, size_t size)
     return out_finish(&o) == 0;
 }
 
+static void set_io_error(const char *path, int err)
+{
+    struct out e;
+    out_init_fd(&e, -1, io_error_text, sizeof io_error_text);
+    out_str(&e, "memprof: cannot write the report to ");
+    out_str(&e, path);
+    out_str(&e, ": ");
+    out_str(&e, err == ELOOP ? "it is a symbolic link (refusing to follow it)" : strerror(err));
+    out_finish(&e);
+}
+
+EXPORT int memprof_report_file(const char *path, int flags, unsigned long top, unsigned since,
+                               const char *filter)
+{
+    struct atomic_file f;
+    if (!path || !*path)
+        return set_status(MEMPROF_BAD_ARGUMENT);
+    int err = atomic_file_open(&f, path);
+    if (err) {
+        set_io_error(path, err);
+        return set_status(MEMPROF_IO_ERROR);
+    }
+    int status = memprof_report_ex(f.fd, flags, top, since, filter);
+    if (status != MEMPROF_OK) {
+        atomic_file_abort(&f);
+        return status;
+    }
+    err = atomic_file_commit(&f);
+    if (err) {
+        set_io_error(path, err);
+        return set_status(MEMPROF_IO_ERROR);
+    }
+    return set_status(MEMPROF_OK);
+}
+
+/* The exit report's options: MEMPROF_SORT, MEMPROF_TOP, MEMPROF_FILTER, MEMPROF_BYTES. */
+static int exit_report_flags;
+static unsigned long exit_report_top;
+
 static void report_to_file(const char *spec)
 {
     char path[PATH_MAX];
-    struct atomic_file f;
-    int err = expand_output_path(spec, path, sizeof path) ? atomic_file_open(&f, path) : ENAMETOOLONG;
-    if (!err) {
-        int status = memprof_report(f.fd);
-        if (status == MEMPROF_OK)
-            err = atomic_file_commit(&f);
-        else {
-            atomic_file_abort(&f);
-            say(memprof_strerror(status), (char *)NULL);
-            return;
-        }
+    if (!expand_output_path(spec, path, sizeof path)) {
+        say("memprof: cannot write the report to ", spec, ": ", strerror(ENAMETOOLONG), (char *)NULL);
+        return;
     }
-    if (err)
-        say("memprof: cannot write the report to ", path, ": ",
-            err == ELOOP ? "it is a symbolic link (refusing to follow it)" : strerror(err), (char *)NULL);
+    int status = memprof_report_file(path, exit_report_flags, exit_report_top, 0,
+                                     getenv("MEMPROF_FILTER"));
+    if (status != MEMPROF_OK)
+        say(memprof_strerror(status), (char *)NULL);
 }
 
 /* From a Ruby end proc: after the program's own at_exit handlers, while the
  * heap is still whole. A forked child reports only if the path has %p. */
 static void report_at_exit(void)
 {
-    if (!ruby_tracer_running())
+    if (!ruby_tracer_running() || !report_at_exit_wanted)
         return;
     const char *spec = getenv("MEMPROF_OUTPUT");
     if (!spec || !*spec)
@@ -206,7 +299,8 @@ static void report_at_exit(void)
         out_u64(&o, (uint64_t)getpid());
         out_str(&o, " (count file:line:Class) ==\n");
         out_finish(&o);
-        int status = memprof_report(STDERR_FILENO);
+        int status = memprof_report_ex(STDERR_FILENO, exit_report_flags, exit_report_top, 0,
+                                       getenv("MEMPROF_FILTER"));
         if (status != MEMPROF_OK)
             say(memprof_strerror(status), (char *)NULL);
     } else {
@@ -221,9 +315,71 @@ static bool env_says_no(const char *name)
     return v && (strcmp(v, "0") == 0 || strcmp(v, "no") == 0 || strcmp(v, "false") == 0);
 }
 
+/* A whole decimal number in [min, max] from the environment; `fallback` when
+ * unset, and a one-line complaint when malformed. */
+static unsigned long env_number(const char *name, unsigned long min, unsigned long max,
+                                unsigned long fallback)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return fallback;
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (errno || *end || v[0] == '-' || n < min || n > max) {
+        char range[64];
+        struct out o;
+        out_init_fd(&o, -1, range, sizeof range);
+        out_u64(&o, min);
+        out_str(&o, "-");
+        out_u64(&o, max);
+        out_finish(&o);
+        say("memprof: ignoring ", name, "=", v, ": not a number in ", range, (char *)NULL);
+        return fallback;
+    }
+    return n;
+}
+
+/* MEMPROF_SITE, MEMPROF_FRAMES, MEMPROF_SAMPLE and the exit report's options. */
+static void configure_from_environment(void)
+{
+    struct ruby_config c;
+    ruby_tracer_config(&c);
+    const char *site = getenv("MEMPROF_SITE");
+    if (site && *site) {
+        if (strcmp(site, "nearest") == 0)
+            c.site = RUBY_SITE_NEAREST;
+        else if (strcmp(site, "user") == 0)
+            c.site = RUBY_SITE_USER;
+        else
+            say("memprof: ignoring MEMPROF_SITE=", site, ": it is nearest or user", (char *)NULL);
+    }
+    c.frames = (int)env_number("MEMPROF_FRAMES", 1, 64, (unsigned long)c.frames);
+    c.sample = (unsigned)env_number("MEMPROF_SAMPLE", 1, 1ul << 30, c.sample);
+    ruby_tracer_configure(&c);
+
+    const char *sort = getenv("MEMPROF_SORT");
+    if (sort && strcmp(sort, "bytes") == 0)
+        exit_report_flags |= MEMPROF_REPORT_SORT_BYTES | MEMPROF_REPORT_BYTES;
+    else if (sort && *sort && strcmp(sort, "count") != 0)
+        say("memprof: ignoring MEMPROF_SORT=", sort, ": it is count or bytes", (char *)NULL);
+    const char *bytes = getenv("MEMPROF_BYTES");
+    if (bytes && *bytes && !env_says_no("MEMPROF_BYTES"))
+        exit_report_flags |= MEMPROF_REPORT_BYTES;
+    exit_report_top = env_number("MEMPROF_TOP", 0, ~0ul, 0);
+}
+
 __attribute__((constructor)) static void memprof_init(void)
 {
-    if (env_says_no("MEMPROF_START") || !ruby_tracer_available())
+    if (!ruby_tracer_available())
         return;
+    configure_from_environment();
+    const char *output = getenv("MEMPROF_OUTPUT");
+    report_at_exit_wanted = output && *output;
+    /* Loaded into a VM already running (require 'memprof', GDB): recording
+     * waits for memprof_start(). Loaded before it (LD_PRELOAD): start now. */
+    if (env_says_no("MEMPROF_START") || ruby_tracer_vm_running())
+        return;
+    report_at_exit_wanted = true;
     memprof_start();
 }

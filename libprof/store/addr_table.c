@@ -9,42 +9,50 @@ static size_t slot_of(const struct addr_table *t, uintptr_t key)
     return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 20) & t->mask;
 }
 
-static bool grow(struct addr_table *t)
+/* Store an entry whose key is not in the table (or replace it). */
+static enum addr_put_result place(struct addr_table *t, const struct addr_entry *e)
 {
-    size_t old_cap = t->slots ? t->mask + 1 : 0;
-    size_t cap = old_cap ? old_cap * 2 : INITIAL_CAPACITY;
+    size_t i = slot_of(t, e->key);
+    while (t->slots[i].key && t->slots[i].key != e->key)
+        i = (i + 1) & t->mask;
+    enum addr_put_result r = t->slots[i].key ? ADDR_PUT_REPLACED : ADDR_PUT_NEW;
+    if (r == ADDR_PUT_NEW)
+        t->count++;
+    t->slots[i] = *e;
+    return r;
+}
+
+static bool empty_table(struct addr_table *t, size_t cap)
+{
     struct addr_entry *slots = pages_alloc(cap * sizeof *slots);
     if (!slots)
         return false;
-    struct addr_table bigger = { slots, cap - 1, 0 };
-    for (size_t i = 0; i < old_cap; i++) {
-        const struct addr_entry *e = &t->slots[i];
-        if (!e->key)
-            continue;
-        size_t j = slot_of(&bigger, e->key);
-        while (slots[j].key)
-            j = (j + 1) & bigger.mask;
-        slots[j] = *e;
-        bigger.count++;
-    }
+    *t = (struct addr_table){ slots, cap - 1, 0 };
+    return true;
+}
+
+static bool grow(struct addr_table *t)
+{
+    size_t old_cap = t->slots ? t->mask + 1 : 0;
+    struct addr_table bigger;
+    if (!empty_table(&bigger, old_cap ? old_cap * 2 : INITIAL_CAPACITY))
+        return false;
+    for (size_t i = 0; i < old_cap; i++)
+        if (t->slots[i].key)
+            place(&bigger, &t->slots[i]);
     pages_free(t->slots, old_cap * sizeof *t->slots);
     *t = bigger;
     return true;
 }
 
-enum addr_put_result addr_table_put(struct addr_table *t, uintptr_t key, uint32_t site,
-                                    uint32_t aux, uint64_t value)
+enum addr_put_result addr_table_put(struct addr_table *t, uintptr_t key, uint32_t origin,
+                                    uint32_t aux)
 {
-    if ((!t->slots || (t->count + 1) * 2 > t->mask + 1) && !grow(t))
+    /* At most 3/4 full: linear probing stays short, and after a doubling the
+     * table is still 3/8 full (16 bytes / 0.375 = 43 bytes per entry). */
+    if ((!t->slots || (t->count + 1) * 4 > (t->mask + 1) * 3) && !grow(t))
         return ADDR_PUT_NO_MEMORY;
-    size_t i = slot_of(t, key);
-    while (t->slots[i].key && t->slots[i].key != key)
-        i = (i + 1) & t->mask;
-    enum addr_put_result r = t->slots[i].key ? ADDR_PUT_REPLACED : ADDR_PUT_NEW;
-    if (r == ADDR_PUT_NEW)
-        t->count++;
-    t->slots[i] = (struct addr_entry){ key, site, aux, value };
-    return r;
+    return place(t, &(struct addr_entry){ key, origin, aux });
 }
 
 struct addr_entry *addr_table_get(const struct addr_table *t, uintptr_t key)
@@ -74,6 +82,32 @@ bool addr_table_remove(struct addr_table *t, uintptr_t key)
     t->slots[hole].key = 0;
     t->count--;
     return true;
+}
+
+int addr_table_remap(struct addr_table *t,
+                     uintptr_t (*where)(const struct addr_entry *e, void *ctx), void *ctx)
+{
+    if (!t->slots)
+        return 0;
+    struct addr_table moved;
+    if (!empty_table(&moved, t->mask + 1))
+        return -1;
+    /* Entries that stayed first, then the moved ones over them. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i <= t->mask; i++) {
+            struct addr_entry e = t->slots[i];
+            if (!e.key)
+                continue;
+            uintptr_t to = where(&e, ctx);
+            if ((to != e.key) != (pass == 1))
+                continue;
+            e.key = to;
+            place(&moved, &e);
+        }
+    }
+    pages_free(t->slots, (t->mask + 1) * sizeof *t->slots);
+    *t = moved;
+    return 0;
 }
 
 void addr_table_free(struct addr_table *t)

@@ -1,6 +1,7 @@
 /* Live allocations keyed by address: open addressing with linear probing and
  * backward-shift deletion (no tombstones), in mmap'd memory. Not locked: the
- * owner serializes access. 24 bytes per entry, at most 2x slack. */
+ * owner serializes access. 16 bytes per entry and at least 3/8 full, so at
+ * most 43 bytes per live entry. */
 #ifndef MEMPROF_STORE_ADDR_TABLE_H
 #define MEMPROF_STORE_ADDR_TABLE_H
 #include <stdbool.h>
@@ -9,9 +10,8 @@
 
 struct addr_entry {
     uintptr_t key;     /* 0: empty */
-    uint32_t site;     /* index into a site table */
-    uint32_t aux;      /* tracer-defined (Ruby: object type) */
-    uint64_t value;    /* tracer-defined (Ruby: class) */
+    uint32_t origin;   /* tracer-defined (an interned id: where it came from) */
+    uint32_t aux;      /* tracer-defined (Ruby: type and epoch) */
 };
 
 struct addr_table {
@@ -22,10 +22,15 @@ struct addr_table {
 
 enum addr_put_result { ADDR_PUT_NEW, ADDR_PUT_REPLACED, ADDR_PUT_NO_MEMORY };
 
-enum addr_put_result addr_table_put(struct addr_table *t, uintptr_t key, uint32_t site,
-                                    uint32_t aux, uint64_t value);
+enum addr_put_result addr_table_put(struct addr_table *t, uintptr_t key, uint32_t origin,
+                                    uint32_t aux);
 struct addr_entry *addr_table_get(const struct addr_table *t, uintptr_t key);
 bool addr_table_remove(struct addr_table *t, uintptr_t key);
+/* Re-key every entry by `where(entry)` (objects a compacting GC moved). An
+ * entry whose key moved wins over one that stayed at the address it moved to.
+ * 0, or -1 when out of memory (the table is then unchanged). */
+int addr_table_remap(struct addr_table *t,
+                     uintptr_t (*where)(const struct addr_entry *e, void *ctx), void *ctx);
 void addr_table_free(struct addr_table *t);
 size_t addr_table_bytes(const struct addr_table *t);
 

@@ -1,3 +1,17 @@
+/* The Ruby tracer's hooks: every way CRuby 3.1 makes a heap object, recorded
+ * as address -> (site, class, type, epoch).
+ *
+ *   rb_*newobj_of        strings, arrays, hashes, ... (GOT slots of libruby
+ *                        and of every extension)
+ *   rb_data_*object_wrap T_DATA (the zalloc variants call wrap through the
+ *                        PLT: hooking them too would count twice)
+ *   rb_imemo_new         T_IMEMO
+ *   class allocators     T_OBJECT: BasicObject's and Exception's allocators
+ *                        are internal functions, so memprof wraps them
+ *
+ * Liveness is not tracked by a free hook: an allocation at an address already
+ * recorded means the previous object there died, and the report checks every
+ * record against the heap. */
 #include "ruby.h"
 #include "ruby_state.h"
 #include "../hook/got.h"
@@ -5,10 +19,10 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
-struct ruby_tracer ruby_tracer;
+struct ruby_tracer ruby_tracer = { .config = { .site = RUBY_SITE_NEAREST, .frames = 1, .sample = 1 } };
 
 static bool api_resolved, api_present, running;
-static bool end_proc_scheduled;
+static bool safe_point_job_done;
 static void (*exit_callback)(void);
 
 static void record(VALUE obj);
@@ -22,7 +36,14 @@ static void record(VALUE obj);
       (klass, flags, size))                                                                  \
     X(rb_ec_wb_protected_newobj_of, rb_ec_wb_newobj_fn,                                      \
       (void *ec, VALUE klass, VALUE flags, size_t size), (ec, klass, flags, size))           \
-    X(rb_newobj_of, rb_newobj_fn, (VALUE klass, VALUE flags), (klass, flags))
+    X(rb_newobj_of, rb_newobj_fn, (VALUE klass, VALUE flags), (klass, flags))                \
+    X(rb_data_object_wrap, rb_data_object_wrap_fn,                                           \
+      (VALUE klass, void *data, ruby_data_func *mark, ruby_data_func *free),                 \
+      (klass, data, mark, free))                                                             \
+    X(rb_data_typed_object_wrap, rb_data_typed_object_wrap_fn,                               \
+      (VALUE klass, void *data, const struct ruby_data_type *type), (klass, data, type))     \
+    X(rb_imemo_new, rb_imemo_new_fn, (unsigned type, VALUE v1, VALUE v2, VALUE v3, VALUE v0), \
+      (type, v1, v2, v3, v0))
 
 #define DEFINE_HOOK(name, fn_type, params, args) \
     static fn_type *next_##name;                 \
@@ -40,6 +61,105 @@ RUBY_ALLOCATOR_HOOKS(DEFINE_HOOK)
 static struct got_hook hooks[] = { RUBY_ALLOCATOR_HOOKS(HOOK_ENTRY) };
 #define HOOK_COUNT (sizeof hooks / sizeof hooks[0])
 
+/* --- T_OBJECT: wrapped class allocators -------------------------------- */
+
+/* The classes whose allocator makes T_OBJECTs without a GOT slot. */
+#define RUBY_WRAPPED_ALLOCATORS(X) X(rb_cBasicObject) X(rb_eException)
+
+struct wrapped_allocator {
+    VALUE *klass;                 /* the class variable in libruby */
+    ruby_alloc_func *original;
+    ruby_alloc_func *wrapper;
+};
+
+#define DEFINE_WRAPPER(var)                         \
+    static ruby_alloc_func *original_##var;         \
+    static VALUE allocate_##var(VALUE klass)        \
+    {                                               \
+        VALUE obj = original_##var(klass);          \
+        record(obj);                                \
+        return obj;                                 \
+    }
+RUBY_WRAPPED_ALLOCATORS(DEFINE_WRAPPER)
+static struct wrapped_allocator allocators[] = {
+#define WRAPPER_ENTRY(var) { .wrapper = allocate_##var },
+    RUBY_WRAPPED_ALLOCATORS(WRAPPER_ENTRY)
+};
+static ruby_alloc_func **const allocator_originals[] = {
+#define ORIGINAL_ENTRY(var) &original_##var,
+    RUBY_WRAPPED_ALLOCATORS(ORIGINAL_ENTRY)
+};
+#define ALLOCATOR_COUNT (sizeof allocators / sizeof allocators[0])
+
+static bool is_wrapper(ruby_alloc_func *f)
+{
+    for (size_t i = 0; i < ALLOCATOR_COUNT; i++)
+        if (allocators[i].wrapper == f)
+            return true;
+    return false;
+}
+
+static struct wrapped_allocator *wrapped_for(VALUE klass)
+{
+    for (size_t i = 0; klass && i < ALLOCATOR_COUNT; i++)
+        if (allocators[i].klass && *allocators[i].klass == klass)
+            return &allocators[i];
+    return NULL;
+}
+
+static void set_original(struct wrapped_allocator *w, ruby_alloc_func *f)
+{
+    w->original = f;
+    *allocator_originals[w - allocators] = f;
+}
+
+/* Loaded before the VM: the VM's Init defines these allocators through the
+ * PLT, and memprof puts its wrappers in their place. */
+static rb_define_alloc_func_fn *next_rb_define_alloc_func;
+static void hook_rb_define_alloc_func(VALUE klass, ruby_alloc_func *func)
+{
+    struct wrapped_allocator *w = wrapped_for(klass);
+    if (w && func && !is_wrapper(func)) {
+        set_original(w, func);
+        func = w->wrapper;
+    }
+    next_rb_define_alloc_func(klass, func);
+}
+static struct got_hook define_alloc_hook = {
+    .symbol = "rb_define_alloc_func",
+    .replacement = (void *)hook_rb_define_alloc_func,
+    .next = (void **)&next_rb_define_alloc_func,
+};
+
+/* Loaded into a running VM: replace the allocators now (a plain store in
+ * the class; nothing allocates). */
+static void wrap_allocators(void)
+{
+    const struct ruby_api *api = &ruby_tracer.api;
+    for (size_t i = 0; i < ALLOCATOR_COUNT; i++) {
+        struct wrapped_allocator *w = &allocators[i];
+        if (!*w->klass)
+            continue;   /* before Init: the GOT hook will see it defined */
+        ruby_alloc_func *current = api->rb_get_alloc_func(*w->klass);
+        if (!current || is_wrapper(current))
+            continue;
+        set_original(w, current);
+        api->rb_define_alloc_func(*w->klass, w->wrapper);
+    }
+}
+
+static void unwrap_allocators(void)
+{
+    const struct ruby_api *api = &ruby_tracer.api;
+    for (size_t i = 0; i < ALLOCATOR_COUNT; i++) {
+        struct wrapped_allocator *w = &allocators[i];
+        if (*w->klass && w->original && api->rb_get_alloc_func(*w->klass) == w->wrapper)
+            api->rb_define_alloc_func(*w->klass, w->original);
+    }
+}
+
+/* --- API ----------------------------------------------------------------- */
+
 bool ruby_tracer_available(void)
 {
     if (api_resolved)
@@ -49,12 +169,28 @@ bool ruby_tracer_available(void)
     api_present = RESOLVE(rb_sourcefile) && RESOLVE(rb_sourceline) &&
                   RESOLVE(rb_class_path_cached) && RESOLVE(rb_string_value_ptr) &&
                   RESOLVE(rb_objspace_markable_object_p) && RESOLVE(rb_during_gc) &&
-                  RESOLVE(rb_postponed_job_register_one) && RESOLVE(rb_set_end_proc);
+                  RESOLVE(rb_postponed_job_register_one) && RESOLVE(rb_set_end_proc) &&
+                  RESOLVE(rb_profile_frames) && RESOLVE(rb_profile_frame_path) &&
+                  RESOLVE(rb_class_real) && RESOLVE(rb_get_alloc_func) &&
+                  RESOLVE(rb_define_alloc_func) && RESOLVE(rb_gc_location) &&
+                  RESOLVE(rb_data_typed_object_wrap) && RESOLVE(rb_gc_register_mark_object) &&
+                  RESOLVE(rb_cBasicObject) && RESOLVE(rb_eException) &&
+                  RESOLVE(ruby_current_vm_ptr);
+    (void)(RESOLVE(rb_obj_memsize_of));
 #undef RESOLVE
     for (size_t i = 0; api_present && i < HOOK_COUNT; i++)
         api_present = dlsym(RTLD_DEFAULT, hooks[i].symbol) != NULL;
+    if (api_present) {
+        allocators[0].klass = api->rb_cBasicObject;
+        allocators[1].klass = api->rb_eException;
+    }
     api_resolved = true;
     return api_present;
+}
+
+bool ruby_tracer_vm_running(void)
+{
+    return ruby_tracer_available() && *ruby_tracer.api.ruby_current_vm_ptr != NULL;
 }
 
 static void end_proc(VALUE unused)
@@ -64,33 +200,75 @@ static void end_proc(VALUE unused)
         exit_callback();
 }
 
-/* Runs at a Ruby safe point, where rb_set_end_proc may allocate. */
-static void register_end_proc(void *unused)
+/* Runs at a Ruby safe point, where memprof may allocate Ruby objects: the end
+ * proc for the exit report, and the compaction watcher. */
+static void at_safe_point(void *unused)
 {
     (void)unused;
-    ruby_tracer.api.rb_set_end_proc(end_proc, 0);
+    bool in = reentry_enter();   /* memprof's own objects are not recorded */
+    if (exit_callback)
+        ruby_tracer.api.rb_set_end_proc(end_proc, 0);
+    ruby_compact_watch();
+    if (in)
+        reentry_leave();
+}
+
+/* Sampling: each thread counts down a random interval averaging `sample`
+ * (uniform on 1 .. 2*sample-1), so a loop's period cannot alias with it. */
+static __thread struct { uint64_t rng; uint32_t countdown; } sampler
+    __attribute__((tls_model("initial-exec")));
+
+static bool sample_this(unsigned rate)
+{
+    if (sampler.countdown > 1) {
+        sampler.countdown--;
+        return false;
+    }
+    if (!sampler.rng)
+        sampler.rng = (uint64_t)(uintptr_t)&sampler * 0x9E3779B97F4A7C15ull | 1;
+    sampler.rng ^= sampler.rng << 13;   /* xorshift64 */
+    sampler.rng ^= sampler.rng >> 7;
+    sampler.rng ^= sampler.rng << 17;
+    sampler.countdown = 1 + (uint32_t)(sampler.rng % (2 * (uint64_t)rate - 1));
+    return true;
 }
 
 static void record(VALUE obj)
 {
-    if (!__atomic_load_n(&running, __ATOMIC_RELAXED) || !reentry_enter())
+    if (!__atomic_load_n(&running, __ATOMIC_RELAXED) || !obj || !reentry_enter())
         return;
     struct ruby_tracer *t = &ruby_tracer;
+    unsigned rate = t->config.sample;
+    if (rate > 1 && !sample_this(rate)) {
+        /* Not sampled, but an older record at this address is now dead. */
+        spin_lock(&t->lock);
+        addr_table_remove(&t->objects, obj);
+        spin_unlock(&t->lock);
+        reentry_leave();
+        return;
+    }
     const struct ruby_basic *basic = (const struct ruby_basic *)obj;
     unsigned type = (unsigned)(basic->flags & RUBY_T_MASK);
-    const char *file = t->api.rb_sourcefile();
-    int line = file ? t->api.rb_sourceline() : 0;
-    if (file && !end_proc_scheduled && exit_callback) {
-        /* The first allocation made by Ruby code: the VM is up, end procs work. */
-        end_proc_scheduled = true;
-        t->api.rb_postponed_job_register_one(0, register_end_proc, NULL);
+    VALUE klass = type == RUBY_T_IMEMO ? 0 : basic->klass;  /* imemo: payload */
+    struct ruby_frame frames[RUBY_MAX_FRAMES];
+    int depth = ruby_site_capture(t, frames);
+    if (depth > 0 && !safe_point_job_done) {
+        /* The first allocation made by Ruby code: the VM is up. */
+        safe_point_job_done = true;
+        t->api.rb_postponed_job_register_one(0, at_safe_point, NULL);
     }
+    uint32_t epoch = __atomic_load_n(&t->epoch, __ATOMIC_RELAXED);
 
     spin_lock(&t->lock);
-    uint32_t site = sites_intern(&t->sites, file ? file : "<internal>", (uint32_t)(line < 0 ? 0 : line));
+    uint32_t site = SITE_NONE;
+    if (depth == 0)
+        site = sites_intern(&t->sites, "<internal>", 0, SITE_NONE);
+    for (int i = depth; i-- > 0;)
+        site = sites_intern(&t->sites, frames[i].file, (uint32_t)frames[i].line, site);
+    uint32_t origin = site == SITE_NONE ? INTERN_NONE : intern_put(&t->origins, site, klass);
     /* An address already tracked means its previous object died: replaced. */
-    if (site == SITE_NONE ||
-        addr_table_put(&t->objects, obj, site, type, basic->klass) == ADDR_PUT_NO_MEMORY)
+    if (origin == INTERN_NONE ||
+        addr_table_put(&t->objects, obj, origin, RUBY_AUX(type, epoch)) == ADDR_PUT_NO_MEMORY)
         t->dropped++;
     spin_unlock(&t->lock);
     reentry_leave();
@@ -99,6 +277,13 @@ static void record(VALUE obj)
 static void register_atfork(void)
 {
     pthread_atfork(NULL, NULL, ruby_tracer_after_fork);
+}
+
+static void remove_hooks(size_t count)
+{
+    while (count-- > 0)
+        got_hook_remove(&hooks[count]);
+    got_hook_remove(&define_alloc_hook);
 }
 
 enum ruby_status ruby_tracer_start(void (*at_exit)(void))
@@ -110,14 +295,19 @@ enum ruby_status ruby_tracer_start(void (*at_exit)(void))
         return RUBY_OK;
     exit_callback = at_exit;
     pthread_once(&atfork_once, register_atfork);
+    ruby_site_configure();
+    if (got_hook_install(&define_alloc_hook) != 0)
+        return RUBY_HOOK_FAILED;
     for (size_t i = 0; i < HOOK_COUNT; i++) {
         if (got_hook_install(&hooks[i]) != 0) {
-            while (i-- > 0)
-                got_hook_remove(&hooks[i]);
+            remove_hooks(i);
             return RUBY_HOOK_FAILED;
         }
     }
+    wrap_allocators();
     __atomic_store_n(&running, true, __ATOMIC_RELEASE);
+    /* Already inside a running VM (loaded by require or from GDB): the safe
+     * point job is asked for at the next allocation by Ruby code. */
     return RUBY_OK;
 }
 
@@ -126,8 +316,8 @@ void ruby_tracer_stop(void)
     if (!running)
         return;
     __atomic_store_n(&running, false, __ATOMIC_RELEASE);
-    for (size_t i = HOOK_COUNT; i-- > 0;)
-        got_hook_remove(&hooks[i]);
+    unwrap_allocators();
+    remove_hooks(HOOK_COUNT);
 }
 
 bool ruby_tracer_running(void)
@@ -143,10 +333,40 @@ enum ruby_status ruby_tracer_reset(void)
     if (!spin_trylock(&t->lock))
         return RUBY_BUSY;
     addr_table_free(&t->objects);
+    intern_free(&t->origins);
     sites_free(&t->sites);
     t->dropped = 0;
     spin_unlock(&t->lock);
     return RUBY_OK;
+}
+
+void ruby_tracer_config(struct ruby_config *c)
+{
+    *c = ruby_tracer.config;
+}
+
+enum ruby_status ruby_tracer_configure(const struct ruby_config *c)
+{
+    struct ruby_tracer *t = &ruby_tracer;
+    if ((c->site != RUBY_SITE_NEAREST && c->site != RUBY_SITE_USER) || c->frames < 1 ||
+        c->frames > RUBY_MAX_FRAMES || c->sample < 1 || c->sample > (1u << 30))
+        return RUBY_BAD_ARGUMENT;
+    if (!ruby_tracer_available())
+        return RUBY_NOT_RUBY;
+    if (!spin_trylock(&t->lock))
+        return RUBY_BUSY;
+    bool new_rate = c->sample != t->config.sample;
+    t->config = *c;
+    spin_unlock(&t->lock);
+    return new_rate ? ruby_tracer_reset() : RUBY_OK;
+}
+
+uint32_t ruby_tracer_new_epoch(void)
+{
+    uint32_t e = __atomic_add_fetch(&ruby_tracer.epoch, 1, __ATOMIC_RELAXED);
+    if (e > RUBY_EPOCH_MAX)   /* 16M epochs: start over rather than wrap into type bits */
+        __atomic_store_n(&ruby_tracer.epoch, e = 1, __ATOMIC_RELAXED);
+    return e;
 }
 
 void ruby_tracer_after_fork(void)

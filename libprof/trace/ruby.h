@@ -4,6 +4,7 @@
 #define MEMPROF_TRACE_RUBY_H
 #include "../util/out.h"
 #include <stdbool.h>
+#include <stdint.h>
 
 enum ruby_status {
     RUBY_OK = 0,
@@ -12,10 +13,34 @@ enum ruby_status {
     RUBY_IN_GC,         /* the GC is running: heap flags are in flux */
     RUBY_HOOK_FAILED,   /* a GOT slot could not be written */
     RUBY_NO_MEMORY,
+    RUBY_BAD_ARGUMENT,  /* a configuration value out of range */
+};
+
+/* Where an allocation is attributed: the nearest Ruby frame, or the first
+ * frame in the user's own code (not a gem, the standard library or the VM's
+ * <internal:...> code); `frames` Ruby frames from there. */
+enum ruby_site_mode { RUBY_SITE_NEAREST = 0, RUBY_SITE_USER = 1 };
+
+struct ruby_config {
+    enum ruby_site_mode site;
+    int frames;        /* 1..RUBY_MAX_FRAMES */
+    unsigned sample;   /* record 1 in `sample` allocations (1: all) */
+};
+
+/* Report selection and layout. */
+enum ruby_sort { RUBY_SORT_COUNT = 0, RUBY_SORT_BYTES = 1 };
+struct ruby_report_options {
+    enum ruby_sort sort;
+    bool bytes;           /* show a bytes column */
+    unsigned long top;    /* 0: every row */
+    const char *filter;   /* NULL, or rows whose "file:line:Class" contains it */
+    uint32_t since;       /* only objects made in this epoch or later */
 };
 
 /* Does this process have a Ruby VM (resolves the API on first call)? */
 bool ruby_tracer_available(void);
+/* Has the VM been created (is Ruby code running, or about to)? */
+bool ruby_tracer_vm_running(void);
 /* Hook the allocators and record. `at_exit` runs from a Ruby end proc, while
  * the heap is still whole, once Ruby code has started. */
 enum ruby_status ruby_tracer_start(void (*at_exit)(void));
@@ -24,7 +49,16 @@ bool ruby_tracer_running(void);
 enum ruby_status ruby_tracer_reset(void);
 /* Write the table of live objects. Allocation-free and lock-free (try-lock):
  * callable from GDB with the process stopped anywhere. */
-enum ruby_status ruby_tracer_report(struct out *o);
+enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_options *opt);
+/* Where the object at `addr` was recorded: "file:line:Class" and its callers,
+ * or RUBY_NOT_RUBY / RUBY_BUSY; *found is false when it is not recorded. */
+enum ruby_status ruby_tracer_where(struct out *o, uintptr_t addr, bool *found);
+/* Attribution and sampling for what is recorded from now on. A new sampling
+ * rate forgets what was recorded (counts are scaled by one rate). */
+enum ruby_status ruby_tracer_configure(const struct ruby_config *c);
+void ruby_tracer_config(struct ruby_config *c);
+/* Start a new epoch; reports can be limited to objects made since. */
+uint32_t ruby_tracer_new_epoch(void);
 /* After fork, in the child. */
 void ruby_tracer_after_fork(void);
 #endif

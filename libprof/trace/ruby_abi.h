@@ -26,12 +26,52 @@ enum ruby_type {
  * page descriptor, which the GC reads to test mark bits during a lazy sweep. */
 #define RUBY_HEAP_PAGE_ALIGN ((uintptr_t)1 << 14)
 
+#define RUBY_QNIL ((VALUE)8)
+/* FL_SINGLETON (FL_USER0) on a T_CLASS: a singleton class (a metaclass). */
+#define RUBY_FL_SINGLETON ((VALUE)1 << 12)
+
+/* The running thread's control frame (vm_core.h): ruby_current_ec is a TLS
+ * variable; the execution context's third word is the current frame, whose
+ * first word is its pc and fifth its ep; ep[0] holds the frame's flags. */
+#define RUBY_EC_CFP_OFFSET 16
+#define RUBY_CFP_EP_OFFSET 32
+#define RUBY_FRAME_FLAG_CFRAME 0x0080
+
 /* The allocators memprof hooks (internal/gc.h in 3.1; size is unused there). */
 typedef VALUE rb_wb_newobj_fn(VALUE klass, VALUE flags, size_t size);
 typedef VALUE rb_ec_wb_newobj_fn(void *ec, VALUE klass, VALUE flags, size_t size);
 typedef VALUE rb_newobj_fn(VALUE klass, VALUE flags);
+typedef void ruby_data_func(void *);
+typedef VALUE rb_data_object_wrap_fn(VALUE klass, void *data, ruby_data_func *mark,
+                                     ruby_data_func *free);
+struct ruby_data_type;
+typedef VALUE rb_data_typed_object_wrap_fn(VALUE klass, void *data,
+                                           const struct ruby_data_type *type);
+typedef VALUE rb_imemo_new_fn(unsigned type, VALUE v1, VALUE v2, VALUE v3, VALUE v0);
+/* A class's allocator (rb_alloc_func_t): T_OBJECT instances come from the one
+ * BasicObject defines (and Exception's, which tail-calls it), an internal
+ * function with no GOT slot; memprof wraps the allocator itself. */
+typedef VALUE ruby_alloc_func(VALUE klass);
+typedef void rb_define_alloc_func_fn(VALUE klass, ruby_alloc_func *func);
 
-/* Exported functions the tracer calls; none of them allocates. */
+/* rb_data_type_t: dcompact is called while the GC updates references after
+ * moving objects, when rb_gc_location() still knows where each one went. */
+struct ruby_data_type {
+    const char *wrap_struct_name;
+    struct {
+        ruby_data_func *dmark, *dfree;
+        size_t (*dsize)(const void *);
+        ruby_data_func *dcompact;
+        void *reserved[1];
+    } function;
+    const struct ruby_data_type *parent;
+    void *data;
+    VALUE flags;
+};
+
+/* Exported functions and variables the tracer uses. None of the functions
+ * allocates, but for rb_data_typed_object_wrap and rb_gc_register_mark_object,
+ * which run only at a Ruby safe point (a postponed job). */
 struct ruby_api {
     const char *(*rb_sourcefile)(void);
     int (*rb_sourceline)(void);
@@ -41,5 +81,17 @@ struct ruby_api {
     int (*rb_during_gc)(void);
     int (*rb_postponed_job_register_one)(unsigned flags, void (*job)(void *), void *data);
     void (*rb_set_end_proc)(void (*func)(VALUE), VALUE data);
+    int (*rb_profile_frames)(int start, int limit, VALUE *frames, int *lines);
+    VALUE (*rb_profile_frame_path)(VALUE frame);
+    VALUE (*rb_class_real)(VALUE klass);
+    ruby_alloc_func *(*rb_get_alloc_func)(VALUE klass);
+    rb_define_alloc_func_fn *rb_define_alloc_func;
+    VALUE (*rb_gc_location)(VALUE obj);
+    rb_data_typed_object_wrap_fn *rb_data_typed_object_wrap;
+    void (*rb_gc_register_mark_object)(VALUE obj);
+    VALUE *rb_cBasicObject, *rb_eException;  /* variables: 0 until the VM's Init */
+    void **ruby_current_vm_ptr;              /* NULL until the VM exists */
+    /* Optional (NULL if absent): the report then shows no bytes. */
+    size_t (*rb_obj_memsize_of)(VALUE obj);
 };
 #endif

@@ -11,8 +11,9 @@
 struct row {
     uint32_t site;
     uint32_t type;
-    VALUE klass;
+    VALUE klass;      /* the objects' class now (0: hidden) */
     uint64_t count;
+    uint64_t bytes;
     size_t name;      /* offset of the class name in the names buffer */
 };
 
@@ -34,6 +35,10 @@ static const char *const type_names[RUBY_T_MASK + 1] = {
     [RUBY_T_NODE] = "T_NODE", [RUBY_T_ICLASS] = "T_ICLASS",
 };
 
+/* Rows of singleton classes are kept apart from the classes' own rows: they
+ * are VM bookkeeping made with every class (ObjectSpace does not list them). */
+#define ROW_SINGLETON_CLASS 0x100u
+
 static const char *type_name(unsigned type)
 {
     const char *n = type <= RUBY_T_MASK ? type_names[type] : NULL;
@@ -47,17 +52,31 @@ static const struct ruby_basic *heap_object(const struct maps *maps, VALUE v)
     return (const struct ruby_basic *)v;
 }
 
-/* Alive, and still the object memprof saw allocated: same type and class at
- * that address, and not garbage awaiting a lazy sweep (the GC's own test). */
-static bool still_live(const struct ruby_api *api, const struct maps *maps,
-                       const struct addr_entry *e)
+#define NOT_LIVE ((VALUE)-1)
+
+/* The object's class now, if the object at that address is still the one
+ * memprof saw allocated: same type, the same class or a singleton class of
+ * it (or a class given to a hidden object), and not garbage awaiting a lazy
+ * sweep (the GC's own test). NOT_LIVE otherwise. */
+static VALUE live_class(const struct ruby_api *api, const struct maps *maps,
+                        const struct addr_entry *e, VALUE recorded_class)
 {
     const struct ruby_basic *b = heap_object(maps, e->key);
-    if (!b || (b->flags & RUBY_T_MASK) != e->aux || b->klass != e->value)
-        return false;
+    if (!b || (b->flags & RUBY_T_MASK) != RUBY_AUX_TYPE(e->aux))
+        return NOT_LIVE;
     if (!maps_readable(maps, e->key & ~(RUBY_HEAP_PAGE_ALIGN - 1), sizeof(void *)))
-        return false;
-    return api->rb_objspace_markable_object_p(e->key) != 0;
+        return NOT_LIVE;
+    if (!api->rb_objspace_markable_object_p(e->key))
+        return NOT_LIVE;
+    if (RUBY_AUX_TYPE(e->aux) == RUBY_T_IMEMO)
+        return 0;
+    VALUE now = b->klass;
+    if (now == recorded_class || now == 0)
+        return now;
+    if (!heap_object(maps, now))
+        return NOT_LIVE;
+    VALUE real = api->rb_class_real(now);
+    return recorded_class == 0 || real == recorded_class ? real : NOT_LIVE;
 }
 
 /* The class's name as Ruby prints it, without allocating: the cached path of
@@ -67,6 +86,10 @@ static void class_name(const struct ruby_api *api, const struct maps *maps,
 {
     if (type == RUBY_T_IMEMO) {
         out_str(o, "(imemo)");
+        return;
+    }
+    if (type == (RUBY_T_CLASS | ROW_SINGLETON_CLASS)) {
+        out_str(o, "(singleton class)");
         return;
     }
     if (klass == 0) {
@@ -134,31 +157,33 @@ static struct row *rows_add(struct rows *r, uint32_t site, uint32_t type, VALUE 
     return row;
 }
 
-/* Largest count first; ties in file, line, class order so output is stable. */
-static int row_cmp(const struct rows *r, const struct site_table *sites,
+/* Largest first (count or bytes); ties in site, class order so output is stable. */
+static int row_cmp(const struct rows *r, const struct site_table *sites, enum ruby_sort sort,
                    const struct row *a, const struct row *b)
 {
+    uint64_t ka = sort == RUBY_SORT_BYTES ? a->bytes : a->count;
+    uint64_t kb = sort == RUBY_SORT_BYTES ? b->bytes : b->count;
+    if (ka != kb)
+        return ka > kb ? -1 : 1;
     if (a->count != b->count)
         return a->count > b->count ? -1 : 1;
-    int c = strcmp(sites_file(sites, a->site), sites_file(sites, b->site));
+    int c = sites_compare(sites, a->site, b->site);
     if (c)
         return c;
-    uint32_t la = sites_line(sites, a->site), lb = sites_line(sites, b->site);
-    if (la != lb)
-        return la < lb ? -1 : 1;
     return strcmp(r->names.buf + a->name, r->names.buf + b->name);
 }
 
 /* Heapsort: in place and allocation-free (glibc's qsort may call malloc). */
-static void sift_down(struct rows *r, const struct site_table *sites, size_t root, size_t n)
+static void sift_down(struct rows *r, const struct site_table *sites, enum ruby_sort sort,
+                      size_t root, size_t n)
 {
     for (;;) {
         size_t child = 2 * root + 1;
         if (child >= n)
             return;
-        if (child + 1 < n && row_cmp(r, sites, &r->rows[child], &r->rows[child + 1]) < 0)
+        if (child + 1 < n && row_cmp(r, sites, sort, &r->rows[child], &r->rows[child + 1]) < 0)
             child++;
-        if (row_cmp(r, sites, &r->rows[root], &r->rows[child]) >= 0)
+        if (row_cmp(r, sites, sort, &r->rows[root], &r->rows[child]) >= 0)
             return;
         struct row tmp = r->rows[root];
         r->rows[root] = r->rows[child];
@@ -167,26 +192,69 @@ static void sift_down(struct rows *r, const struct site_table *sites, size_t roo
     }
 }
 
-static void rows_sort(struct rows *r, const struct site_table *sites)
+static void rows_sort(struct rows *r, const struct site_table *sites, enum ruby_sort sort)
 {
     for (size_t i = r->count / 2; i-- > 0;)
-        sift_down(r, sites, i, r->count);
+        sift_down(r, sites, sort, i, r->count);
     for (size_t end = r->count; end-- > 1;) {
         struct row tmp = r->rows[0];
         r->rows[0] = r->rows[end];
         r->rows[end] = tmp;
-        sift_down(r, sites, 0, end);
+        sift_down(r, sites, sort, 0, end);
     }
 }
 
-static void write_rows(struct out *o, const struct rows *r, const struct site_table *sites)
+/* Does the row's "file:line:Class" (or a caller's file:line) contain `filter`? */
+static bool row_matches(const struct rows *r, const struct site_table *sites,
+                        const struct row *row, const char *filter)
 {
-    int width = 7;
-    if (r->count && u64_digits(r->rows[0].count) > width)
-        width = u64_digits(r->rows[0].count);
+    if (!filter || !*filter)
+        return true;
+    char text[1024];
+    struct out o;
+    out_init_fd(&o, -1, text, sizeof text - 1);
+    out_str(&o, sites_file(sites, row->site));
+    out_char(&o, ':');
+    out_u64(&o, sites_line(sites, row->site));
+    out_char(&o, ':');
+    out_str(&o, r->names.buf + row->name);
+    for (uint32_t s = sites_caller(sites, row->site); s != SITE_NONE; s = sites_caller(sites, s)) {
+        out_str(&o, "\nfrom ");
+        out_str(&o, sites_file(sites, s));
+        out_char(&o, ':');
+        out_u64(&o, sites_line(sites, s));
+    }
+    text[o.len] = '\0';
+    return strstr(text, filter) != NULL;
+}
+
+static void write_rows(struct out *o, const struct rows *r, const struct site_table *sites,
+                       const struct ruby_report_options *opt, unsigned scale)
+{
+    int width = 7, bytes_width = 10;
+    for (size_t i = 0; i < r->count; i++) {
+        if (u64_digits(r->rows[i].count * scale) > width)
+            width = u64_digits(r->rows[i].count * scale);
+        if (u64_digits(r->rows[i].bytes * scale) > bytes_width)
+            bytes_width = u64_digits(r->rows[i].bytes * scale);
+    }
+    size_t shown = 0, hidden = 0;
+    uint64_t hidden_objects = 0;
     for (size_t i = 0; i < r->count; i++) {
         const struct row *row = &r->rows[i];
-        out_u64_width(o, row->count, width);
+        if (!row_matches(r, sites, row, opt->filter))
+            continue;
+        if (opt->top && shown == opt->top) {
+            hidden++;
+            hidden_objects += row->count * scale;
+            continue;
+        }
+        shown++;
+        out_u64_width(o, row->count * scale, width);
+        if (opt->bytes) {
+            out_char(o, ' ');
+            out_u64_width(o, row->bytes * scale, bytes_width);
+        }
         out_char(o, ' ');
         out_str(o, sites_file(sites, row->site));
         out_char(o, ':');
@@ -194,12 +262,34 @@ static void write_rows(struct out *o, const struct rows *r, const struct site_ta
         out_char(o, ':');
         out_str(o, r->names.buf + row->name);
         out_char(o, '\n');
+        for (uint32_t s = sites_caller(sites, row->site); s != SITE_NONE; s = sites_caller(sites, s)) {
+            for (int pad = width + 1 + (opt->bytes ? bytes_width + 1 : 0); pad > 0; pad--)
+                out_char(o, ' ');
+            out_str(o, "  from ");
+            out_str(o, sites_file(sites, s));
+            out_char(o, ':');
+            out_u64(o, sites_line(sites, s));
+            out_char(o, '\n');
+        }
+    }
+    if (shown == 0)
+        out_str(o, r->count ? "memprof: no live Ruby objects match\n"
+                            : "memprof: no live Ruby objects recorded\n");
+    if (hidden) {
+        out_str(o, "memprof: ");
+        out_u64(o, hidden);
+        out_str(o, hidden == 1 ? " more row (" : " more rows (");
+        out_u64(o, hidden_objects);
+        out_str(o, " objects) not shown\n");
     }
 }
 
-enum ruby_status ruby_tracer_report(struct out *o)
+enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_options *opt)
 {
+    static const struct ruby_report_options defaults;
     struct ruby_tracer *t = &ruby_tracer;
+    if (!opt)
+        opt = &defaults;
     if (!ruby_tracer_available())
         return RUBY_NOT_RUBY;
     if (t->api.rb_during_gc())
@@ -220,9 +310,21 @@ enum ruby_status ruby_tracer_report(struct out *o)
         status = RUBY_NO_MEMORY;
         goto out;
     }
+    bool want_bytes = (opt->bytes || opt->sort == RUBY_SORT_BYTES) && t->api.rb_obj_memsize_of;
     addr_table_each(&t->objects, e) {
-        if (still_live(&t->api, &maps, e))
-            rows_add(&rows, e->site, e->aux, (VALUE)e->value)->count++;
+        if (RUBY_AUX_EPOCH(e->aux) < opt->since)
+            continue;
+        const struct intern_tuple *origin = intern_get(&t->origins, e->origin);
+        VALUE klass = live_class(&t->api, &maps, e, (VALUE)origin->b);
+        if (klass == NOT_LIVE)
+            continue;
+        uint32_t type = RUBY_AUX_TYPE(e->aux);
+        if (type == RUBY_T_CLASS && (((const struct ruby_basic *)e->key)->flags & RUBY_FL_SINGLETON))
+            type |= ROW_SINGLETON_CLASS;
+        struct row *row = rows_add(&rows, (uint32_t)origin->a, type, klass);
+        row->count++;
+        if (want_bytes)
+            row->bytes += t->api.rb_obj_memsize_of(e->key);
     }
     for (size_t i = 0; i < rows.count; i++) {
         rows.rows[i].name = rows.names.len;
@@ -232,10 +334,25 @@ enum ruby_status ruby_tracer_report(struct out *o)
     if (rows.names.error) {
         status = RUBY_NO_MEMORY;
     } else {
-        rows_sort(&rows, &t->sites);
-        write_rows(o, &rows, &t->sites);
-        if (rows.count == 0)
-            out_str(o, "memprof: no live Ruby objects recorded\n");
+        unsigned scale = t->config.sample;
+        rows_sort(&rows, &t->sites, opt->sort);
+        write_rows(o, &rows, &t->sites, opt, scale);
+        if (scale > 1) {
+            out_str(o, "memprof: sampled 1 in ");
+            out_u64(o, scale);
+            out_str(o, " allocations: each count is k sampled objects x ");
+            out_u64(o, scale);
+            out_str(o, ", within about +-2*sqrt(k)*");
+            out_u64(o, scale);
+            out_str(o, " of the true count (95%)\n");
+        }
+        if (opt->bytes && !t->api.rb_obj_memsize_of)
+            out_str(o, "memprof: warning: this Ruby has no rb_obj_memsize_of: bytes are 0\n");
+        if (t->unfollowed) {
+            out_str(o, "memprof: warning: ");
+            out_u64(o, t->unfollowed);
+            out_str(o, " GC compactions could not be followed (out of memory): rows may miss moved objects\n");
+        }
         if (t->dropped) {
             out_str(o, "memprof: warning: ");
             out_u64(o, t->dropped);
@@ -248,4 +365,41 @@ out:
         maps_release(&maps);
     spin_unlock(&t->lock);
     return status;
+}
+
+enum ruby_status ruby_tracer_where(struct out *o, uintptr_t addr, bool *found)
+{
+    struct ruby_tracer *t = &ruby_tracer;
+    *found = false;
+    if (!ruby_tracer_available())
+        return RUBY_NOT_RUBY;
+    if (!spin_trylock(&t->lock))
+        return RUBY_BUSY;
+    const struct addr_entry *e = addr_table_get(&t->objects, addr);
+    struct maps maps;
+    if (e && maps_load(&maps) == 0) {
+        const struct intern_tuple *origin = intern_get(&t->origins, e->origin);
+        uint32_t site = (uint32_t)origin->a;
+        VALUE klass = live_class(&t->api, &maps, e, (VALUE)origin->b);
+        *found = true;
+        out_str(o, sites_file(&t->sites, site));
+        out_char(o, ':');
+        out_u64(o, sites_line(&t->sites, site));
+        out_char(o, ':');
+        class_name(&t->api, &maps, klass == NOT_LIVE ? (VALUE)origin->b : klass,
+                   RUBY_AUX_TYPE(e->aux), o);
+        if (klass == NOT_LIVE)
+            out_str(o, " (dead: the object there is no longer the one recorded)");
+        out_char(o, '\n');
+        for (uint32_t s = sites_caller(&t->sites, site); s != SITE_NONE; s = sites_caller(&t->sites, s)) {
+            out_str(o, "  from ");
+            out_str(o, sites_file(&t->sites, s));
+            out_char(o, ':');
+            out_u64(o, sites_line(&t->sites, s));
+            out_char(o, '\n');
+        }
+        maps_release(&maps);
+    }
+    spin_unlock(&t->lock);
+    return RUBY_OK;
 }

@@ -1,18 +1,49 @@
-/* State shared by the tracer's hooks (ruby.c) and its report (ruby_report.c). */
+/* State shared by the tracer's parts: hooks (ruby.c), where an allocation is
+ * attributed (ruby_site.c), following compaction (ruby_compact.c) and the
+ * report (ruby_report.c). */
 #ifndef MEMPROF_TRACE_RUBY_STATE_H
 #define MEMPROF_TRACE_RUBY_STATE_H
+#include "ruby.h"
 #include "ruby_abi.h"
 #include "../store/addr_table.h"
+#include "../store/intern.h"
 #include "../store/sites.h"
 #include "../util/spinlock.h"
 
+/* A record's aux word: the object's type, and the epoch it was made in. */
+#define RUBY_AUX(type, epoch) ((uint32_t)(type) | (uint32_t)(epoch) << 8)
+#define RUBY_AUX_TYPE(aux) ((aux) & RUBY_T_MASK)
+#define RUBY_AUX_EPOCH(aux) ((aux) >> 8)
+#define RUBY_EPOCH_MAX ((1u << 24) - 1)
+
 struct ruby_tracer {
     struct ruby_api api;
-    spinlock_t lock;              /* guards objects and sites */
-    struct addr_table objects;    /* address -> site, type, class */
+    struct ruby_config config;    /* how allocations are attributed and sampled */
+    spinlock_t lock;              /* guards everything below */
+    struct addr_table objects;    /* address -> origin, type, epoch */
     struct site_table sites;
+    struct intern_table origins;  /* (site, class at allocation) */
     unsigned long dropped;        /* records lost to memory exhaustion */
+    unsigned long compactions;    /* GC compactions followed */
+    unsigned long unfollowed;     /* compactions that could not be followed */
+    uint32_t epoch;               /* current epoch (Memprof.track) */
 };
 
 extern struct ruby_tracer ruby_tracer;
+
+/* One frame of an allocation's Ruby stack, as captured in the hook: `file`
+ * belongs to the VM and is copied when interned. */
+struct ruby_frame { const char *file; int line; };
+#define RUBY_MAX_FRAMES 64
+
+/* The frames an allocation is attributed to, innermost first, per the
+ * configured mode; 0 before any Ruby code runs. Calls into the VM, never
+ * allocates; called without the lock. */
+int ruby_site_capture(const struct ruby_tracer *t, struct ruby_frame *frames);
+/* Parse MEMPROF_LIBRARY_PATHS (extra "not the user's code" prefixes). */
+void ruby_site_configure(void);
+
+/* Create the object whose compaction callback re-keys the tables. At a Ruby
+ * safe point only (it allocates). */
+void ruby_compact_watch(void);
 #endif
