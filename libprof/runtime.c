@@ -297,7 +297,8 @@ static void report_at_exit(void)
         out_init_fd(&o, STDERR_FILENO, buf, sizeof buf);
         out_str(&o, "== memprof: live Ruby objects at exit of pid ");
         out_u64(&o, (uint64_t)getpid());
-        out_str(&o, " (count file:line:Class) ==\n");
+        out_str(&o, exit_report_flags & MEMPROF_REPORT_BYTES ? " (count bytes file:line:Class) ==\n"
+                                                             : " (count file:line:Class) ==\n");
         out_finish(&o);
         int status = memprof_report_ex(STDERR_FILENO, exit_report_flags, exit_report_top, 0,
                                        getenv("MEMPROF_FILTER"));

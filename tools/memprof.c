@@ -1,6 +1,6 @@
 /* memprof: the command-line companion.
  *
- *   memprof run [-o FILE] [--] CMD [ARGS...]
+ *   memprof run [-o FILE] [OPTIONS] [--] CMD [ARGS...]
  *
  * `run` execs CMD with the runtime preloaded, so CMD's exit status and signals
  * are its own; the runtime writes the report when CMD exits. */
@@ -23,7 +23,7 @@ enum {
 
 static void usage(FILE *f)
 {
-    fputs("usage: memprof run [-o FILE] [--] COMMAND [ARGS...]\n"
+    fputs("usage: memprof run [-o FILE] [OPTIONS] [--] COMMAND [ARGS...]\n"
           "       memprof --help | --version\n"
           "\n"
           "Commands:\n"
@@ -33,10 +33,18 @@ static void usage(FILE *f)
           "Options for run:\n"
           "  -o, --output FILE   write the report to FILE (mode 0600, replaced atomically;\n"
           "                      %p in FILE becomes the process id)\n"
+          "  --site nearest|user attribute each object to the nearest Ruby frame (default),\n"
+          "                      or to the first frame outside gems and the standard library\n"
+          "  --frames N          record N Ruby frames per site (1-64; default 1)\n"
+          "  --sample N          record 1 in N allocations; counts are scaled estimates\n"
+          "  --bytes             add a bytes column (object slot + memory it owns)\n"
+          "  --sort count|bytes  largest count (default) or largest bytes first\n"
+          "  --top N             only the first N rows\n"
+          "  --filter TEXT       only rows whose file:line:Class contains TEXT\n"
           "\n"
           "Exit status: COMMAND's own; 2 for a usage error or an unusable -o FILE;\n"
           "126 if COMMAND cannot be executed; 127 if it is not found.\n"
-          "Environment: see 'man memprof' or doc/manual.md (MEMPROF_START, MEMPROF_OUTPUT).\n",
+          "Environment: see doc/manual.md (MEMPROF_START, MEMPROF_OUTPUT, MEMPROF_SITE, ...).\n",
           f);
 }
 
@@ -102,12 +110,93 @@ static int resolve_output(const char *spec, char *out, size_t size)
     return 0;
 }
 
+/* A whole number in [min, max], or -1. */
+static long parse_number(const char *s, long min, long max)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(s, &end, 10);
+    if (!*s || *end || errno || n < min || n > max)
+        return -1;
+    return n;
+}
+
+/* The options of `run` that become the runtime's environment variables. */
+struct run_option {
+    const char *flag;      /* --name */
+    const char *env;       /* MEMPROF_... */
+    const char *const *words;  /* allowed values, or NULL for a number */
+    long min, max;         /* for numbers */
+    bool takes_value;
+};
+static const char *const site_words[] = { "nearest", "user", NULL };
+static const char *const sort_words[] = { "count", "bytes", NULL };
+static const struct run_option run_options[] = {
+    { "--site", "MEMPROF_SITE", site_words, 0, 0, true },
+    { "--frames", "MEMPROF_FRAMES", NULL, 1, 64, true },
+    { "--sample", "MEMPROF_SAMPLE", NULL, 1, 1L << 30, true },
+    { "--sort", "MEMPROF_SORT", sort_words, 0, 0, true },
+    { "--top", "MEMPROF_TOP", NULL, 1, 1L << 40, true },
+    { "--filter", "MEMPROF_FILTER", NULL, 0, 0, true },
+    { "--bytes", "MEMPROF_BYTES", NULL, 0, 0, false },
+};
+
+/* Handle argv[*i] if it is one of run_options: 1 handled, 0 not one, 2 error. */
+static int take_run_option(int argc, char **argv, int *i)
+{
+    const char *a = argv[*i];
+    for (size_t k = 0; k < sizeof run_options / sizeof *run_options; k++) {
+        const struct run_option *o = &run_options[k];
+        size_t n = strlen(o->flag);
+        const char *value;
+        if (strcmp(a, o->flag) == 0) {
+            if (!o->takes_value) {
+                setenv(o->env, "1", 1);
+                return 1;
+            }
+            if (*i + 1 >= argc)
+                return fail("%s needs a value", a, NULL), 2;
+            value = argv[++*i];
+        } else if (o->takes_value && strncmp(a, o->flag, n) == 0 && a[n] == '=') {
+            value = a + n + 1;
+        } else {
+            continue;
+        }
+        if (o->words) {
+            bool known = false;
+            for (const char *const *w = o->words; *w; w++)
+                known |= strcmp(*w, value) == 0;
+            if (!known) {
+                char what[64];
+                snprintf(what, sizeof what, "%s: unknown value '%%s' (use %s or %s)", o->flag,
+                         o->words[0], o->words[1]);
+                return fail(what, value, NULL), 2;
+            }
+        } else if (strcmp(o->flag, "--filter") != 0 && parse_number(value, o->min, o->max) < 0) {
+            char range[96];
+            snprintf(range, sizeof range, "%s: '%%s' is not a whole number from %ld to %ld",
+                     o->flag, o->min, o->max);
+            return fail(range, value, NULL), 2;
+        } else if (strcmp(o->flag, "--filter") == 0 && !*value) {
+            return fail("%s needs a non-empty text", o->flag, NULL), 2;
+        }
+        setenv(o->env, value, 1);
+        return 1;
+    }
+    return 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     const char *output = NULL;
     int i = 0;
     for (; i < argc; i++) {
         const char *a = argv[i];
+        int taken = take_run_option(argc, argv, &i);
+        if (taken == 2)
+            return EXIT_USAGE;
+        if (taken)
+            continue;
         if (strcmp(a, "--") == 0) {
             i++;
             break;
