@@ -74,6 +74,11 @@ const char *memprof_where(uintptr_t addr);
 const char *memprof_strerror(int status);
 const char *memprof_version(void);
 
+/* Objects tracked now, and the bytes the runtime's tables take (for
+ * memprof-status and the benchmarks' bytes-per-object figure). */
+unsigned long memprof_tracked_objects(void);
+unsigned long memprof_table_bytes(void);
+
 #ifdef __cplusplus
 }
 #endif

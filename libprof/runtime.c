@@ -47,6 +47,20 @@ EXPORT const char *memprof_version(void)
     return PACKAGE_VERSION;
 }
 
+EXPORT unsigned long memprof_tracked_objects(void)
+{
+    unsigned long objects, bytes;
+    ruby_tracer_usage(&objects, &bytes);
+    return objects;
+}
+
+EXPORT unsigned long memprof_table_bytes(void)
+{
+    unsigned long objects, bytes;
+    ruby_tracer_usage(&objects, &bytes);
+    return bytes;
+}
+
 EXPORT const char *memprof_strerror(int status)
 {
     switch (status) {

@@ -369,6 +369,13 @@ uint32_t ruby_tracer_new_epoch(void)
     return e;
 }
 
+void ruby_tracer_usage(unsigned long *objects, unsigned long *bytes)
+{
+    const struct ruby_tracer *t = &ruby_tracer;
+    *objects = t->objects.count;
+    *bytes = addr_table_bytes(&t->objects) + intern_bytes(&t->origins) + sites_bytes(&t->sites);
+}
+
 void ruby_tracer_after_fork(void)
 {
     /* Only the forking thread survives: a lock another thread held is void. */

@@ -59,6 +59,8 @@ enum ruby_status ruby_tracer_configure(const struct ruby_config *c);
 void ruby_tracer_config(struct ruby_config *c);
 /* Start a new epoch; reports can be limited to objects made since. */
 uint32_t ruby_tracer_new_epoch(void);
+/* Records held, and bytes used by the tables (approximate: no lock). */
+void ruby_tracer_usage(unsigned long *objects, unsigned long *bytes);
 /* After fork, in the child. */
 void ruby_tracer_after_fork(void);
 #endif

@@ -14,10 +14,7 @@ GC.start
 GC.disable
 
 theirs = Hash.new(0)
-# ObjectSpace puts an exception's Thread::Backtrace on the line of the
-# enclosing `begin`; memprof on the `raise` (tested on its own).
 ObjectSpace.each_object do |o|
-  next if o.is_a?(Thread::Backtrace)
   next unless ObjectSpace.allocation_sourcefile(o) == workload
   theirs["#{workload}:#{ObjectSpace.allocation_sourceline(o)}:#{o.class}"] += 1
 end
@@ -27,7 +24,7 @@ Memprof.report(filter: workload).each_line do |l|
   site = site.chomp
   next unless site.start_with?("#{workload}:")
   # ObjectSpace.each_object lists no imemo, hidden object or singleton class.
-  next if site.end_with?(':(imemo)', ':(singleton class)', ':Thread::Backtrace') || site.include?(':(hidden ')
+  next if site.end_with?(':(imemo)', ':(singleton class)') || site.include?(':(hidden ')
   ours[site] += count.to_i
 end
 keys = (theirs.keys | ours.keys).sort
