@@ -169,6 +169,7 @@ bool ruby_tracer_available(void)
     api_present = RESOLVE(rb_sourcefile) && RESOLVE(rb_sourceline) &&
                   RESOLVE(rb_class_path_cached) && RESOLVE(rb_string_value_ptr) &&
                   RESOLVE(rb_objspace_markable_object_p) && RESOLVE(rb_during_gc) &&
+                  RESOLVE(rb_gc_count) &&
                   RESOLVE(rb_postponed_job_register_one) && RESOLVE(rb_set_end_proc) &&
                   RESOLVE(rb_profile_frames) && RESOLVE(rb_profile_frame_path) &&
                   RESOLVE(rb_class_real) && RESOLVE(rb_get_alloc_func) &&
@@ -316,6 +317,7 @@ void ruby_tracer_stop(void)
     if (!running)
         return;
     __atomic_store_n(&running, false, __ATOMIC_RELEASE);
+    ruby_tracer.gc_count_at_stop = ruby_tracer.api.rb_gc_count();
     unwrap_allocators();
     remove_hooks(HOOK_COUNT);
 }

@@ -79,6 +79,7 @@ struct ruby_api {
     char *(*rb_string_value_ptr)(volatile VALUE *str);
     int (*rb_objspace_markable_object_p)(VALUE obj);
     int (*rb_during_gc)(void);
+    size_t (*rb_gc_count)(void);
     int (*rb_postponed_job_register_one)(unsigned flags, void (*job)(void *), void *data);
     void (*rb_set_end_proc)(void (*func)(VALUE), VALUE data);
     int (*rb_profile_frames)(int start, int limit, VALUE *frames, int *lines);

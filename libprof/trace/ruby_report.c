@@ -348,6 +348,13 @@ enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_opti
         }
         if (opt->bytes && !t->api.rb_obj_memsize_of)
             out_str(o, "memprof: warning: this Ruby has no rb_obj_memsize_of: bytes are 0\n");
+        if (!ruby_tracer_running() && t->objects.count &&
+            t->api.rb_gc_count() != t->gc_count_at_stop) {
+            /* Without recording, a new object at a dead one's address (same
+             * type and class) cannot be told from it. */
+            out_str(o, "memprof: warning: recording is stopped and the GC has run since: "
+                       "objects made since may be counted in place of dead ones at their address\n");
+        }
         if (t->unfollowed) {
             out_str(o, "memprof: warning: ");
             out_u64(o, t->unfollowed);

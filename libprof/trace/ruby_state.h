@@ -27,6 +27,7 @@ struct ruby_tracer {
     unsigned long compactions;    /* GC compactions followed */
     unsigned long unfollowed;     /* compactions that could not be followed */
     uint32_t epoch;               /* current epoch (Memprof.track) */
+    size_t gc_count_at_stop;      /* rb_gc_count() when recording stopped */
 };
 
 extern struct ruby_tracer ruby_tracer;
