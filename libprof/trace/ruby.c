@@ -18,6 +18,7 @@
 #include "../util/reentry.h"
 #include <dlfcn.h>
 #include <pthread.h>
+#include <string.h>
 
 struct ruby_tracer ruby_tracer = { .config = { .site = RUBY_SITE_NEAREST, .frames = 1, .sample = 1 } };
 
@@ -251,6 +252,21 @@ static void record(VALUE obj)
     const struct ruby_basic *basic = (const struct ruby_basic *)obj;
     unsigned type = (unsigned)(basic->flags & RUBY_T_MASK);
     VALUE klass = type == RUBY_T_IMEMO ? 0 : basic->klass;  /* imemo: payload */
+    uint32_t epoch = __atomic_load_n(&t->epoch, __ATOMIC_RELAXED);
+    uint32_t origin;
+
+    const void *pc = ruby_site_pc_key(t);
+    size_t gc_count = pc ? t->api.rb_gc_count() : 0;
+    struct ruby_pc_cache_entry *cached = &t->pc_cache[((uintptr_t)pc >> 3) % RUBY_PC_CACHE_SIZE];
+    if (pc) {
+        spin_lock(&t->lock);
+        if (cached->pc == pc && cached->gc_count == gc_count && cached->klass == klass) {
+            origin = cached->origin;
+            goto store;
+        }
+        spin_unlock(&t->lock);
+    }
+
     struct ruby_frame frames[RUBY_MAX_FRAMES];
     int depth = ruby_site_capture(t, frames);
     if (depth > 0 && !safe_point_job_done) {
@@ -258,15 +274,16 @@ static void record(VALUE obj)
         safe_point_job_done = true;
         t->api.rb_postponed_job_register_one(0, at_safe_point, NULL);
     }
-    uint32_t epoch = __atomic_load_n(&t->epoch, __ATOMIC_RELAXED);
-
     spin_lock(&t->lock);
     uint32_t site = SITE_NONE;
     if (depth == 0)
         site = sites_intern(&t->sites, "<internal>", 0, SITE_NONE);
     for (int i = depth; i-- > 0;)
         site = sites_intern(&t->sites, frames[i].file, (uint32_t)frames[i].line, site);
-    uint32_t origin = site == SITE_NONE ? INTERN_NONE : intern_put(&t->origins, site, klass);
+    origin = site == SITE_NONE ? INTERN_NONE : intern_put(&t->origins, site, klass);
+    if (pc && depth > 0 && origin != INTERN_NONE)
+        *cached = (struct ruby_pc_cache_entry){ pc, gc_count, klass, origin };
+store:
     /* An address already tracked means its previous object died: replaced. */
     if (origin == INTERN_NONE ||
         addr_table_put(&t->objects, obj, origin, RUBY_AUX(type, epoch)) == ADDR_PUT_NO_MEMORY)
@@ -335,6 +352,7 @@ enum ruby_status ruby_tracer_reset(void)
     if (!spin_trylock(&t->lock))
         return RUBY_BUSY;
     addr_table_free(&t->objects);
+    memset(t->pc_cache, 0, sizeof t->pc_cache);
     intern_free(&t->origins);
     sites_free(&t->sites);
     t->dropped = 0;
@@ -359,6 +377,7 @@ enum ruby_status ruby_tracer_configure(const struct ruby_config *c)
         return RUBY_BUSY;
     bool new_rate = c->sample != t->config.sample;
     t->config = *c;
+    memset(t->pc_cache, 0, sizeof t->pc_cache);
     spin_unlock(&t->lock);
     return new_rate ? ruby_tracer_reset() : RUBY_OK;
 }

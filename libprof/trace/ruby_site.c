@@ -107,6 +107,14 @@ static const char *frame_path(const struct ruby_api *api, VALUE frame)
 
 static int capture(const struct ruby_tracer *t, struct ruby_frame *frames);
 
+const void *ruby_site_pc_key(const struct ruby_tracer *t)
+{
+    if (t->config.site != RUBY_SITE_NEAREST || t->config.frames != 1)
+        return NULL;
+    const VALUE **pc = ruby_frame_pc();
+    return pc ? *pc : NULL;
+}
+
 int ruby_site_capture(const struct ruby_tracer *t, struct ruby_frame *frames)
 {
     if (!*t->api.ruby_current_vm_ptr)

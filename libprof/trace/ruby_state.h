@@ -16,6 +16,17 @@
 #define RUBY_AUX_EPOCH(aux) ((aux) >> 8)
 #define RUBY_EPOCH_MAX ((1u << 24) - 1)
 
+/* The origin last recorded at an instruction: most allocations come from a
+ * few instructions, and their pc names the site without computing a line.
+ * Valid until the next GC (an iseq freed, its pc reused; classes moved). */
+struct ruby_pc_cache_entry {
+    const void *pc;
+    size_t gc_count;
+    VALUE klass;
+    uint32_t origin;
+};
+#define RUBY_PC_CACHE_SIZE 1024
+
 struct ruby_tracer {
     struct ruby_api api;
     struct ruby_config config;    /* how allocations are attributed and sampled */
@@ -28,6 +39,7 @@ struct ruby_tracer {
     unsigned long unfollowed;     /* compactions that could not be followed */
     uint32_t epoch;               /* current epoch (Memprof.track) */
     size_t gc_count_at_stop;      /* rb_gc_count() when recording stopped */
+    struct ruby_pc_cache_entry pc_cache[RUBY_PC_CACHE_SIZE];
 };
 
 extern struct ruby_tracer ruby_tracer;
@@ -41,6 +53,10 @@ struct ruby_frame { const char *file; int line; };
  * configured mode; 0 before any Ruby code runs. Calls into the VM, never
  * allocates; called without the lock. */
 int ruby_site_capture(const struct ruby_tracer *t, struct ruby_frame *frames);
+/* The current instruction's address when the site is the nearest Ruby frame
+ * and that frame is the running one (the allocation is made by the VM, not by
+ * a C method): a key for the pc cache. NULL otherwise. */
+const void *ruby_site_pc_key(const struct ruby_tracer *t);
 /* Parse MEMPROF_LIBRARY_PATHS (extra "not the user's code" prefixes). */
 void ruby_site_configure(void);
 
