@@ -183,6 +183,7 @@ bool ruby_tracer_available(void)
     for (size_t i = 0; api_present && i < HOOK_COUNT; i++)
         api_present = dlsym(RTLD_DEFAULT, hooks[i].symbol) != NULL;
     if (api_present) {
+        slot_map_init(&ruby_tracer.objects, RUBY_HEAP_PAGE_ALIGN, RUBY_SLOT_SIZE);
         allocators[0].klass = api->rb_cBasicObject;
         allocators[1].klass = api->rb_eException;
     }
@@ -244,7 +245,7 @@ static void record(VALUE obj)
     if (rate > 1 && !sample_this(rate)) {
         /* Not sampled, but an older record at this address is now dead. */
         spin_lock(&t->lock);
-        addr_table_remove(&t->objects, obj);
+        slot_map_remove(&t->objects, obj);
         spin_unlock(&t->lock);
         reentry_leave();
         return;
@@ -286,7 +287,7 @@ static void record(VALUE obj)
 store:
     /* An address already tracked means its previous object died: replaced. */
     if (origin == INTERN_NONE ||
-        addr_table_put(&t->objects, obj, origin, RUBY_AUX(type, epoch)) == ADDR_PUT_NO_MEMORY)
+        slot_map_put(&t->objects, obj, origin, RUBY_AUX(type, epoch)) == SLOT_PUT_NO_MEMORY)
         t->dropped++;
     spin_unlock(&t->lock);
     reentry_leave();
@@ -351,7 +352,7 @@ enum ruby_status ruby_tracer_reset(void)
         return RUBY_NOT_RUBY;
     if (!spin_trylock(&t->lock))
         return RUBY_BUSY;
-    addr_table_free(&t->objects);
+    slot_map_clear(&t->objects);
     memset(t->pc_cache, 0, sizeof t->pc_cache);
     intern_free(&t->origins);
     sites_free(&t->sites);
@@ -394,7 +395,7 @@ void ruby_tracer_usage(unsigned long *objects, unsigned long *bytes)
 {
     const struct ruby_tracer *t = &ruby_tracer;
     *objects = t->objects.count;
-    *bytes = addr_table_bytes(&t->objects) + intern_bytes(&t->origins) + sites_bytes(&t->sites);
+    *bytes = slot_map_bytes(&t->objects) + intern_bytes(&t->origins) + sites_bytes(&t->sites);
 }
 
 void ruby_tracer_after_fork(void)

@@ -25,6 +25,9 @@ enum ruby_type {
 /* Heap pages are 16 KiB-aligned in 3.1; each starts with a pointer to its
  * page descriptor, which the GC reads to test mark bits during a lazy sweep. */
 #define RUBY_HEAP_PAGE_ALIGN ((uintptr_t)1 << 14)
+/* Every heap object sits in a 40-byte slot (sizeof(RVALUE)) at an address
+ * that is a multiple of 40 (gc.c aligns each page's first slot so). */
+#define RUBY_SLOT_SIZE 40
 
 #define RUBY_QNIL ((VALUE)8)
 /* FL_SINGLETON (FL_USER0) on a T_CLASS: a singleton class (a metaclass). */

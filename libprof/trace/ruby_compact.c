@@ -44,7 +44,7 @@ static VALUE follow_one(const struct follow *f, VALUE v, unsigned type)
     return to_type == type ? to : v;
 }
 
-static uintptr_t moved_object(const struct addr_entry *e, void *ctx)
+static uintptr_t moved_object(const struct slot_entry *e, void *ctx)
 {
     return follow_one(ctx, e->key, RUBY_AUX_TYPE(e->aux));
 }
@@ -61,7 +61,7 @@ static void follow_compaction(void *unused)
         goto out;
     }
     struct follow f = { &maps, &t->api };
-    int err = addr_table_remap(&t->objects, moved_object, &f);
+    int err = slot_map_remap(&t->objects, moved_object, &f);
     for (size_t id = 0; id < t->origins.count; id++) {
         struct intern_tuple *o = &t->origins.tuples[id];
         o->b = follow_one(&f, (VALUE)o->b, RUBY_T_CLASS);

@@ -59,7 +59,7 @@ static const struct ruby_basic *heap_object(const struct maps *maps, VALUE v)
  * it (or a class given to a hidden object), and not garbage awaiting a lazy
  * sweep (the GC's own test). NOT_LIVE otherwise. */
 static VALUE live_class(const struct ruby_api *api, const struct maps *maps,
-                        const struct addr_entry *e, VALUE recorded_class)
+                        const struct slot_entry *e, VALUE recorded_class)
 {
     const struct ruby_basic *b = heap_object(maps, e->key);
     if (!b || (b->flags & RUBY_T_MASK) != RUBY_AUX_TYPE(e->aux))
@@ -284,6 +284,34 @@ static void write_rows(struct out *o, const struct rows *r, const struct site_ta
     }
 }
 
+/* Count one record into its row, if its object is alive. */
+struct tally {
+    const struct ruby_tracer *t;
+    const struct maps *maps;
+    struct rows *rows;
+    const struct ruby_report_options *opt;
+    bool want_bytes;
+};
+
+static void tally_one(const struct slot_entry *e, void *ctx)
+{
+    struct tally *y = ctx;
+    const struct ruby_tracer *t = y->t;
+    if (RUBY_AUX_EPOCH(e->aux) < y->opt->since)
+        return;
+    const struct intern_tuple *origin = intern_get(&t->origins, e->origin);
+    VALUE klass = live_class(&t->api, y->maps, e, (VALUE)origin->b);
+    if (klass == NOT_LIVE)
+        return;
+    uint32_t type = RUBY_AUX_TYPE(e->aux);
+    if (type == RUBY_T_CLASS && (((const struct ruby_basic *)e->key)->flags & RUBY_FL_SINGLETON))
+        type |= ROW_SINGLETON_CLASS;
+    struct row *row = rows_add(y->rows, (uint32_t)origin->a, type, klass);
+    row->count++;
+    if (y->want_bytes)
+        row->bytes += t->api.rb_obj_memsize_of(e->key);
+}
+
 enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_options *opt)
 {
     static const struct ruby_report_options defaults;
@@ -310,22 +338,11 @@ enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_opti
         status = RUBY_NO_MEMORY;
         goto out;
     }
-    bool want_bytes = (opt->bytes || opt->sort == RUBY_SORT_BYTES) && t->api.rb_obj_memsize_of;
-    addr_table_each(&t->objects, e) {
-        if (RUBY_AUX_EPOCH(e->aux) < opt->since)
-            continue;
-        const struct intern_tuple *origin = intern_get(&t->origins, e->origin);
-        VALUE klass = live_class(&t->api, &maps, e, (VALUE)origin->b);
-        if (klass == NOT_LIVE)
-            continue;
-        uint32_t type = RUBY_AUX_TYPE(e->aux);
-        if (type == RUBY_T_CLASS && (((const struct ruby_basic *)e->key)->flags & RUBY_FL_SINGLETON))
-            type |= ROW_SINGLETON_CLASS;
-        struct row *row = rows_add(&rows, (uint32_t)origin->a, type, klass);
-        row->count++;
-        if (want_bytes)
-            row->bytes += t->api.rb_obj_memsize_of(e->key);
-    }
+    struct tally tally = {
+        .t = t, .maps = &maps, .rows = &rows, .opt = opt,
+        .want_bytes = (opt->bytes || opt->sort == RUBY_SORT_BYTES) && t->api.rb_obj_memsize_of,
+    };
+    slot_map_each(&t->objects, tally_one, &tally);
     for (size_t i = 0; i < rows.count; i++) {
         rows.rows[i].name = rows.names.len;
         class_name(&t->api, &maps, rows.rows[i].klass, rows.rows[i].type, &rows.names);
@@ -382,7 +399,8 @@ enum ruby_status ruby_tracer_where(struct out *o, uintptr_t addr, bool *found)
         return RUBY_NOT_RUBY;
     if (!spin_trylock(&t->lock))
         return RUBY_BUSY;
-    const struct addr_entry *e = addr_table_get(&t->objects, addr);
+    struct slot_entry entry;
+    const struct slot_entry *e = slot_map_get(&t->objects, addr, &entry) ? &entry : NULL;
     struct maps maps;
     if (e && maps_load(&maps) == 0) {
         const struct intern_tuple *origin = intern_get(&t->origins, e->origin);

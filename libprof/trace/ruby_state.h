@@ -5,7 +5,7 @@
 #define MEMPROF_TRACE_RUBY_STATE_H
 #include "ruby.h"
 #include "ruby_abi.h"
-#include "../store/addr_table.h"
+#include "../store/slot_map.h"
 #include "../store/intern.h"
 #include "../store/sites.h"
 #include "../util/spinlock.h"
@@ -31,7 +31,7 @@ struct ruby_tracer {
     struct ruby_api api;
     struct ruby_config config;    /* how allocations are attributed and sampled */
     spinlock_t lock;              /* guards everything below */
-    struct addr_table objects;    /* address -> origin, type, epoch */
+    struct slot_map objects;      /* address -> origin, type, epoch */
     struct site_table sites;
     struct intern_table origins;  /* (site, class at allocation) */
     unsigned long dropped;        /* records lost to memory exhaustion */

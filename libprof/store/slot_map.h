@@ -1,0 +1,56 @@
+/* Records of objects that live in equal slots inside aligned pages: a
+ * garbage-collected heap (CRuby 3.1: 16 KiB pages of 40-byte slots, each slot
+ * at a multiple of 40). A record is found by page, then by slot: 8 bytes per
+ * slot of a page that holds any record, no key stored, and the records of
+ * objects allocated one after another are neighbours in memory (a hash keyed
+ * by address would cost a cache miss per allocation).
+ * mmap'd memory only; not locked: the owner serializes access. */
+#ifndef MEMPROF_STORE_SLOT_MAP_H
+#define MEMPROF_STORE_SLOT_MAP_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct slot_entry {
+    uintptr_t key;     /* the object's address */
+    uint32_t origin;   /* tracer-defined (an interned id: where it came from) */
+    uint32_t aux;      /* tracer-defined (Ruby: type and epoch) */
+};
+
+struct slot_record { uint32_t origin_plus_one, aux; };  /* 0: no record */
+
+struct slot_page {
+    uintptr_t base;               /* 0: empty bucket */
+    struct slot_record *records;
+};
+
+struct slot_map {
+    size_t page_size, slot_size, slots_per_page;
+    struct slot_page *pages;      /* open-addressed by base */
+    size_t page_mask, page_count;
+    size_t count;                 /* records held */
+    struct slot_page *last;       /* the page used last: usually the next one */
+    void *chunks;                 /* mmap'd chunks the record arrays come from */
+    size_t chunk_used, chunk_bytes, chunk_total;
+};
+
+enum slot_put_result { SLOT_PUT_NEW, SLOT_PUT_REPLACED, SLOT_PUT_NO_MEMORY };
+
+/* An empty map for pages of `page_size` bytes (a power of two) holding slots
+ * of `slot_size` bytes. */
+void slot_map_init(struct slot_map *m, size_t page_size, size_t slot_size);
+enum slot_put_result slot_map_put(struct slot_map *m, uintptr_t key, uint32_t origin, uint32_t aux);
+bool slot_map_get(const struct slot_map *m, uintptr_t key, struct slot_entry *out);
+bool slot_map_remove(struct slot_map *m, uintptr_t key);
+/* Call `fn` for every record, in no particular order. */
+void slot_map_each(const struct slot_map *m, void (*fn)(const struct slot_entry *e, void *ctx),
+                   void *ctx);
+/* Re-key every record by `where(entry)` (objects a compacting GC moved). A
+ * record whose key moved wins over one that stayed at the address it moved
+ * to. 0, or -1 when out of memory (the map is then unchanged). */
+int slot_map_remap(struct slot_map *m, uintptr_t (*where)(const struct slot_entry *e, void *ctx),
+                   void *ctx);
+/* Forget every record (the geometry stays). */
+void slot_map_clear(struct slot_map *m);
+size_t slot_map_bytes(const struct slot_map *m);
+#endif
