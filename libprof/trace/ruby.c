@@ -177,7 +177,7 @@ bool ruby_tracer_available(void)
                   RESOLVE(rb_define_alloc_func) && RESOLVE(rb_gc_location) &&
                   RESOLVE(rb_data_typed_object_wrap) && RESOLVE(rb_gc_register_mark_object) &&
                   RESOLVE(rb_cBasicObject) && RESOLVE(rb_eException) &&
-                  RESOLVE(ruby_current_vm_ptr);
+                  RESOLVE(ruby_current_vm_ptr) && RESOLVE(ruby_single_main_ractor);
     (void)(RESOLVE(rb_obj_memsize_of));
 #undef RESOLVE
     for (size_t i = 0; api_present && i < HOOK_COUNT; i++)
@@ -236,6 +236,16 @@ static bool sample_this(unsigned rate)
     return true;
 }
 
+/* The tracer's lock, taken in a hook. With one Ractor every allocation holds
+ * the GVL, and hooks never overlap; Ractors allocate in parallel. */
+static void lock_in_hook(struct ruby_tracer *t)
+{
+    if (__atomic_load_n(t->api.ruby_single_main_ractor, __ATOMIC_RELAXED))
+        spin_lock_serialized(&t->lock);
+    else
+        spin_lock(&t->lock);
+}
+
 static void record(VALUE obj)
 {
     if (!__atomic_load_n(&running, __ATOMIC_RELAXED) || !obj || !reentry_enter())
@@ -244,7 +254,7 @@ static void record(VALUE obj)
     unsigned rate = t->config.sample;
     if (rate > 1 && !sample_this(rate)) {
         /* Not sampled, but an older record at this address is now dead. */
-        spin_lock(&t->lock);
+        lock_in_hook(t);
         slot_map_remove(&t->objects, obj);
         spin_unlock(&t->lock);
         reentry_leave();
@@ -260,7 +270,7 @@ static void record(VALUE obj)
     size_t gc_count = pc ? t->api.rb_gc_count() : 0;
     struct ruby_pc_cache_entry *cached = &t->pc_cache[((uintptr_t)pc >> 3) % RUBY_PC_CACHE_SIZE];
     if (pc) {
-        spin_lock(&t->lock);
+        lock_in_hook(t);
         if (cached->pc == pc && cached->gc_count == gc_count && cached->klass == klass) {
             origin = cached->origin;
             goto store;
@@ -275,7 +285,7 @@ static void record(VALUE obj)
         safe_point_job_done = true;
         t->api.rb_postponed_job_register_one(0, at_safe_point, NULL);
     }
-    spin_lock(&t->lock);
+    lock_in_hook(t);
     uint32_t site = SITE_NONE;
     if (depth == 0)
         site = sites_intern(&t->sites, "<internal>", 0, SITE_NONE);

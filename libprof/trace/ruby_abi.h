@@ -95,6 +95,7 @@ struct ruby_api {
     void (*rb_gc_register_mark_object)(VALUE obj);
     VALUE *rb_cBasicObject, *rb_eException;  /* variables: 0 until the VM's Init */
     void **ruby_current_vm_ptr;              /* NULL until the VM exists */
+    void **ruby_single_main_ractor;          /* NULL once a second Ractor exists */
     /* Optional (NULL if absent): the report then shows no bytes. */
     size_t (*rb_obj_memsize_of)(VALUE obj);
 };
