@@ -11,7 +11,8 @@ struct chunk { struct chunk *prev; size_t bytes; };
 void slot_map_init(struct slot_map *m, size_t page_size, size_t slot_size)
 {
     *m = (struct slot_map){ .page_size = page_size, .slot_size = slot_size,
-                            .slots_per_page = (page_size - 1) / slot_size + 1 };
+                            .slots_per_page = (page_size - 1) / slot_size + 1,
+                            .slot_reciprocal = (((uint64_t)1 << 32) + slot_size - 1) / slot_size };
 }
 
 static size_t bucket_of(const struct slot_map *m, uintptr_t base)
@@ -24,9 +25,12 @@ static uintptr_t page_base(const struct slot_map *m, uintptr_t key)
     return key & ~(uintptr_t)(m->page_size - 1);
 }
 
+/* offset / slot_size by multiplication: exact, since the offset is below
+ * the page size (far below 2^32) and offset / slot_size is never closer to
+ * the next integer than 1 / slot_size. */
 static size_t slot_index(const struct slot_map *m, uintptr_t key)
 {
-    return (key & (m->page_size - 1)) / m->slot_size;
+    return (size_t)(((uint64_t)(key & (m->page_size - 1)) * m->slot_reciprocal) >> 32);
 }
 
 /* The address of slot `i` of the page at `base`: slots sit at multiples of

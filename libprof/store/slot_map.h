@@ -26,6 +26,7 @@ struct slot_page {
 
 struct slot_map {
     size_t page_size, slot_size, slots_per_page;
+    uint64_t slot_reciprocal;     /* ceil(2^32 / slot_size): a division is 40 cycles */
     struct slot_page *pages;      /* open-addressed by base */
     size_t page_mask, page_count;
     size_t count;                 /* records held */

@@ -246,6 +246,32 @@ static void lock_in_hook(struct ruby_tracer *t)
         spin_lock(&t->lock);
 }
 
+/* The slow path of a record: walk the stack, intern the site and the origin.
+ * Returns holding the lock. Apart so that the hook's fast path does not set
+ * up the 1 KiB frame buffer. */
+static __attribute__((noinline)) uint32_t new_origin(struct ruby_tracer *t, const void *pc,
+                                                     size_t gc_count, VALUE klass,
+                                                     struct ruby_pc_cache_entry *cached)
+{
+    struct ruby_frame frames[RUBY_MAX_FRAMES];
+    int depth = ruby_site_capture(t, frames);
+    if (depth > 0 && !safe_point_job_done) {
+        /* The first allocation made by Ruby code: the VM is up. */
+        safe_point_job_done = true;
+        t->api.rb_postponed_job_register_one(0, at_safe_point, NULL);
+    }
+    lock_in_hook(t);
+    uint32_t site = SITE_NONE;
+    if (depth == 0)
+        site = sites_intern(&t->sites, "<internal>", 0, SITE_NONE);
+    for (int i = depth; i-- > 0;)
+        site = sites_intern(&t->sites, frames[i].file, (uint32_t)frames[i].line, site);
+    uint32_t origin = site == SITE_NONE ? INTERN_NONE : intern_put(&t->origins, site, klass);
+    if (pc && depth > 0 && origin != INTERN_NONE)
+        *cached = (struct ruby_pc_cache_entry){ pc, gc_count, klass, origin };
+    return origin;
+}
+
 static void record(VALUE obj)
 {
     if (!__atomic_load_n(&running, __ATOMIC_RELAXED) || !obj || !reentry_enter())
@@ -278,22 +304,7 @@ static void record(VALUE obj)
         spin_unlock(&t->lock);
     }
 
-    struct ruby_frame frames[RUBY_MAX_FRAMES];
-    int depth = ruby_site_capture(t, frames);
-    if (depth > 0 && !safe_point_job_done) {
-        /* The first allocation made by Ruby code: the VM is up. */
-        safe_point_job_done = true;
-        t->api.rb_postponed_job_register_one(0, at_safe_point, NULL);
-    }
-    lock_in_hook(t);
-    uint32_t site = SITE_NONE;
-    if (depth == 0)
-        site = sites_intern(&t->sites, "<internal>", 0, SITE_NONE);
-    for (int i = depth; i-- > 0;)
-        site = sites_intern(&t->sites, frames[i].file, (uint32_t)frames[i].line, site);
-    origin = site == SITE_NONE ? INTERN_NONE : intern_put(&t->origins, site, klass);
-    if (pc && depth > 0 && origin != INTERN_NONE)
-        *cached = (struct ruby_pc_cache_entry){ pc, gc_count, klass, origin };
+    origin = new_origin(t, pc, gc_count, klass, cached);   /* takes the lock */
 store:
     /* An address already tracked means its previous object died: replaced. */
     if (origin == INTERN_NONE ||
