@@ -70,6 +70,10 @@ int memprof_last_status(void);
  * Text owned by the runtime, valid until the next call. */
 const char *memprof_where(uintptr_t addr);
 
+/* Leave rows whose site is in `file` out of every report (the Ruby API hides
+ * its own files this way). MEMPROF_NO_MEMORY when the list is full. */
+int memprof_hide_file(const char *file);
+
 /* A one-line message for a status (for MEMPROF_OK: the current state). */
 const char *memprof_strerror(int status);
 const char *memprof_version(void);

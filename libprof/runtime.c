@@ -204,6 +204,13 @@ EXPORT const char *memprof_report_text(void)
     return memprof_report_text_ex(0, 0, 0, NULL);
 }
 
+EXPORT int memprof_hide_file(const char *file)
+{
+    if (!file)
+        return set_status(MEMPROF_BAD_ARGUMENT);
+    return set_status(ruby_tracer_hide_file(file) ? MEMPROF_OK : MEMPROF_NO_MEMORY);
+}
+
 EXPORT const char *memprof_where(uintptr_t addr)
 {
     static char text[8192];

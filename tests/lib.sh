@@ -1,6 +1,7 @@
 # TAP helpers for the suite's shell tests. Sourced; the environment comes from
 # tests/Makefile.am (MEMPROF, RUNTIME, GDBINIT, GDB, GDB_MINIMAL, RUBY, ...).
 set -u
+srcdir=$(cd "$srcdir" && pwd)   # tests cd elsewhere
 tap_n=0
 tap_failed=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/memprof-test.XXXXXX")

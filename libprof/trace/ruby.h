@@ -50,6 +50,9 @@ enum ruby_status ruby_tracer_reset(void);
 /* Write the table of live objects. Allocation-free and lock-free (try-lock):
  * callable from GDB with the process stopped anywhere. */
 enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_options *opt);
+/* Leave rows whose site is in `file` out of reports (the Ruby API's own
+ * files). False when the list is full. */
+bool ruby_tracer_hide_file(const char *file);
 /* Where the object at `addr` was recorded: "file:line:Class" and its callers,
  * or RUBY_NOT_RUBY / RUBY_BUSY; *found is false when it is not recorded. */
 enum ruby_status ruby_tracer_where(struct out *o, uintptr_t addr, bool *found);

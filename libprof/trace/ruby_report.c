@@ -204,6 +204,32 @@ static void rows_sort(struct rows *r, const struct site_table *sites, enum ruby_
     }
 }
 
+/* Files whose rows reports leave out: memprof's own Ruby API and the Fiddle
+ * code it calls, which allocate while a report is asked for. NUL-separated. */
+static char hidden_files[4096];
+static size_t hidden_len;
+
+bool ruby_tracer_hide_file(const char *file)
+{
+    size_t n = strlen(file);
+    for (size_t at = 0; at < hidden_len; at += strlen(hidden_files + at) + 1)
+        if (strcmp(hidden_files + at, file) == 0)
+            return true;
+    if (n == 0 || hidden_len + n + 1 > sizeof hidden_files)
+        return false;
+    memcpy(hidden_files + hidden_len, file, n + 1);
+    hidden_len += n + 1;
+    return true;
+}
+
+static bool hidden_file(const char *file)
+{
+    for (size_t at = 0; at < hidden_len; at += strlen(hidden_files + at) + 1)
+        if (strcmp(hidden_files + at, file) == 0)
+            return true;
+    return false;
+}
+
 /* Does the row's "file:line:Class" (or a caller's file:line) contain `filter`? */
 static bool row_matches(const struct rows *r, const struct site_table *sites,
                         const struct row *row, const char *filter)
@@ -242,7 +268,7 @@ static void write_rows(struct out *o, const struct rows *r, const struct site_ta
     uint64_t hidden_objects = 0;
     for (size_t i = 0; i < r->count; i++) {
         const struct row *row = &r->rows[i];
-        if (!row_matches(r, sites, row, opt->filter))
+        if (hidden_file(sites_file(sites, row->site)) || !row_matches(r, sites, row, opt->filter))
             continue;
         if (opt->top && shown == opt->top) {
             hidden++;
