@@ -85,6 +85,14 @@ static int resolve_output(const char *spec, char *out, size_t size)
             return fail("cannot write the report to %s: it is a symbolic link (refusing to follow it)", spec, NULL);
         if (S_ISDIR(st.st_mode))
             return fail("cannot write the report to %s: it is a directory", spec, NULL);
+        if (!S_ISREG(st.st_mode)) {
+            /* A device or FIFO (/dev/null): the runtime writes it in place. */
+            char real[PATH_MAX];
+            if (!realpath(spec, real) || strlen(real) >= size)
+                return fail("cannot write the report to %s", spec, strerror(errno ? errno : ENAMETOOLONG));
+            strcpy(out, real);
+            return 0;
+        }
     }
     char copy[PATH_MAX];
     if (strlen(spec) >= sizeof copy)

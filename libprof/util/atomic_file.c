@@ -27,6 +27,15 @@ int atomic_file_open(struct atomic_file *f, const char *path)
     if (err)
         return err;
     memcpy(f->path, path, n + 1);
+    f->in_place = false;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return EISDIR;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        f->in_place = true;
+        f->fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        return f->fd >= 0 ? 0 : errno;
+    }
     static unsigned counter;
     for (int attempt = 0; attempt < 100; attempt++) {
         struct out o;
@@ -51,7 +60,8 @@ void atomic_file_abort(struct atomic_file *f)
 {
     if (f->fd >= 0) {
         close(f->fd);
-        unlink(f->temp);
+        if (!f->in_place)
+            unlink(f->temp);
         f->fd = -1;
     }
 }
@@ -59,6 +69,11 @@ void atomic_file_abort(struct atomic_file *f)
 int atomic_file_commit(struct atomic_file *f)
 {
     int err = 0;
+    if (f->in_place) {
+        err = close(f->fd) != 0 ? errno : 0;
+        f->fd = -1;
+        return err;
+    }
     if (fsync(f->fd) != 0)
         err = errno;
     if (close(f->fd) != 0 && !err)
