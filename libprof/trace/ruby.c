@@ -69,7 +69,7 @@ static struct got_hook hooks[] = { RUBY_ALLOCATOR_HOOKS(HOOK_ENTRY) };
 
 struct wrapped_allocator {
     VALUE *klass;                 /* the class variable in libruby */
-    ruby_alloc_func *original;
+    ruby_alloc_func **original;   /* what the wrapper calls */
     ruby_alloc_func *wrapper;
 };
 
@@ -83,12 +83,8 @@ struct wrapped_allocator {
     }
 RUBY_WRAPPED_ALLOCATORS(DEFINE_WRAPPER)
 static struct wrapped_allocator allocators[] = {
-#define WRAPPER_ENTRY(var) { .wrapper = allocate_##var },
+#define WRAPPER_ENTRY(var) { .original = &original_##var, .wrapper = allocate_##var },
     RUBY_WRAPPED_ALLOCATORS(WRAPPER_ENTRY)
-};
-static ruby_alloc_func **const allocator_originals[] = {
-#define ORIGINAL_ENTRY(var) &original_##var,
-    RUBY_WRAPPED_ALLOCATORS(ORIGINAL_ENTRY)
 };
 #define ALLOCATOR_COUNT (sizeof allocators / sizeof allocators[0])
 
@@ -108,12 +104,6 @@ static struct wrapped_allocator *wrapped_for(VALUE klass)
     return NULL;
 }
 
-static void set_original(struct wrapped_allocator *w, ruby_alloc_func *f)
-{
-    w->original = f;
-    *allocator_originals[w - allocators] = f;
-}
-
 /* Loaded before the VM: the VM's Init defines these allocators through the
  * PLT, and memprof puts its wrappers in their place. */
 static rb_define_alloc_func_fn *next_rb_define_alloc_func;
@@ -121,7 +111,7 @@ static void hook_rb_define_alloc_func(VALUE klass, ruby_alloc_func *func)
 {
     struct wrapped_allocator *w = wrapped_for(klass);
     if (w && func && !is_wrapper(func)) {
-        set_original(w, func);
+        *w->original = func;
         func = w->wrapper;
     }
     next_rb_define_alloc_func(klass, func);
@@ -144,7 +134,7 @@ static void wrap_allocators(void)
         ruby_alloc_func *current = api->rb_get_alloc_func(*w->klass);
         if (!current || is_wrapper(current))
             continue;
-        set_original(w, current);
+        *w->original = current;
         api->rb_define_alloc_func(*w->klass, w->wrapper);
     }
 }
@@ -154,8 +144,8 @@ static void unwrap_allocators(void)
     const struct ruby_api *api = &ruby_tracer.api;
     for (size_t i = 0; i < ALLOCATOR_COUNT; i++) {
         struct wrapped_allocator *w = &allocators[i];
-        if (*w->klass && w->original && api->rb_get_alloc_func(*w->klass) == w->wrapper)
-            api->rb_define_alloc_func(*w->klass, w->original);
+        if (*w->klass && *w->original && api->rb_get_alloc_func(*w->klass) == w->wrapper)
+            api->rb_define_alloc_func(*w->klass, *w->original);
     }
 }
 
@@ -184,8 +174,9 @@ bool ruby_tracer_available(void)
         api_present = dlsym(RTLD_DEFAULT, hooks[i].symbol) != NULL;
     if (api_present) {
         slot_map_init(&ruby_tracer.objects, RUBY_HEAP_PAGE_ALIGN, RUBY_SLOT_SIZE);
-        allocators[0].klass = api->rb_cBasicObject;
-        allocators[1].klass = api->rb_eException;
+        size_t i = 0;
+#define CLASS_VARIABLE(var) allocators[i++].klass = api->var;
+        RUBY_WRAPPED_ALLOCATORS(CLASS_VARIABLE)
     }
     api_resolved = true;
     return api_present;
