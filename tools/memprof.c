@@ -4,6 +4,7 @@
  *
  * `run` execs CMD with the runtime preloaded, so CMD's exit status and signals
  * are its own; the runtime writes the report when CMD exits. */
+#include "commands.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -24,11 +25,17 @@ enum {
 static void usage(FILE *f)
 {
     fputs("usage: memprof run [-o FILE] [OPTIONS] [--] COMMAND [ARGS...]\n"
+          "       memprof symbols FILE\n"
+          "       memprof symbolize FILE ADDRESS...\n"
           "       memprof --help | --version\n"
           "\n"
           "Commands:\n"
           "  run      run COMMAND with the memprof runtime preloaded; when it exits,\n"
           "           print the live Ruby objects by file:line:Class (to stderr, or to FILE)\n"
+          "\n"
+          "  symbols  list the function symbols of an ELF FILE (from .symtab or .dynsym, or\n"
+          "           its separate debug file), and where they come from\n"
+          "  symbolize  name file ADDRESSes (hex) of FILE: function+offset and file:line\n"
           "\n"
           "Options for run:\n"
           "  -o, --output FILE   write the report to FILE (mode 0600, replaced atomically;\n"
@@ -273,6 +280,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "symbols") == 0)
+        return cmd_symbols(argc - 2, argv + 2);
+    if (strcmp(cmd, "symbolize") == 0)
+        return cmd_symbolize(argc - 2, argv + 2);
     fprintf(stderr, "memprof: unknown command '%s' (try 'memprof --help')\n", cmd);
     return EXIT_USAGE;
 }

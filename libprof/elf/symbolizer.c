@@ -1,0 +1,87 @@
+#include "symbolizer.h"
+#include "debugfile.h"
+#include "lines.h"
+#include "symbols.h"
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct symbolizer {
+    struct elf_symbols *symbols;
+    struct elf_lines *lines;
+    char sources[PATH_MAX + 256];
+};
+
+struct symbolizer *symbolizer_open(const char *path, char *err, size_t errlen)
+{
+    struct symbolizer *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (!(s->symbols = elf_symbols_read(path, err, errlen))) {
+        free(s);
+        return NULL;
+    }
+    char debug[PATH_MAX], why[256];
+    struct debugfile_search search;
+    bool own_lines = elf_has_section(path, ".debug_line");
+    bool need_debug = !own_lines || strcmp(elf_symbols_source(s->symbols), ".symtab") != 0;
+    bool have_debug = need_debug && debugfile_find(path, debug, sizeof debug, &search);
+
+    if (have_debug && strcmp(elf_symbols_source(s->symbols), ".symtab") != 0) {
+        struct elf_symbols *from_debug = elf_symbols_read(debug, why, sizeof why);
+        if (from_debug && elf_symbols_count(from_debug) > 0) {
+            elf_symbols_free(s->symbols);
+            s->symbols = from_debug;
+        } else {
+            elf_symbols_free(from_debug);
+        }
+    }
+    s->lines = elf_lines_read(own_lines || !have_debug ? path : debug, why, sizeof why);
+
+    if (own_lines)
+        snprintf(s->sources, sizeof s->sources, "symbols and lines from %s", path);
+    else if (have_debug)
+        snprintf(s->sources, sizeof s->sources, "symbols and lines from %s (%s)", debug,
+                 search.has_build_id && strstr(debug, "/.build-id/") ? "build-id" : ".gnu_debuglink");
+    else if (need_debug && search.crc_mismatch)
+        snprintf(s->sources, sizeof s->sources,
+                 "no lines: the debug file named by .gnu_debuglink (%s) has another CRC; symbols from %s",
+                 search.debuglink, elf_symbols_source(s->symbols));
+    else
+        snprintf(s->sources, sizeof s->sources,
+                 "no lines: %s has no DWARF and no debug file was found%s%s%s; symbols from %s",
+                 path, search.has_debuglink ? " (.gnu_debuglink: " : "",
+                 search.has_debuglink ? search.debuglink : "", search.has_debuglink ? ")" : "",
+                 *elf_symbols_source(s->symbols) ? elf_symbols_source(s->symbols) : "nowhere");
+    return s;
+}
+
+void symbolizer_lookup(const struct symbolizer *s, uint64_t addr, struct symbol_info *out)
+{
+    *out = (struct symbol_info){ 0 };
+    out->function = elf_symbols_lookup(s->symbols, addr, &out->offset);
+    if (s->lines)
+        out->file = elf_lines_lookup(s->lines, addr, &out->line);
+}
+
+const char *symbolizer_sources(const struct symbolizer *s)
+{
+    return s->sources;
+}
+
+const struct elf_symbols *symbolizer_symbols(const struct symbolizer *s)
+{
+    return s->symbols;
+}
+
+void symbolizer_close(struct symbolizer *s)
+{
+    if (!s)
+        return;
+    elf_symbols_free(s->symbols);
+    elf_lines_free(s->lines);
+    free(s);
+}

@@ -1,0 +1,27 @@
+/* Naming code addresses of one ELF file: the function and offset from its
+ * symbol tables, the source file:line from DWARF, each taken from the file
+ * itself or from its separate debug file (build-id, .gnu_debuglink). */
+#ifndef MEMPROF_ELF_SYMBOLIZER_H
+#define MEMPROF_ELF_SYMBOLIZER_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct symbolizer;
+
+struct symbol_info {
+    const char *function;   /* NULL: no symbol covers the address */
+    uint64_t offset;
+    const char *file;       /* NULL: no line information */
+    unsigned line;
+};
+
+/* NULL with `err` set when `path` cannot be read as ELF. */
+struct symbolizer *symbolizer_open(const char *path, char *err, size_t errlen);
+/* `addr` is a file address (for a shared object: run-time address - bias). */
+void symbolizer_lookup(const struct symbolizer *s, uint64_t addr, struct symbol_info *out);
+/* One line on where names and lines come from, or why there are none. */
+const char *symbolizer_sources(const struct symbolizer *s);
+const struct elf_symbols *symbolizer_symbols(const struct symbolizer *s);
+void symbolizer_close(struct symbolizer *s);
+#endif

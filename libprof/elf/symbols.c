@@ -1,0 +1,165 @@
+#include "symbols.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct symbol { uint64_t start, size; size_t name; };
+
+struct elf_symbols {
+    struct symbol *symbols;
+    size_t count;
+    char *names;          /* NUL-terminated names, back to back */
+    const char *source;
+};
+
+static int by_address(const void *a, const void *b)
+{
+    const struct symbol *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->size > y->size ? -1 : x->size < y->size;   /* the larger alias first */
+}
+
+/* Copy the function symbols of one symbol table section. */
+static bool read_table(Elf *elf, Elf_Scn *scn, GElf_Shdr *shdr, struct elf_symbols *s)
+{
+    Elf_Data *data = elf_getdata(scn, NULL);
+    if (!data || shdr->sh_entsize == 0)
+        return false;
+    size_t n = shdr->sh_size / shdr->sh_entsize, names_len = 0, kept = 0;
+    s->symbols = calloc(n ? n : 1, sizeof *s->symbols);
+    if (!s->symbols)
+        return false;
+    size_t names_cap = 4096;
+    s->names = malloc(names_cap);
+    if (!s->names)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        GElf_Sym sym;
+        if (!gelf_getsym(data, (int)i, &sym))
+            continue;
+        int type = GELF_ST_TYPE(sym.st_info);
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
+            continue;
+        const char *name = elf_strptr(elf, shdr->sh_link, sym.st_name);
+        if (!name || !*name)
+            continue;
+        size_t len = strlen(name) + 1;
+        if (names_len + len > names_cap) {
+            while (names_len + len > names_cap)
+                names_cap *= 2;
+            char *grown = realloc(s->names, names_cap);
+            if (!grown)
+                return false;
+            s->names = grown;
+        }
+        memcpy(s->names + names_len, name, len);
+        s->symbols[kept++] = (struct symbol){ sym.st_value, sym.st_size, names_len };
+        names_len += len;
+    }
+    s->count = kept;
+    qsort(s->symbols, s->count, sizeof *s->symbols, by_address);
+    return true;
+}
+
+struct elf_symbols *elf_symbols_read(const char *path, char *err, size_t errlen)
+{
+    struct elf_symbols *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->source = "";
+    elf_version(EV_CURRENT);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        free(s);
+        return NULL;
+    }
+    Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+    if (!elf || elf_kind(elf) != ELF_K_ELF) {
+        snprintf(err, errlen, "%s is not an ELF file", path);
+        if (elf)
+            elf_end(elf);
+        close(fd);
+        free(s);
+        return NULL;
+    }
+    /* .symtab has the static functions too; .dynsym only the exported ones. */
+    Elf_Scn *chosen = NULL;
+    GElf_Shdr chosen_shdr = { 0 };
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+        GElf_Shdr shdr;
+        if (!gelf_getshdr(scn, &shdr))
+            continue;
+        if (shdr.sh_type == SHT_SYMTAB || (shdr.sh_type == SHT_DYNSYM && !chosen)) {
+            chosen = scn;
+            chosen_shdr = shdr;
+            s->source = shdr.sh_type == SHT_SYMTAB ? ".symtab" : ".dynsym";
+        }
+    }
+    if (chosen && !read_table(elf, chosen, &chosen_shdr, s)) {
+        snprintf(err, errlen, "cannot read the symbols of %s", path);
+        elf_end(elf);
+        close(fd);
+        elf_symbols_free(s);
+        return NULL;
+    }
+    elf_end(elf);
+    close(fd);
+    return s;
+}
+
+const char *elf_symbols_lookup(const struct elf_symbols *s, uint64_t addr, uint64_t *offset)
+{
+    /* The last symbol starting at or before addr, then back over aliases and
+     * nested symbols until one covers it. */
+    size_t lo = 0, hi = s->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->symbols[mid].start <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i-- > 0 && lo - i <= 16;) {
+        const struct symbol *sym = &s->symbols[i];
+        if (addr < sym->start + sym->size) {
+            *offset = addr - sym->start;
+            return s->names + sym->name;
+        }
+    }
+    return NULL;
+}
+
+size_t elf_symbols_count(const struct elf_symbols *s)
+{
+    return s->count;
+}
+
+void elf_symbols_get(const struct elf_symbols *s, size_t i, const char **name, uint64_t *start,
+                     uint64_t *size)
+{
+    *name = s->names + s->symbols[i].name;
+    *start = s->symbols[i].start;
+    *size = s->symbols[i].size;
+}
+
+const char *elf_symbols_source(const struct elf_symbols *s)
+{
+    return s->source;
+}
+
+void elf_symbols_free(struct elf_symbols *s)
+{
+    if (!s)
+        return;
+    free(s->symbols);
+    free(s->names);
+    free(s);
+}

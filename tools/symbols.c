@@ -1,0 +1,87 @@
+/* memprof symbols FILE            the function symbols memprof names code with
+ * memprof symbolize FILE ADDR...  function+offset and file:line of addresses
+ *
+ * The symbol dump of the seeds' tools, with where each part comes from: the
+ * file's .symtab or .dynsym, its DWARF, or a separate debug file. */
+#include "commands.h"
+#include "elf/symbolizer.h"
+#include "elf/symbols.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { EXIT_USAGE = 2 };
+
+static struct symbolizer *open_or_complain(const char *path)
+{
+    char err[PATH_MAX + 128];
+    struct symbolizer *s = symbolizer_open(path, err, sizeof err);
+    if (!s)
+        fprintf(stderr, "memprof: %s\n", err);
+    return s;
+}
+
+int cmd_symbols(int argc, char **argv)
+{
+    if (argc != 1) {
+        fputs("memprof: usage: memprof symbols FILE\n", stderr);
+        return EXIT_USAGE;
+    }
+    struct symbolizer *s = open_or_complain(argv[0]);
+    if (!s)
+        return EXIT_USAGE;
+    const struct elf_symbols *syms = symbolizer_symbols(s);
+    printf("# %s\n", symbolizer_sources(s));
+    for (size_t i = 0; i < elf_symbols_count(syms); i++) {
+        const char *name;
+        uint64_t start, size;
+        elf_symbols_get(syms, i, &name, &start, &size);
+        printf("%016" PRIx64 " %6" PRIu64 " %s\n", start, size, name);
+    }
+    symbolizer_close(s);
+    return 0;
+}
+
+int cmd_symbolize(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs("memprof: usage: memprof symbolize FILE ADDRESS... (file addresses, e.g. 0x1139)\n", stderr);
+        return EXIT_USAGE;
+    }
+    uint64_t *addrs = calloc((size_t)argc, sizeof *addrs);
+    if (!addrs)
+        return EXIT_USAGE;
+    for (int i = 1; i < argc; i++) {
+        char *end;
+        errno = 0;
+        addrs[i] = strtoull(argv[i], &end, 16);
+        if (errno || *end || end == argv[i]) {
+            fprintf(stderr, "memprof: symbolize: '%s' is not a hexadecimal address\n", argv[i]);
+            free(addrs);
+            return EXIT_USAGE;
+        }
+    }
+    struct symbolizer *s = open_or_complain(argv[0]);
+    if (!s) {
+        free(addrs);
+        return EXIT_USAGE;
+    }
+    printf("# %s\n", symbolizer_sources(s));
+    for (int i = 1; i < argc; i++) {
+        struct symbol_info info;
+        symbolizer_lookup(s, addrs[i], &info);
+        printf("0x%" PRIx64 " ", addrs[i]);
+        if (info.function)
+            printf("%s+0x%" PRIx64, info.function, info.offset);
+        else
+            printf("??");
+        if (info.file)
+            printf(" %s:%u", info.file, info.line);
+        putchar('\n');
+    }
+    symbolizer_close(s);
+    free(addrs);
+    return 0;
+}
