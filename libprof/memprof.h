@@ -70,6 +70,15 @@ int memprof_last_status(void);
  * Text owned by the runtime, valid until the next call. */
 const char *memprof_where(uintptr_t addr);
 
+/* The C heap (MEMPROF_HEAP=1 or memprof_heap_start()): live blocks by call
+ * site, largest bytes first, the first `top` rows (0: all), one line each:
+ * "count bytes peak_bytes total_count total_bytes site object+offset" after a
+ * "#" header line; `memprof symbolize` names the sites. */
+int memprof_heap_start(void);
+int memprof_heap_stop(void);
+int memprof_heap_report(int fd, unsigned long top);
+const char *memprof_heap_report_text(unsigned long top);
+
 /* Leave rows whose site is in `file` out of every report (the Ruby API hides
  * its own files this way). MEMPROF_NO_MEMORY when the list is full. */
 int memprof_hide_file(const char *file);

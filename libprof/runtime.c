@@ -3,10 +3,12 @@
  * inherit LD_PRELOAD and must behave exactly as without it. */
 #include "memprof.h"
 #include "hook/got.h"
+#include "trace/heap.h"
 #include "trace/ruby.h"
 #include "util/atomic_file.h"
 #include "util/out.h"
 #include "util/pages.h"
+#include "util/reentry.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -231,6 +233,56 @@ EXPORT const char *memprof_where(uintptr_t addr)
     return text;
 }
 
+static int from_heap(enum heap_status s)
+{
+    switch (s) {
+    case HEAP_OK: return MEMPROF_OK;
+    case HEAP_BUSY: return MEMPROF_BUSY;
+    case HEAP_HOOK_FAILED: return MEMPROF_HOOK_FAILED;
+    case HEAP_NO_MEMORY: return MEMPROF_NO_MEMORY;
+    case HEAP_OFF: return MEMPROF_OK;
+    }
+    return MEMPROF_NO_MEMORY;
+}
+
+EXPORT int memprof_heap_start(void)
+{
+    enum heap_status s = heap_tracer_start();
+    if (s == HEAP_HOOK_FAILED)
+        say("memprof: could not hook the heap functions: ", got_error(), (char *)NULL);
+    return set_status(from_heap(s));
+}
+
+EXPORT int memprof_heap_stop(void)
+{
+    heap_tracer_stop();
+    return set_status(MEMPROF_OK);
+}
+
+EXPORT int memprof_heap_report(int fd, unsigned long top)
+{
+    struct out o;
+    char buf[8192];
+    out_init_fd(&o, fd, buf, sizeof buf);
+    int status = from_heap(heap_tracer_report(&o, top));
+    int err = out_finish(&o);
+    return set_status(status == MEMPROF_OK && err ? MEMPROF_IO_ERROR : status);
+}
+
+static struct out heap_text;
+
+EXPORT const char *memprof_heap_report_text(unsigned long top)
+{
+    out_release_mem(&heap_text);
+    out_init_mem(&heap_text);
+    int status = heap_text.error ? MEMPROF_NO_MEMORY : from_heap(heap_tracer_report(&heap_text, top));
+    out_finish(&heap_text);
+    if (status == MEMPROF_OK && heap_text.error)
+        status = MEMPROF_NO_MEMORY;
+    set_status(status);
+    return status != MEMPROF_OK || !heap_text.buf ? memprof_strerror(status) : heap_text.buf;
+}
+
 /* MEMPROF_OUTPUT with each %p replaced by the pid; false if it does not fit. */
 static bool expand_output_path(const char *spec, char *path, size_t size)
 {
@@ -391,8 +443,56 @@ static void configure_from_environment(void)
     exit_report_top = env_number("MEMPROF_TOP", 0, ~0ul, 0);
 }
 
+/* MEMPROF_HEAP_OUTPUT at exit: every process that traced its heap, a forked
+ * child only when the path has %p (it would replace its parent's report). */
+static pid_t heap_started_by;
+
+static void heap_report_at_exit(void)
+{
+    const char *spec = getenv("MEMPROF_HEAP_OUTPUT");
+    if (!heap_tracer_running() || !spec || !*spec || strcmp(spec, "none") == 0)
+        return;
+    if (getpid() != heap_started_by && !strstr(spec, "%p"))
+        return;
+    char path[PATH_MAX];
+    int status = MEMPROF_IO_ERROR;
+    if (strcmp(spec, "stderr") == 0)
+        status = memprof_heap_report(STDERR_FILENO, 0);
+    else if (expand_output_path(spec, path, sizeof path)) {
+        struct atomic_file f;
+        int err = atomic_file_open(&f, path);
+        if (err) {
+            set_io_error(path, err);
+        } else if ((status = memprof_heap_report(f.fd, 0)) != MEMPROF_OK) {
+            atomic_file_abort(&f);
+        } else if ((err = atomic_file_commit(&f)) != 0) {
+            set_io_error(path, err);
+            status = MEMPROF_IO_ERROR;
+        }
+    }
+    if (status != MEMPROF_OK)
+        say(memprof_strerror(status), (char *)NULL);
+    heap_tracer_stop();
+}
+
+static void memprof_init_inside(void);
+
+/* memprof's own start-up (dlsym, atexit...) allocates: not the program's. */
 __attribute__((constructor)) static void memprof_init(void)
 {
+    bool entered = reentry_enter();
+    memprof_init_inside();
+    if (entered)
+        reentry_leave();
+}
+
+static void memprof_init_inside(void)
+{
+    const char *heap = getenv("MEMPROF_HEAP");
+    if (heap && *heap && !env_says_no("MEMPROF_HEAP") && memprof_heap_start() == MEMPROF_OK) {
+        heap_started_by = getpid();
+        atexit(heap_report_at_exit);
+    }
     if (!ruby_tracer_available())
         return;
     configure_from_environment();

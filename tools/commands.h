@@ -5,4 +5,9 @@
 
 int cmd_symbols(int argc, char **argv);    /* memprof symbols FILE */
 int cmd_symbolize(int argc, char **argv);  /* memprof symbolize FILE ADDRESS... */
+
+#include <stdio.h>
+#include <sys/types.h>
+/* Name the sites of the runtime's raw heap report: 0, or -1 on a write error. */
+int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid);
 #endif

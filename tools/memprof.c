@@ -5,7 +5,10 @@
  * `run` execs CMD with the runtime preloaded, so CMD's exit status and signals
  * are its own; the runtime writes the report when CMD exits. */
 #include "commands.h"
+#include "util/atomic_file.h"
 #include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -40,6 +43,8 @@ static void usage(FILE *f)
           "Options for run:\n"
           "  -o, --output FILE   write the report to FILE (mode 0600, replaced atomically;\n"
           "                      %p in FILE becomes the process id)\n"
+          "  --heap              trace the C heap instead (any program): when COMMAND\n"
+          "                      exits, print its live malloc blocks by call site\n"
           "  --site nearest|user attribute each object to the nearest Ruby frame (default),\n"
           "                      or to the first frame outside gems and the standard library\n"
           "  --frames N          record N Ruby frames per site (1-64; default 1)\n"
@@ -201,9 +206,73 @@ static int take_run_option(int argc, char **argv, int *i)
     return 0;
 }
 
+/* --heap: run COMMAND as a child, then name the sites of its raw heap report
+ * and write the report (to stderr, or atomically to `output`). COMMAND's exit
+ * status, or its death by a signal, is passed on as with exec. */
+static int run_with_heap_report(char **argv, const char *output)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    char raw[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/memprof-heap.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    int fd = mkstemp(raw);
+    if (fd < 0)
+        return fail("cannot create a temporary file in %s", tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
+    close(fd);
+    setenv("MEMPROF_HEAP", "1", 1);
+    setenv("MEMPROF_HEAP_OUTPUT", raw, 1);
+    setenv("MEMPROF_OUTPUT", "none", 1);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        unlink(raw);
+        return fail("cannot fork: %s", strerror(errno), NULL);
+    }
+    if (pid == 0) {
+        execvp(argv[0], argv);
+        int err = errno;
+        fprintf(stderr, "memprof: cannot run %s: %s\n", argv[0],
+                err == ENOENT ? "command not found" : strerror(err));
+        _exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
+    }
+    /* As the shell does for a foreground job: Ctrl-C goes to COMMAND. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    FILE *in = fopen(raw, "r");
+    int rc = 0;
+    if (in && fgetc(in) != EOF) {
+        rewind(in);
+        if (output) {
+            struct atomic_file f;
+            int err = atomic_file_open(&f, output);
+            FILE *out = err ? NULL : fdopen(dup(f.fd), "w");
+            if (!out || heap_report_symbolize(in, out, pid) != 0 || fclose(out) != 0 ||
+                (err = atomic_file_commit(&f)) != 0) {
+                if (!err && f.fd >= 0)
+                    atomic_file_abort(&f);
+                rc = fail("cannot write the report to %s", output, strerror(err ? err : EIO));
+            }
+        } else {
+            heap_report_symbolize(in, stderr, pid);
+        }
+    }
+    if (in)
+        fclose(in);
+    unlink(raw);
+    if (WIFSIGNALED(status)) {
+        signal(WTERMSIG(status), SIG_DFL);
+        raise(WTERMSIG(status));
+        return 128 + WTERMSIG(status);
+    }
+    return rc ? rc : WEXITSTATUS(status);
+}
+
 static int cmd_run(int argc, char **argv)
 {
     const char *output = NULL;
+    bool heap = false;
     int i = 0;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -215,6 +284,8 @@ static int cmd_run(int argc, char **argv)
         if (strcmp(a, "--") == 0) {
             i++;
             break;
+        } else if (strcmp(a, "--heap") == 0) {
+            heap = true;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             if (i + 1 >= argc)
                 return fail("%s needs a file name", a, NULL);
@@ -255,6 +326,8 @@ static int cmd_run(int argc, char **argv)
     setenv("MEMPROF_START", "1", 1);
     setenv("MEMPROF_OUTPUT", output ? output_path : "stderr", 1);
     free(preload);
+    if (heap)
+        return run_with_heap_report(&argv[i], output ? output_path : NULL);
 
     execvp(argv[i], &argv[i]);
     int err = errno;

@@ -1,0 +1,517 @@
+/* The C heap tracer's hooks and event rings.
+ *
+ * Every allocation function is hooked through the GOT of every object, libc
+ * included (libc calls its own malloc through its GOT: strdup, fopen...).
+ * A hook never takes a lock another hook can hold. It takes a number from
+ * one atomic counter and appends an event to its thread's ring; events are
+ * applied to the table, in number order, by whichever thread wins the drain
+ * try-lock (a hook whose ring is half full, or a report).
+ *
+ * Numbers order events across threads: a free takes its number before the
+ * real free runs and an allocation after the real allocation returns, so a
+ * block freed by one thread and handed out again to another is freed before
+ * it is allocated again, in number order too. */
+#include "heap.h"
+#include "../hook/got.h"
+#include "../store/addr_table.h"
+#include "../store/intern.h"
+#include "../util/maps.h"
+#include "../util/pages.h"
+#include "../util/reentry.h"
+#include "../util/spinlock.h"
+#include "../elf/object.h"
+#include <pthread.h>
+#include <stdint.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum event_kind { EVENT_NONE, EVENT_ALLOC, EVENT_FREE };
+
+struct event {
+    uint64_t number;
+    uintptr_t addr, site;
+    uint64_t size;
+    uint32_t kind;
+};
+
+#define RING_EVENTS 4096
+
+struct ring {
+    struct ring *next;
+    uint64_t head;                 /* next to apply; written by the drainer */
+    uint64_t tail;                 /* next to fill; written by the owner */
+    struct event events[RING_EVENTS];
+};
+
+/* Per-site figures, indexed by origin id. */
+struct site_stats {
+    uint64_t live_count, live_bytes, peak_bytes, total_count, total_bytes;
+};
+
+static struct {
+    bool running;
+    uint64_t next_number;          /* atomic: the event numbering */
+    struct ring *rings;            /* atomic push-only list */
+    spinlock_t drain_lock;         /* guards everything below; only tried */
+    uint64_t expected;             /* the next event number to apply */
+    struct addr_table blocks;      /* address -> origin, size (saturated) */
+    struct intern_table origins;   /* (call site, 0) */
+    struct site_stats *stats;
+    size_t stats_bytes;
+    struct addr_table big;         /* exact sizes of blocks of 4 GiB or more */
+    unsigned long dropped;
+} heap;
+
+static __thread struct ring *my_ring __attribute__((tls_model("initial-exec")));
+
+static struct ring *thread_ring(void)
+{
+    if (my_ring)
+        return my_ring;
+    struct ring *r = pages_alloc(sizeof *r);
+    if (!r)
+        return NULL;
+    struct ring *top = __atomic_load_n(&heap.rings, __ATOMIC_ACQUIRE);
+    do
+        r->next = top;
+    while (!__atomic_compare_exchange_n(&heap.rings, &top, r, true, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE));
+    return my_ring = r;
+}
+
+/* --- applying events (drain lock held) ------------------------------------ */
+
+static struct site_stats *stats_for(uint32_t origin)
+{
+    size_t need = ((size_t)origin + 1) * sizeof *heap.stats;
+    if (need > heap.stats_bytes) {
+        size_t bytes = heap.stats_bytes ? heap.stats_bytes : 65536;
+        while (bytes < need)
+            bytes *= 2;
+        struct site_stats *s = pages_resize(heap.stats, heap.stats_bytes, bytes);
+        if (!s)
+            return NULL;
+        heap.stats = s;
+        heap.stats_bytes = bytes;
+    }
+    return &heap.stats[origin];
+}
+
+static uint64_t block_size(const struct addr_entry *e)
+{
+    if (e->aux != UINT32_MAX)
+        return e->aux;
+    const struct addr_entry *b = addr_table_get(&heap.big, e->key);
+    return b ? ((uint64_t)b->origin << 32 | b->aux) : UINT32_MAX;
+}
+
+static void forget_block(struct addr_entry *e)
+{
+    struct site_stats *s = stats_for(e->origin);
+    uint64_t size = block_size(e);
+    if (s) {
+        s->live_count--;
+        s->live_bytes -= size;
+    }
+    if (e->aux == UINT32_MAX)
+        addr_table_remove(&heap.big, e->key);
+    addr_table_remove(&heap.blocks, e->key);
+}
+
+static void apply(const struct event *ev)
+{
+    struct addr_entry *known = ev->addr ? addr_table_get(&heap.blocks, ev->addr) : NULL;
+    if (ev->kind == EVENT_FREE) {
+        if (known)          /* a block allocated before memprof started is ignored */
+            forget_block(known);
+        return;
+    }
+    if (ev->kind != EVENT_ALLOC)
+        return;
+    if (known)              /* its free was not seen: the old block is gone */
+        forget_block(known);
+    uint32_t origin = intern_put(&heap.origins, ev->site, 0);
+    struct site_stats *s = origin == INTERN_NONE ? NULL : stats_for(origin);
+    uint32_t small = ev->size >= UINT32_MAX ? UINT32_MAX : (uint32_t)ev->size;
+    if (!s || addr_table_put(&heap.blocks, ev->addr, origin, small) == ADDR_PUT_NO_MEMORY) {
+        heap.dropped++;
+        return;
+    }
+    if (small == UINT32_MAX)
+        addr_table_put(&heap.big, ev->addr, (uint32_t)(ev->size >> 32), (uint32_t)ev->size);
+    s->live_count++;
+    s->live_bytes += ev->size;
+    s->total_count++;
+    s->total_bytes += ev->size;
+    if (s->live_bytes > s->peak_bytes)
+        s->peak_bytes = s->live_bytes;
+}
+
+/* Apply every event up to the first number not yet published. With
+ * `skip_gaps` (after fork: the threads that held those numbers are gone),
+ * apply all published events in order regardless. */
+static void drain_locked(bool skip_gaps)
+{
+    for (;;) {
+        struct ring *found = NULL;
+        uint64_t lowest = UINT64_MAX;
+        for (struct ring *r = __atomic_load_n(&heap.rings, __ATOMIC_ACQUIRE); r; r = r->next) {
+            uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+            if (r->head == tail)
+                continue;
+            uint64_t n = r->events[r->head % RING_EVENTS].number;
+            if (n == heap.expected) {
+                found = r;
+                break;
+            }
+            if (skip_gaps && n < lowest) {
+                lowest = n;
+                found = r;
+            }
+        }
+        if (!found)
+            return;
+        const struct event *ev = &found->events[found->head % RING_EVENTS];
+        apply(ev);
+        heap.expected = ev->number + 1;
+        __atomic_store_n(&found->head, found->head + 1, __ATOMIC_RELEASE);
+    }
+}
+
+static bool try_drain(void)
+{
+    if (!spin_trylock(&heap.drain_lock))
+        return false;
+    drain_locked(false);
+    spin_unlock(&heap.drain_lock);
+    return true;
+}
+
+/* --- the hooks ------------------------------------------------------------- */
+
+/* A slot in this thread's ring for event `number`, waiting only for the ring
+ * to have room: the thread draining (never this one) is applying events. */
+static struct event *reserve(struct ring *r)
+{
+    for (;;) {
+        uint64_t used = r->tail - __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+        if (used < RING_EVENTS) {
+            if (used >= RING_EVENTS / 2)
+                try_drain();
+            return &r->events[r->tail % RING_EVENTS];
+        }
+        if (!try_drain())
+            __builtin_ia32_pause();
+    }
+}
+
+static void publish(struct ring *r)
+{
+    __atomic_store_n(&r->tail, r->tail + 1, __ATOMIC_RELEASE);
+}
+
+static uint64_t take_number(void)
+{
+    return __atomic_fetch_add(&heap.next_number, 1, __ATOMIC_SEQ_CST);
+}
+
+/* An event for a block that exists now: numbered after the allocation. */
+static void note_alloc(void *p, size_t size, void *site)
+{
+    struct ring *r;
+    if (!p || !__atomic_load_n(&heap.running, __ATOMIC_RELAXED) || !(r = thread_ring()))
+        return;
+    struct event *ev = reserve(r);
+    *ev = (struct event){ take_number(), (uintptr_t)p, (uintptr_t)site, size, EVENT_ALLOC };
+    publish(r);
+}
+
+/* A free is numbered before the real free: see the comment at the top. The
+ * event is reserved first and published after, as EVENT_NONE if it turns out
+ * no block was freed (a failed realloc). */
+static struct event *begin_free(struct ring **ring, void *p)
+{
+    if (!p || !__atomic_load_n(&heap.running, __ATOMIC_RELAXED) || !(*ring = thread_ring()))
+        return NULL;
+    struct event *ev = reserve(*ring);
+    *ev = (struct event){ take_number(), (uintptr_t)p, 0, 0, EVENT_FREE };
+    return ev;
+}
+
+static void end_free(struct ring *r, struct event *ev, bool freed)
+{
+    if (!ev)
+        return;
+    if (!freed)
+        ev->kind = EVENT_NONE;
+    publish(r);
+}
+
+#define HEAP_HOOKS(X)                                                                          \
+    X(malloc, void *, (size_t size), (size))                                                   \
+    X(calloc, void *, (size_t n, size_t size), (n, size))                                      \
+    X(realloc, void *, (void *p, size_t size), (p, size))                                      \
+    X(reallocarray, void *, (void *p, size_t n, size_t size), (p, n, size))                    \
+    X(free, void, (void *p), (p))                                                              \
+    X(posix_memalign, int, (void **out, size_t align, size_t size), (out, align, size))        \
+    X(aligned_alloc, void *, (size_t align, size_t size), (align, size))                       \
+    X(memalign, void *, (size_t align, size_t size), (align, size))                            \
+    X(valloc, void *, (size_t size), (size))                                                   \
+    X(pvalloc, void *, (size_t size), (size))
+
+#define DECLARE_NEXT(name, ret, params, args) static ret (*next_##name) params;
+HEAP_HOOKS(DECLARE_NEXT)
+
+/* Inside memprof (its own work, or a signal handler interrupting a hook):
+ * call through without recording. */
+#define PASS_THROUGH_IF_INSIDE(call) \
+    if (!reentry_enter())            \
+        return call;
+
+static void *hook_malloc(size_t size)
+{
+    PASS_THROUGH_IF_INSIDE(next_malloc(size));
+    void *p = next_malloc(size);
+    note_alloc(p, size, __builtin_return_address(0));
+    reentry_leave();
+    return p;
+}
+
+static void *hook_calloc(size_t n, size_t size)
+{
+    PASS_THROUGH_IF_INSIDE(next_calloc(n, size));
+    void *p = next_calloc(n, size);
+    note_alloc(p, n * size, __builtin_return_address(0));
+    reentry_leave();
+    return p;
+}
+
+static void *hook_realloc(void *old, size_t size)
+{
+    PASS_THROUGH_IF_INSIDE(next_realloc(old, size));
+    struct ring *r = NULL;
+    struct event *ev = begin_free(&r, old);
+    void *p = next_realloc(old, size);
+    /* realloc(p, 0) frees p (glibc returns NULL); a NULL for a size means
+     * failure, and p is untouched. */
+    end_free(r, ev, p || size == 0);
+    note_alloc(p, size, __builtin_return_address(0));
+    reentry_leave();
+    return p;
+}
+
+static void *hook_reallocarray(void *old, size_t n, size_t size)
+{
+    PASS_THROUGH_IF_INSIDE(next_reallocarray(old, n, size));
+    struct ring *r = NULL;
+    struct event *ev = begin_free(&r, old);
+    void *p = next_reallocarray(old, n, size);
+    end_free(r, ev, p != NULL);
+    note_alloc(p, n * size, __builtin_return_address(0));
+    reentry_leave();
+    return p;
+}
+
+static void hook_free(void *p)
+{
+    PASS_THROUGH_IF_INSIDE(next_free(p));
+    struct ring *r = NULL;
+    struct event *ev = begin_free(&r, p);
+    next_free(p);
+    end_free(r, ev, true);
+    reentry_leave();
+}
+
+static int hook_posix_memalign(void **out, size_t align, size_t size)
+{
+    PASS_THROUGH_IF_INSIDE(next_posix_memalign(out, align, size));
+    int rc = next_posix_memalign(out, align, size);
+    if (rc == 0)
+        note_alloc(*out, size, __builtin_return_address(0));
+    reentry_leave();
+    return rc;
+}
+
+#define SIMPLE_ALIGNED_HOOK(name, params, call)            \
+    static void *hook_##name params                        \
+    {                                                      \
+        PASS_THROUGH_IF_INSIDE(next_##name call);          \
+        void *p = next_##name call;                        \
+        note_alloc(p, size, __builtin_return_address(0));  \
+        reentry_leave();                                   \
+        return p;                                          \
+    }
+SIMPLE_ALIGNED_HOOK(aligned_alloc, (size_t align, size_t size), (align, size))
+SIMPLE_ALIGNED_HOOK(memalign, (size_t align, size_t size), (align, size))
+SIMPLE_ALIGNED_HOOK(valloc, (size_t size), (size))
+SIMPLE_ALIGNED_HOOK(pvalloc, (size_t size), (size))
+
+/* Each hook has the hooked function's own type: a mismatch fails to compile. */
+#define CHECK_TYPE(name, ret, params, args) \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&hook_##name), __typeof__(&name)), #name);
+HEAP_HOOKS(CHECK_TYPE)
+
+#define HOOK_ENTRY(name, ret, params, args) \
+    { .symbol = #name, .replacement = (void *)hook_##name, .next = (void **)&next_##name },
+static struct got_hook hooks[] = { HEAP_HOOKS(HOOK_ENTRY) };
+#define HOOK_COUNT (sizeof hooks / sizeof hooks[0])
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, heap_tracer_after_fork);
+}
+
+enum heap_status heap_tracer_start(void)
+{
+    static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+    if (heap.running)
+        return HEAP_OK;
+    pthread_once(&atfork_once, register_atfork);
+    for (size_t i = 0; i < HOOK_COUNT; i++) {
+        if (got_hook_install(&hooks[i]) != 0) {
+            while (i-- > 0)
+                got_hook_remove(&hooks[i]);
+            return HEAP_HOOK_FAILED;
+        }
+    }
+    __atomic_store_n(&heap.running, true, __ATOMIC_RELEASE);
+    return HEAP_OK;
+}
+
+void heap_tracer_stop(void)
+{
+    if (!heap.running)
+        return;
+    __atomic_store_n(&heap.running, false, __ATOMIC_RELEASE);
+    for (size_t i = HOOK_COUNT; i-- > 0;)
+        got_hook_remove(&hooks[i]);
+}
+
+bool heap_tracer_running(void)
+{
+    return heap.running;
+}
+
+void heap_tracer_after_fork(void)
+{
+    /* Only the forking thread survives: numbers other threads took are never
+     * published, and a drain lock one of them held is void. */
+    spin_reset(&heap.drain_lock);
+    drain_locked(true);
+    heap.expected = __atomic_load_n(&heap.next_number, __ATOMIC_RELAXED);
+}
+
+void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes)
+{
+    *blocks = heap.blocks.count;
+    *bytes = addr_table_bytes(&heap.blocks) + intern_bytes(&heap.origins) + heap.stats_bytes;
+}
+
+/* --- the report -------------------------------------------------------------- */
+
+static uint64_t row_bytes(uint32_t origin)
+{
+    return heap.stats[origin].live_bytes;
+}
+
+/* Largest live bytes first, then live count, then site address. */
+static int heap_row_cmp(uint32_t a, uint32_t b)
+{
+    const struct site_stats *x = &heap.stats[a], *y = &heap.stats[b];
+    if (x->live_bytes != y->live_bytes)
+        return x->live_bytes > y->live_bytes ? -1 : 1;
+    if (x->live_count != y->live_count)
+        return x->live_count > y->live_count ? -1 : 1;
+    uint64_t sa = intern_get(&heap.origins, a)->a, sb = intern_get(&heap.origins, b)->a;
+    return sa < sb ? -1 : sa > sb;
+}
+
+static void sift(uint32_t *ids, size_t root, size_t n)
+{
+    for (;;) {
+        size_t child = 2 * root + 1;
+        if (child >= n)
+            return;
+        if (child + 1 < n && heap_row_cmp(ids[child], ids[child + 1]) < 0)
+            child++;
+        if (heap_row_cmp(ids[root], ids[child]) >= 0)
+            return;
+        uint32_t t = ids[root];
+        ids[root] = ids[child];
+        ids[child] = t;
+        root = child;
+    }
+}
+
+enum heap_status heap_tracer_report(struct out *o, unsigned long top)
+{
+    if (!spin_trylock(&heap.drain_lock))
+        return HEAP_BUSY;
+    drain_locked(false);
+    size_t n = heap.origins.count, ids_bytes = (n ? n : 1) * sizeof(uint32_t);
+    uint32_t *ids = pages_alloc(ids_bytes);
+    struct elf_object *objects = pages_alloc(256 * sizeof *objects);
+    enum heap_status status = HEAP_OK;
+    if (!ids || !objects) {
+        status = HEAP_NO_MEMORY;
+        goto out;
+    }
+    size_t live = 0;
+    for (uint32_t id = 0; id < n; id++)
+        if (heap.stats[id].live_count)
+            ids[live++] = id;
+    for (size_t i = live / 2; i-- > 0;)
+        sift(ids, i, live);
+    for (size_t end = live; end-- > 1;) {
+        uint32_t t = ids[0];
+        ids[0] = ids[end];
+        ids[end] = t;
+        sift(ids, 0, end);
+    }
+    size_t object_count = elf_objects_snapshot(objects, 256);
+    if (object_count > 256)
+        object_count = 256;
+    out_str(o, "# memprof heap: live blocks by call site (count bytes peak_bytes total_count total_bytes site object+offset)\n");
+    for (size_t i = 0; i < live && (!top || i < top); i++) {
+        const struct site_stats *s = &heap.stats[ids[i]];
+        uintptr_t site = (uintptr_t)intern_get(&heap.origins, ids[i])->a;
+        out_u64(o, s->live_count);
+        out_char(o, ' ');
+        out_u64(o, row_bytes(ids[i]));
+        out_char(o, ' ');
+        out_u64(o, s->peak_bytes);
+        out_char(o, ' ');
+        out_u64(o, s->total_count);
+        out_char(o, ' ');
+        out_u64(o, s->total_bytes);
+        out_char(o, ' ');
+        out_hex(o, site);
+        out_char(o, ' ');
+        const struct elf_object *obj = elf_objects_find(objects, object_count, site - 1);
+        if (obj) {
+            if (*obj->name) {
+                out_str(o, obj->name);
+            } else {   /* the program: its path, without malloc */
+                char exe[4096];
+                ssize_t len = readlink("/proc/self/exe", exe, sizeof exe);
+                out_bytes(o, exe, len > 0 ? (size_t)len : 0);
+            }
+            out_char(o, '+');
+            out_hex(o, site - obj->base);
+        } else {
+            out_str(o, "?");
+        }
+        out_char(o, '\n');
+    }
+    if (heap.dropped) {
+        out_str(o, "# warning: ");
+        out_u64(o, heap.dropped);
+        out_str(o, " allocations were not recorded (out of memory)\n");
+    }
+out:
+    pages_free(ids, ids_bytes);
+    pages_free(objects, 256 * sizeof *objects);
+    spin_unlock(&heap.drain_lock);
+    return status;
+}

@@ -1,0 +1,22 @@
+/* The C heap tracer: live malloc blocks by call site, in any ELF program.
+ * Hooks never wait on a lock: each thread appends numbered events to its own
+ * ring, and whichever thread gets the drain lock (a try-lock) applies them to
+ * the table in number order. */
+#ifndef MEMPROF_TRACE_HEAP_H
+#define MEMPROF_TRACE_HEAP_H
+#include "../util/out.h"
+#include <stdbool.h>
+
+enum heap_status { HEAP_OK = 0, HEAP_BUSY, HEAP_HOOK_FAILED, HEAP_NO_MEMORY, HEAP_OFF };
+
+enum heap_status heap_tracer_start(void);
+void heap_tracer_stop(void);
+bool heap_tracer_running(void);
+/* The live blocks by call site, largest bytes first, the first `top` rows
+ * (0: all): one line per site, "count bytes peak total_count total_bytes
+ * address object+0xoffset". No malloc, try-lock only. */
+enum heap_status heap_tracer_report(struct out *o, unsigned long top);
+/* Live blocks held and bytes of the tracer's tables. */
+void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes);
+void heap_tracer_after_fork(void);
+#endif
