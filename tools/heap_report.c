@@ -34,12 +34,16 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid)
     size_t opened = 0;
     char line[PATH_MAX + 512];
     bool header = false;
+    unsigned long blocks = 0, table_bytes = 0, ring_bytes = 0;
     while (fgets(line, sizeof line, raw)) {
         uint64_t count, bytes, peak, total_count, total_bytes, site, offset;
         char object[PATH_MAX];
         if (line[0] == '#') {
             if (strncmp(line, "# warning: ", 11) == 0)
                 fprintf(out, "memprof: warning: %s", line + 11);
+            unsigned long b, t, r;
+            if (sscanf(line, "# tables %lu %lu %lu", &b, &t, &r) == 3)
+                blocks = b, table_bytes = t, ring_bytes = r;
             continue;
         }
         if (sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNx64 " %4095[^\n]",
@@ -73,6 +77,10 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid)
     }
     if (!header)
         fprintf(out, "memprof: no live C heap blocks recorded\n");
+    else if (blocks)
+        fprintf(out, "memprof: %lu live blocks; memprof's tables take %lu bytes (%.1f per block), "
+                     "its per-thread event rings %lu KiB\n",
+                blocks, table_bytes, (double)table_bytes / (double)blocks, ring_bytes / 1024);
     for (size_t i = 0; i < opened; i++)
         symbolizer_close(cache[i].s);
     return ferror(out) ? -1 : 0;

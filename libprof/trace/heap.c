@@ -36,7 +36,7 @@ struct event {
     uint32_t kind;
 };
 
-#define RING_EVENTS 4096
+#define RING_EVENTS 65536
 
 struct ring {
     struct ring *next;
@@ -473,6 +473,17 @@ enum heap_status heap_tracer_report(struct out *o, unsigned long top)
     if (object_count > 256)
         object_count = 256;
     out_str(o, "# memprof heap: live blocks by call site (count bytes peak_bytes total_count total_bytes site object+offset)\n");
+    unsigned long blocks, table_bytes, ring_bytes = 0;
+    heap_tracer_usage(&blocks, &table_bytes);
+    for (struct ring *r = __atomic_load_n(&heap.rings, __ATOMIC_ACQUIRE); r; r = r->next)
+        ring_bytes += sizeof *r;
+    out_str(o, "# tables ");
+    out_u64(o, blocks);
+    out_char(o, ' ');
+    out_u64(o, table_bytes);
+    out_char(o, ' ');
+    out_u64(o, ring_bytes);
+    out_str(o, " (live blocks, bytes of memprof's tables, bytes of its per-thread rings)\n");
     for (size_t i = 0; i < live && (!top || i < top); i++) {
         const struct site_stats *s = &heap.stats[ids[i]];
         uintptr_t site = (uintptr_t)intern_get(&heap.origins, ids[i])->a;
