@@ -27,7 +27,13 @@
 #include <string.h>
 #include <unistd.h>
 
-enum event_kind { EVENT_NONE, EVENT_ALLOC, EVENT_FREE };
+enum event_kind {
+    EVENT_NONE,
+    EVENT_ALLOC,
+    EVENT_FREE,
+    EVENT_CANCELLED,   /* an allocation freed by its own thread before it was applied */
+    EVENT_TAKEN,       /* being applied: too late to cancel */
+};
 
 struct event {
     uint64_t number;
@@ -37,13 +43,25 @@ struct event {
 };
 
 #define RING_EVENTS 65536
+#define RECENT_ALLOCS 4096
+
+/* Most blocks are freed by the thread that made them, soon: such a free
+ * cancels the allocation's event if no drain has taken it yet, and neither
+ * reaches the table (the site's totals still count it). */
+struct recent_alloc { uintptr_t addr; uint64_t position, number; };
 
 struct ring {
     struct ring *next;
     uint64_t head;                 /* next to apply; written by the drainer */
     uint64_t tail;                 /* next to fill; written by the owner */
+    struct recent_alloc recent[RECENT_ALLOCS];   /* the owner's, by address */
     struct event events[RING_EVENTS];
 };
+
+static size_t recent_slot(uintptr_t addr)
+{
+    return (size_t)((addr >> 4) * 0x9E3779B97F4A7C15ull >> 52) % RECENT_ALLOCS;
+}
 
 /* Per-site figures, indexed by origin id. */
 struct site_stats {
@@ -119,15 +137,33 @@ static void forget_block(struct addr_entry *e)
     addr_table_remove(&heap.blocks, e->key);
 }
 
-static void apply(const struct event *ev)
+/* An allocation that never reached the table still counts in its site's
+ * totals. */
+static void count_cancelled(const struct event *ev)
 {
+    uint32_t origin = intern_put(&heap.origins, ev->site, 0);
+    struct site_stats *s = origin == INTERN_NONE ? NULL : stats_for(origin);
+    if (s) {
+        s->total_count++;
+        s->total_bytes += ev->size;
+    }
+}
+
+static void apply(struct event *ev)
+{
+    /* Take an allocation so its thread can no longer cancel it. */
+    uint32_t kind = __atomic_exchange_n(&ev->kind, EVENT_TAKEN, __ATOMIC_ACQ_REL);
+    if (kind == EVENT_CANCELLED) {
+        count_cancelled(ev);
+        return;
+    }
     struct addr_entry *known = ev->addr ? addr_table_get(&heap.blocks, ev->addr) : NULL;
-    if (ev->kind == EVENT_FREE) {
+    if (kind == EVENT_FREE) {
         if (known)          /* a block allocated before memprof started is ignored */
             forget_block(known);
         return;
     }
-    if (ev->kind != EVENT_ALLOC)
+    if (kind != EVENT_ALLOC)
         return;
     if (known)              /* its free was not seen: the old block is gone */
         forget_block(known);
@@ -172,7 +208,7 @@ static void drain_locked(bool skip_gaps)
         }
         if (!found)
             return;
-        const struct event *ev = &found->events[found->head % RING_EVENTS];
+        struct event *ev = &found->events[found->head % RING_EVENTS];
         apply(ev);
         heap.expected = ev->number + 1;
         __atomic_store_n(&found->head, found->head + 1, __ATOMIC_RELEASE);
@@ -224,7 +260,28 @@ static void note_alloc(void *p, size_t size, void *site)
         return;
     struct event *ev = reserve(r);
     *ev = (struct event){ take_number(), (uintptr_t)p, (uintptr_t)site, size, EVENT_ALLOC };
+    r->recent[recent_slot((uintptr_t)p)] = (struct recent_alloc){ (uintptr_t)p, r->tail, ev->number };
     publish(r);
+}
+
+/* Cancel this thread's own allocation event of `p` if no drain took it: the
+ * free then needs no event. The ring slot may hold a later event by now: its
+ * number tells. */
+static bool cancel_own_alloc(void *p)
+{
+    struct ring *r = my_ring;
+    if (!p || !r)
+        return false;
+    struct recent_alloc *a = &r->recent[recent_slot((uintptr_t)p)];
+    if (a->addr != (uintptr_t)p)
+        return false;
+    a->addr = 0;
+    struct event *ev = &r->events[a->position % RING_EVENTS];
+    if (ev->number != a->number || ev->addr != (uintptr_t)p)
+        return false;
+    uint32_t expected = EVENT_ALLOC;
+    return __atomic_compare_exchange_n(&ev->kind, &expected, EVENT_CANCELLED, false,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 /* A free is numbered before the real free: see the comment at the top. The
@@ -316,6 +373,11 @@ static void *hook_reallocarray(void *old, size_t n, size_t size)
 static void hook_free(void *p)
 {
     PASS_THROUGH_IF_INSIDE(next_free(p));
+    if (cancel_own_alloc(p)) {
+        next_free(p);
+        reentry_leave();
+        return;
+    }
     struct ring *r = NULL;
     struct event *ev = begin_free(&r, p);
     next_free(p);

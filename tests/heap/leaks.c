@@ -56,8 +56,24 @@ static void *worker(void *arg)
     return mine[0] ? NULL : arg;     /* the blocks stay allocated */
 }
 
+/* Frees, in another thread, blocks the main thread made: not leaks. */
+static void *free_handed(void *arg)
+{
+    void *volatile *blocks = arg;
+    for (int i = 0; i < 500; i++)
+        free(blocks[i]);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
+    static void *volatile handed[500];
+    for (int i = 0; i < 500; i++)
+        handed[i] = malloc(48);      /* freed by another thread: not reported */
+    pthread_t freer;
+    pthread_create(&freer, NULL, free_handed, (void *)handed);
+    pthread_join(freer, NULL);
+
     leak_in_loop(100);
     leak_recursively(7);
     realloc_chain();
