@@ -489,7 +489,12 @@ __attribute__((constructor)) static void memprof_init(void)
 static void memprof_init_inside(void)
 {
     const char *heap = getenv("MEMPROF_HEAP");
+    int heap_frames = (int)env_number("MEMPROF_HEAP_FRAMES", 1, 16, 1);
+    heap_tracer_set_frames(heap_frames);
     if (heap && *heap && !env_says_no("MEMPROF_HEAP") && memprof_heap_start() == MEMPROF_OK) {
+        if (heap_frames > 1 && !heap_tracer_has_backtraces())
+            say("memprof: backtraces need libunwind (the Debian package libunwind8): "
+                "recording call sites only", (char *)NULL);
         heap_started_by = getpid();
         atexit(heap_report_at_exit);
     }

@@ -1,11 +1,14 @@
 /* `memprof run --heap`: the runtime writes the live heap blocks by raw call
- * site (an address, and object+offset); this names each site with the
- * symbolizer (function+offset, file:line) after the program exits. Done here,
- * not in the target: naming reads files and calls malloc. */
+ * site (an address, and object+offset, with its callers when asked); this
+ * names each frame with the symbolizer after the program exits, and merges
+ * the rows that name the same lines (several calls on one line, or one call
+ * unrolled). Done here, not in the target: naming reads files and calls
+ * malloc. */
 #include "commands.h"
 #include "elf/symbolizer.h"
 #include <inttypes.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,13 @@
 #define MAX_OBJECTS 64
 
 struct opened { char path[PATH_MAX]; struct symbolizer *s; };
+
+struct row {
+    char *frames;   /* the site, then "\n" and each caller: the merge key */
+    uint64_t count, bytes, peak, allocs;
+};
+
+struct rows { struct row *rows; size_t count, cap; };
 
 static struct symbolizer *symbolizer_for(struct opened *cache, size_t *n, const char *path)
 {
@@ -28,59 +38,145 @@ static struct symbolizer *symbolizer_for(struct opened *cache, size_t *n, const 
     return o->s;
 }
 
+/* "function file:line (object)" for a return address given as
+ * object+0xOFFSET (the call is the byte before it); "function+0xOFF" or the
+ * bare offset when there is no line or no name. Appended to *text. */
+static void name_frame(struct opened *cache, size_t *opened, uint64_t site, char *object, char **text)
+{
+    uint64_t offset;
+    char *plus = strrchr(object, '+'), *frame = NULL;
+    struct symbol_info info = { 0 };
+    if (!plus || sscanf(plus + 1, "%" SCNx64, &offset) != 1 || offset == 0) {
+        if (asprintf(&frame, "0x%" PRIx64 " (?)", site) < 0)
+            frame = NULL;
+    } else {
+        *plus = '\0';
+        struct symbolizer *s = symbolizer_for(cache, opened, object);
+        if (s)
+            symbolizer_lookup(s, offset - 1, &info);
+        const char *base = strrchr(object, '/');
+        base = base ? base + 1 : object;
+        int rc;
+        if (info.function && info.file)
+            rc = asprintf(&frame, "%s %s:%u (%s)", info.function, info.file, info.line, base);
+        else if (info.function)
+            rc = asprintf(&frame, "%s+0x%" PRIx64 " (%s)", info.function, info.offset + 1, base);
+        else
+            rc = asprintf(&frame, "0x%" PRIx64 " (%s)", offset, base);
+        if (rc < 0)
+            frame = NULL;
+    }
+    char *joined = NULL;
+    if (frame && asprintf(&joined, "%s%s%s", *text ? *text : "", *text ? "\n" : "", frame) >= 0) {
+        free(*text);
+        *text = joined;
+    }
+    free(frame);
+}
+
+static int by_frames(const void *a, const void *b)
+{
+    return strcmp(((const struct row *)a)->frames, ((const struct row *)b)->frames);
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return strcmp(x->frames, y->frames);
+}
+
+static struct row *new_row(struct rows *r)
+{
+    if (r->count == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        struct row *rows = realloc(r->rows, cap * sizeof *rows);
+        if (!rows)
+            return NULL;
+        r->rows = rows;
+        r->cap = cap;
+    }
+    struct row *row = &r->rows[r->count++];
+    memset(row, 0, sizeof *row);
+    return row;
+}
+
 int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid)
 {
     struct opened cache[MAX_OBJECTS];
     size_t opened = 0;
-    char line[PATH_MAX + 512];
-    bool header = false;
+    struct rows rows = { 0 };
+    struct row *current = NULL;
     unsigned long blocks = 0, table_bytes = 0, ring_bytes = 0;
+    char line[PATH_MAX + 512], object[PATH_MAX];
     while (fgets(line, sizeof line, raw)) {
-        uint64_t count, bytes, peak, total_count, total_bytes, site, offset;
-        char object[PATH_MAX];
+        uint64_t count, bytes, peak, allocs, total_bytes, site;
+        unsigned long b, t, r;
         if (line[0] == '#') {
             if (strncmp(line, "# warning: ", 11) == 0)
                 fprintf(out, "memprof: warning: %s", line + 11);
-            unsigned long b, t, r;
             if (sscanf(line, "# tables %lu %lu %lu", &b, &t, &r) == 3)
                 blocks = b, table_bytes = t, ring_bytes = r;
-            continue;
-        }
-        if (sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNx64 " %4095[^\n]",
-                   &count, &bytes, &peak, &total_count, &total_bytes, &site, object) != 7)
-            continue;
-        if (!header) {
-            fprintf(out, "== memprof: live C heap blocks at exit of pid %ld (count bytes peak_bytes allocs site) ==\n",
-                    (long)pid);
-            header = true;
-        }
-        fprintf(out, "%7" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " ", count, bytes, peak, total_count);
-        char *plus = strrchr(object, '+');
-        struct symbol_info info = { 0 };
-        if (plus && sscanf(plus + 1, "%" SCNx64, &offset) == 1 && offset > 0) {
-            *plus = '\0';
-            struct symbolizer *s = symbolizer_for(cache, &opened, object);
-            /* The site is a return address: name the call, one byte before. */
-            if (s)
-                symbolizer_lookup(s, offset - 1, &info);
-            if (info.function)
-                fprintf(out, "%s+0x%" PRIx64, info.function, info.offset + 1);
-            else
-                fprintf(out, "0x%" PRIx64, offset);
-            if (info.file)
-                fprintf(out, " %s:%u", info.file, info.line);
-            const char *base = strrchr(object, '/');
-            fprintf(out, " (%s)\n", base ? base + 1 : object);
-        } else {
-            fprintf(out, "0x%" PRIx64 " (?)\n", site);
+        } else if (strncmp(line, "  from ", 7) == 0) {
+            if (current && sscanf(line + 7, "%" SCNx64 " %4095[^\n]", &site, object) == 2)
+                name_frame(cache, &opened, site, object, &current->frames);
+        } else if (sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNx64 " %4095[^\n]",
+                          &count, &bytes, &peak, &allocs, &total_bytes, &site, object) == 7 &&
+                   (current = new_row(&rows))) {
+            *current = (struct row){ NULL, count, bytes, peak, allocs };
+            name_frame(cache, &opened, site, object, &current->frames);
         }
     }
-    if (!header)
+    /* Merge rows that name the same frames: sums (the peak's sum is an upper
+ * bound: the parts may have peaked at different times). */
+    size_t kept = 0;
+    for (size_t i = 0; i < rows.count; i++)
+        if (rows.rows[i].frames)
+            rows.rows[kept++] = rows.rows[i];
+    rows.count = kept;
+    qsort(rows.rows, rows.count, sizeof *rows.rows, by_frames);
+    kept = 0;
+    for (size_t i = 0; i < rows.count; i++) {
+        struct row *r = &rows.rows[i];
+        if (kept && strcmp(rows.rows[kept - 1].frames, r->frames) == 0) {
+            struct row *into = &rows.rows[kept - 1];
+            into->count += r->count;
+            into->bytes += r->bytes;
+            into->allocs += r->allocs;
+            into->peak += r->peak;
+            free(r->frames);
+        } else {
+            rows.rows[kept++] = *r;
+        }
+    }
+    rows.count = kept;
+    qsort(rows.rows, rows.count, sizeof *rows.rows, by_bytes);
+
+    if (rows.count)
+        fprintf(out, "== memprof: live C heap blocks at exit of pid %ld (count bytes peak_bytes allocs site) ==\n",
+                (long)pid);
+    else
         fprintf(out, "memprof: no live C heap blocks recorded\n");
-    else if (blocks)
+    for (size_t i = 0; i < rows.count; i++) {
+        const struct row *r = &rows.rows[i];
+        fprintf(out, "%7" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " ", r->count, r->bytes, r->peak,
+                r->allocs);
+        for (const char *f = r->frames, *nl; f; f = nl ? nl + 1 : NULL) {
+            nl = strchr(f, '\n');
+            if (f != r->frames)
+                fputs("                                             from ", out);
+            fprintf(out, "%.*s\n", (int)(nl ? (size_t)(nl - f) : strlen(f)), f);
+        }
+        free(r->frames);
+    }
+    if (rows.count && blocks)
         fprintf(out, "memprof: %lu live blocks; memprof's tables take %lu bytes (%.1f per block), "
                      "its per-thread event rings %lu KiB\n",
                 blocks, table_bytes, (double)table_bytes / (double)blocks, ring_bytes / 1024);
+    free(rows.rows);
     for (size_t i = 0; i < opened; i++)
         symbolizer_close(cache[i].s);
     return ferror(out) ? -1 : 0;

@@ -219,6 +219,9 @@ static int run_with_heap_report(char **argv, const char *output)
         return fail("cannot create a temporary file in %s", tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
     close(fd);
     setenv("MEMPROF_HEAP", "1", 1);
+    const char *frames = getenv("MEMPROF_FRAMES");
+    if (frames)   /* --frames N: N frames per heap site */
+        setenv("MEMPROF_HEAP_FRAMES", frames, 1);
     setenv("MEMPROF_HEAP_OUTPUT", raw, 1);
     setenv("MEMPROF_OUTPUT", "none", 1);
     fflush(NULL);

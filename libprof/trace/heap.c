@@ -22,6 +22,7 @@
 #include "../elf/object.h"
 #include <pthread.h>
 #include <stdint.h>
+#include <dlfcn.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,14 +36,18 @@ enum event_kind {
     EVENT_TAKEN,       /* being applied: too late to cancel */
 };
 
+#define HEAP_MAX_FRAMES 16
+
 struct event {
     uint64_t number;
     uintptr_t addr, site;
     uint64_t size;
     uint32_t kind;
+    uint32_t callers;                          /* how many of caller[] are set */
+    uintptr_t caller[HEAP_MAX_FRAMES - 1];     /* the site's callers, innermost first */
 };
 
-#define RING_EVENTS 65536
+#define RING_EVENTS 32768
 #define RECENT_ALLOCS 4096
 
 /* Most blocks are freed by the thread that made them, soon: such a free
@@ -137,11 +142,23 @@ static void forget_block(struct addr_entry *e)
     addr_table_remove(&heap.blocks, e->key);
 }
 
+/* A site with its callers is a chain of interned (pc, caller's id + 1). */
+static uint32_t origin_of(const struct event *ev)
+{
+    uint32_t id = INTERN_NONE;
+    for (uint32_t i = ev->callers; i-- > 0 && true;) {
+        id = intern_put(&heap.origins, ev->caller[i], id == INTERN_NONE ? 0 : (uint64_t)id + 1);
+        if (id == INTERN_NONE)
+            return id;
+    }
+    return intern_put(&heap.origins, ev->site, id == INTERN_NONE ? 0 : (uint64_t)id + 1);
+}
+
 /* An allocation that never reached the table still counts in its site's
  * totals. */
 static void count_cancelled(const struct event *ev)
 {
-    uint32_t origin = intern_put(&heap.origins, ev->site, 0);
+    uint32_t origin = origin_of(ev);
     struct site_stats *s = origin == INTERN_NONE ? NULL : stats_for(origin);
     if (s) {
         s->total_count++;
@@ -167,7 +184,7 @@ static void apply(struct event *ev)
         return;
     if (known)              /* its free was not seen: the old block is gone */
         forget_block(known);
-    uint32_t origin = intern_put(&heap.origins, ev->site, 0);
+    uint32_t origin = origin_of(ev);
     struct site_stats *s = origin == INTERN_NONE ? NULL : stats_for(origin);
     uint32_t small = ev->size >= UINT32_MAX ? UINT32_MAX : (uint32_t)ev->size;
     if (!s || addr_table_put(&heap.blocks, ev->addr, origin, small) == ADDR_PUT_NO_MEMORY) {
@@ -253,13 +270,45 @@ static uint64_t take_number(void)
 }
 
 /* An event for a block that exists now: numbered after the allocation. */
+/* Backtraces: libunwind's unw_backtrace (it reads the unwind tables, so code
+ * built without frame pointers unwinds too, and it does not call malloc),
+ * loaded at start when more than one frame is asked for. */
+static int (*unwind_backtrace)(void **frames, int size);
+static int heap_frames = 1;
+static uintptr_t self_start, self_end;   /* memprof's own code: not a frame */
+
+static uint32_t callers_of(uintptr_t site, uintptr_t *caller)
+{
+    void *raw[HEAP_MAX_FRAMES + 8];
+    int n = unwind_backtrace(raw, heap_frames + 8);
+    uint32_t count = 0;
+    bool past_site = false;
+    for (int i = 0; i < n && count < (uint32_t)heap_frames - 1; i++) {
+        uintptr_t ip = (uintptr_t)raw[i];
+        if (ip >= self_start && ip < self_end)
+            continue;
+        if (!past_site) {       /* the first frame outside memprof is the site */
+            past_site = ip == site;
+            if (past_site)
+                continue;
+        }
+        caller[count++] = ip;
+    }
+    return past_site ? count : 0;
+}
+
 static void note_alloc(void *p, size_t size, void *site)
 {
     struct ring *r;
     if (!p || !__atomic_load_n(&heap.running, __ATOMIC_RELAXED) || !(r = thread_ring()))
         return;
     struct event *ev = reserve(r);
-    *ev = (struct event){ take_number(), (uintptr_t)p, (uintptr_t)site, size, EVENT_ALLOC };
+    ev->callers = unwind_backtrace ? callers_of((uintptr_t)site, ev->caller) : 0;
+    ev->number = take_number();
+    ev->addr = (uintptr_t)p;
+    ev->site = (uintptr_t)site;
+    ev->size = size;
+    ev->kind = EVENT_ALLOC;
     r->recent[recent_slot((uintptr_t)p)] = (struct recent_alloc){ (uintptr_t)p, r->tail, ev->number };
     publish(r);
 }
@@ -292,7 +341,12 @@ static struct event *begin_free(struct ring **ring, void *p)
     if (!p || !__atomic_load_n(&heap.running, __ATOMIC_RELAXED) || !(*ring = thread_ring()))
         return NULL;
     struct event *ev = reserve(*ring);
-    *ev = (struct event){ take_number(), (uintptr_t)p, 0, 0, EVENT_FREE };
+    ev->number = take_number();
+    ev->addr = (uintptr_t)p;
+    ev->site = 0;
+    ev->size = 0;
+    ev->kind = EVENT_FREE;
+    ev->callers = 0;
     return ev;
 }
 
@@ -424,11 +478,44 @@ static void register_atfork(void)
     pthread_atfork(NULL, NULL, heap_tracer_after_fork);
 }
 
+bool heap_tracer_set_frames(int frames)
+{
+    if (frames < 1 || frames > HEAP_MAX_FRAMES)
+        return false;
+    heap_frames = frames;
+    return true;
+}
+
+/* Find memprof's own code and, for backtraces, libunwind. Before any hook is
+ * installed: dlopen allocates. */
+static void prepare_backtraces(void)
+{
+    struct elf_object objects[256];
+    size_t n = elf_objects_snapshot(objects, 256);
+    const struct elf_object *self = elf_objects_find(objects, n < 256 ? n : 256, (uintptr_t)&prepare_backtraces);
+    if (self) {
+        self_start = self->start;
+        self_end = self->end;
+    }
+    if (heap_frames <= 1 || unwind_backtrace)
+        return;
+    void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    *(void **)&unwind_backtrace = lib ? dlsym(lib, "unw_backtrace") : NULL;
+    if (!unwind_backtrace)
+        heap_frames = 1;
+}
+
+bool heap_tracer_has_backtraces(void)
+{
+    return unwind_backtrace != NULL;
+}
+
 enum heap_status heap_tracer_start(void)
 {
     static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
     if (heap.running)
         return HEAP_OK;
+    prepare_backtraces();
     pthread_once(&atfork_once, register_atfork);
     for (size_t i = 0; i < HOOK_COUNT; i++) {
         if (got_hook_install(&hooks[i]) != 0) {
@@ -506,6 +593,27 @@ static void sift(uint32_t *ids, size_t root, size_t n)
     }
 }
 
+/* "0xADDRESS object+0xOFFSET" for a code address. */
+static void write_site(struct out *o, uintptr_t site, const struct elf_object *objects, size_t n)
+{
+    out_hex(o, site);
+    out_char(o, ' ');
+    const struct elf_object *obj = elf_objects_find(objects, n, site - 1);
+    if (!obj) {
+        out_str(o, "?");
+        return;
+    }
+    if (*obj->name) {
+        out_str(o, obj->name);
+    } else {   /* the program: its path, without malloc */
+        char exe[4096];
+        ssize_t len = readlink("/proc/self/exe", exe, sizeof exe);
+        out_bytes(o, exe, len > 0 ? (size_t)len : 0);
+    }
+    out_char(o, '+');
+    out_hex(o, site - obj->base);
+}
+
 enum heap_status heap_tracer_report(struct out *o, unsigned long top)
 {
     if (!spin_trylock(&heap.drain_lock))
@@ -559,23 +667,15 @@ enum heap_status heap_tracer_report(struct out *o, unsigned long top)
         out_char(o, ' ');
         out_u64(o, s->total_bytes);
         out_char(o, ' ');
-        out_hex(o, site);
-        out_char(o, ' ');
-        const struct elf_object *obj = elf_objects_find(objects, object_count, site - 1);
-        if (obj) {
-            if (*obj->name) {
-                out_str(o, obj->name);
-            } else {   /* the program: its path, without malloc */
-                char exe[4096];
-                ssize_t len = readlink("/proc/self/exe", exe, sizeof exe);
-                out_bytes(o, exe, len > 0 ? (size_t)len : 0);
-            }
-            out_char(o, '+');
-            out_hex(o, site - obj->base);
-        } else {
-            out_str(o, "?");
-        }
+        write_site(o, site, objects, object_count);
         out_char(o, '\n');
+        for (uint64_t parent = intern_get(&heap.origins, ids[i])->b; parent; ) {
+            const struct intern_tuple *t = intern_get(&heap.origins, (uint32_t)(parent - 1));
+            out_str(o, "  from ");
+            write_site(o, (uintptr_t)t->a, objects, object_count);
+            out_char(o, '\n');
+            parent = t->b;
+        }
     }
     if (heap.dropped) {
         out_str(o, "# warning: ");

@@ -9,6 +9,10 @@
 
 enum heap_status { HEAP_OK = 0, HEAP_BUSY, HEAP_HOOK_FAILED, HEAP_NO_MEMORY, HEAP_OFF };
 
+/* Record `frames` frames per site (1: the call site only; up to 16), from
+ * the next start. More than one needs libunwind (libunwind.so.8). */
+bool heap_tracer_set_frames(int frames);
+bool heap_tracer_has_backtraces(void);
 enum heap_status heap_tracer_start(void);
 void heap_tracer_stop(void);
 bool heap_tracer_running(void);
