@@ -43,11 +43,14 @@ struct event {
     uintptr_t addr, site;
     uint64_t size;
     uint32_t kind;
-    uint32_t callers;                          /* how many of caller[] are set */
-    uintptr_t caller[HEAP_MAX_FRAMES - 1];     /* the site's callers, innermost first */
+    uint32_t callers;              /* how many callers the ring keeps for it */
 };
 
-#define RING_EVENTS 32768
+/* An event's callers, innermost first, kept beside the ring (only when more
+ * than one frame is recorded: events stay 40 bytes otherwise). */
+typedef uintptr_t event_callers[HEAP_MAX_FRAMES - 1];
+
+#define RING_EVENTS 65536
 #define RECENT_ALLOCS 4096
 
 /* Most blocks are freed by the thread that made them, soon: such a free
@@ -55,11 +58,16 @@ struct event {
  * reaches the table (the site's totals still count it). */
 struct recent_alloc { uintptr_t addr; uint64_t position, number; };
 
+/* The owner's and the drainer's words live on cache lines of their own: a
+ * line both write moves between cores at every event. */
+#define CACHE_LINE 64
+
 struct ring {
     struct ring *next;
-    uint64_t head;                 /* next to apply; written by the drainer */
-    uint64_t tail;                 /* next to fill; written by the owner */
+    _Alignas(CACHE_LINE) uint64_t head;   /* next to apply; written by the drainer */
+    _Alignas(CACHE_LINE) uint64_t tail;   /* next to fill; written by the owner */
     struct recent_alloc recent[RECENT_ALLOCS];   /* the owner's, by address */
+    event_callers *callers;        /* [RING_EVENTS], or NULL with one frame */
     struct event events[RING_EVENTS];
 };
 
@@ -75,9 +83,9 @@ struct site_stats {
 
 static struct {
     bool running;
-    uint64_t next_number;          /* atomic: the event numbering */
     struct ring *rings;            /* atomic push-only list */
-    spinlock_t drain_lock;         /* guards everything below; only tried */
+    _Alignas(CACHE_LINE) uint64_t next_number;   /* atomic: the event numbering */
+    _Alignas(CACHE_LINE) spinlock_t drain_lock;  /* guards everything below; only tried */
     uint64_t expected;             /* the next event number to apply */
     struct addr_table blocks;      /* address -> origin, size (saturated) */
     struct intern_table origins;   /* (call site, 0) */
@@ -89,6 +97,8 @@ static struct {
 
 static __thread struct ring *my_ring __attribute__((tls_model("initial-exec")));
 
+static int heap_frames = 1;
+
 static struct ring *thread_ring(void)
 {
     if (my_ring)
@@ -96,6 +106,10 @@ static struct ring *thread_ring(void)
     struct ring *r = pages_alloc(sizeof *r);
     if (!r)
         return NULL;
+    if (heap_frames > 1 && !(r->callers = pages_alloc(RING_EVENTS * sizeof *r->callers))) {
+        pages_free(r, sizeof *r);
+        return NULL;
+    }
     struct ring *top = __atomic_load_n(&heap.rings, __ATOMIC_ACQUIRE);
     do
         r->next = top;
@@ -143,11 +157,11 @@ static void forget_block(struct addr_entry *e)
 }
 
 /* A site with its callers is a chain of interned (pc, caller's id + 1). */
-static uint32_t origin_of(const struct event *ev)
+static uint32_t origin_of(const struct event *ev, const uintptr_t *caller)
 {
     uint32_t id = INTERN_NONE;
-    for (uint32_t i = ev->callers; i-- > 0 && true;) {
-        id = intern_put(&heap.origins, ev->caller[i], id == INTERN_NONE ? 0 : (uint64_t)id + 1);
+    for (uint32_t i = caller ? ev->callers : 0; i-- > 0;) {
+        id = intern_put(&heap.origins, caller[i], id == INTERN_NONE ? 0 : (uint64_t)id + 1);
         if (id == INTERN_NONE)
             return id;
     }
@@ -156,9 +170,9 @@ static uint32_t origin_of(const struct event *ev)
 
 /* An allocation that never reached the table still counts in its site's
  * totals. */
-static void count_cancelled(const struct event *ev)
+static void count_cancelled(const struct event *ev, const uintptr_t *caller)
 {
-    uint32_t origin = origin_of(ev);
+    uint32_t origin = origin_of(ev, caller);
     struct site_stats *s = origin == INTERN_NONE ? NULL : stats_for(origin);
     if (s) {
         s->total_count++;
@@ -166,12 +180,12 @@ static void count_cancelled(const struct event *ev)
     }
 }
 
-static void apply(struct event *ev)
+static void apply(struct event *ev, const uintptr_t *caller)
 {
     /* Take an allocation so its thread can no longer cancel it. */
     uint32_t kind = __atomic_exchange_n(&ev->kind, EVENT_TAKEN, __ATOMIC_ACQ_REL);
     if (kind == EVENT_CANCELLED) {
-        count_cancelled(ev);
+        count_cancelled(ev, caller);
         return;
     }
     struct addr_entry *known = ev->addr ? addr_table_get(&heap.blocks, ev->addr) : NULL;
@@ -184,7 +198,7 @@ static void apply(struct event *ev)
         return;
     if (known)              /* its free was not seen: the old block is gone */
         forget_block(known);
-    uint32_t origin = origin_of(ev);
+    uint32_t origin = origin_of(ev, caller);
     struct site_stats *s = origin == INTERN_NONE ? NULL : stats_for(origin);
     uint32_t small = ev->size >= UINT32_MAX ? UINT32_MAX : (uint32_t)ev->size;
     if (!s || addr_table_put(&heap.blocks, ev->addr, origin, small) == ADDR_PUT_NO_MEMORY) {
@@ -225,8 +239,9 @@ static void drain_locked(bool skip_gaps)
         }
         if (!found)
             return;
-        struct event *ev = &found->events[found->head % RING_EVENTS];
-        apply(ev);
+        size_t index = found->head % RING_EVENTS;
+        struct event *ev = &found->events[index];
+        apply(ev, found->callers ? found->callers[index] : NULL);
         heap.expected = ev->number + 1;
         __atomic_store_n(&found->head, found->head + 1, __ATOMIC_RELEASE);
     }
@@ -274,7 +289,6 @@ static uint64_t take_number(void)
  * built without frame pointers unwinds too, and it does not call malloc),
  * loaded at start when more than one frame is asked for. */
 static int (*unwind_backtrace)(void **frames, int size);
-static int heap_frames = 1;
 static uintptr_t self_start, self_end;   /* memprof's own code: not a frame */
 
 static uint32_t callers_of(uintptr_t site, uintptr_t *caller)
@@ -303,12 +317,9 @@ static void note_alloc(void *p, size_t size, void *site)
     if (!p || !__atomic_load_n(&heap.running, __ATOMIC_RELAXED) || !(r = thread_ring()))
         return;
     struct event *ev = reserve(r);
-    ev->callers = unwind_backtrace ? callers_of((uintptr_t)site, ev->caller) : 0;
-    ev->number = take_number();
-    ev->addr = (uintptr_t)p;
-    ev->site = (uintptr_t)site;
-    ev->size = size;
-    ev->kind = EVENT_ALLOC;
+    uint32_t callers = r->callers && unwind_backtrace
+                           ? callers_of((uintptr_t)site, r->callers[r->tail % RING_EVENTS]) : 0;
+    *ev = (struct event){ take_number(), (uintptr_t)p, (uintptr_t)site, size, EVENT_ALLOC, callers };
     r->recent[recent_slot((uintptr_t)p)] = (struct recent_alloc){ (uintptr_t)p, r->tail, ev->number };
     publish(r);
 }
@@ -341,12 +352,7 @@ static struct event *begin_free(struct ring **ring, void *p)
     if (!p || !__atomic_load_n(&heap.running, __ATOMIC_RELAXED) || !(*ring = thread_ring()))
         return NULL;
     struct event *ev = reserve(*ring);
-    ev->number = take_number();
-    ev->addr = (uintptr_t)p;
-    ev->site = 0;
-    ev->size = 0;
-    ev->kind = EVENT_FREE;
-    ev->callers = 0;
+    *ev = (struct event){ take_number(), (uintptr_t)p, 0, 0, EVENT_FREE, 0 };
     return ev;
 }
 
