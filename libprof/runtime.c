@@ -310,18 +310,31 @@ static void set_io_error(const char *path, int err)
     out_finish(&e);
 }
 
-EXPORT int memprof_report_file(const char *path, int flags, unsigned long top, unsigned since,
-                               const char *filter)
+/* What a report file holds: the Ruby table with its options, or the heap's. */
+struct report_request {
+    bool heap;
+    int flags;
+    unsigned long top;
+    unsigned since;
+    const char *filter;
+};
+
+static int write_report(int fd, const struct report_request *r)
+{
+    return r->heap ? memprof_heap_report(fd, r->top)
+                   : memprof_report_ex(fd, r->flags, r->top, r->since, r->filter);
+}
+
+/* The report into `path`: whole or not at all (util/atomic_file.c). */
+static int report_into(const char *path, const struct report_request *r)
 {
     struct atomic_file f;
-    if (!path || !*path)
-        return set_status(MEMPROF_BAD_ARGUMENT);
     int err = atomic_file_open(&f, path);
     if (err) {
         set_io_error(path, err);
         return set_status(MEMPROF_IO_ERROR);
     }
-    int status = memprof_report_ex(f.fd, flags, top, since, filter);
+    int status = write_report(f.fd, r);
     if (status != MEMPROF_OK) {
         atomic_file_abort(&f);
         return status;
@@ -332,6 +345,14 @@ EXPORT int memprof_report_file(const char *path, int flags, unsigned long top, u
         return set_status(MEMPROF_IO_ERROR);
     }
     return set_status(MEMPROF_OK);
+}
+
+EXPORT int memprof_report_file(const char *path, int flags, unsigned long top, unsigned since,
+                               const char *filter)
+{
+    if (!path || !*path)
+        return set_status(MEMPROF_BAD_ARGUMENT);
+    return report_into(path, &(struct report_request){ false, flags, top, since, filter });
 }
 
 /* The exit report's options: MEMPROF_SORT, MEMPROF_TOP, MEMPROF_FILTER, MEMPROF_BYTES. */
@@ -455,21 +476,13 @@ static void heap_report_at_exit(void)
     if (getpid() != heap_started_by && !strstr(spec, "%p"))
         return;
     char path[PATH_MAX];
-    int status = MEMPROF_IO_ERROR;
+    int status;
     if (strcmp(spec, "stderr") == 0)
         status = memprof_heap_report(STDERR_FILENO, 0);
-    else if (expand_output_path(spec, path, sizeof path)) {
-        struct atomic_file f;
-        int err = atomic_file_open(&f, path);
-        if (err) {
-            set_io_error(path, err);
-        } else if ((status = memprof_heap_report(f.fd, 0)) != MEMPROF_OK) {
-            atomic_file_abort(&f);
-        } else if ((err = atomic_file_commit(&f)) != 0) {
-            set_io_error(path, err);
-            status = MEMPROF_IO_ERROR;
-        }
-    }
+    else if (expand_output_path(spec, path, sizeof path))
+        status = report_into(path, &(struct report_request){ .heap = true });
+    else
+        status = MEMPROF_IO_ERROR;
     if (status != MEMPROF_OK)
         say(memprof_strerror(status), (char *)NULL);
     heap_tracer_stop();
