@@ -38,6 +38,18 @@ static enum memprof_status from_ruby(enum ruby_status s)
     return MEMPROF_NO_MEMORY;
 }
 
+static int from_heap(enum heap_status s)
+{
+    switch (s) {
+    case HEAP_OK: return MEMPROF_OK;
+    case HEAP_BUSY: return MEMPROF_BUSY;
+    case HEAP_HOOK_FAILED: return MEMPROF_HOOK_FAILED;
+    case HEAP_NO_MEMORY: return MEMPROF_NO_MEMORY;
+    case HEAP_OFF: return MEMPROF_OK;
+    }
+    return MEMPROF_NO_MEMORY;
+}
+
 static int set_status(int status)
 {
     last_status = status;
@@ -160,14 +172,29 @@ static struct ruby_report_options report_options(int flags, unsigned long top, u
     };
 }
 
-EXPORT int memprof_report_ex(int fd, int flags, unsigned long top, unsigned since,
-                             const char *filter)
+/* What a report holds: the Ruby table with its options, or the C heap's. */
+struct report_request {
+    bool heap;
+    int flags;
+    unsigned long top;
+    unsigned since;
+    const char *filter;
+};
+
+static int run_report(struct out *o, const struct report_request *r)
+{
+    if (r->heap)
+        return from_heap(heap_tracer_report(o, r->top));
+    struct ruby_report_options opt = report_options(r->flags, r->top, r->since, r->filter);
+    return from_ruby(ruby_tracer_report(o, &opt));
+}
+
+static int report_to_fd(int fd, const struct report_request *r)
 {
     struct out o;
     char buf[8192];
-    struct ruby_report_options opt = report_options(flags, top, since, filter);
     out_init_fd(&o, fd, buf, sizeof buf);
-    int status = from_ruby(ruby_tracer_report(&o, &opt));
+    int status = run_report(&o, r);
     int err = out_finish(&o);
     if (status == MEMPROF_OK && err) {
         struct out e;
@@ -180,6 +207,27 @@ EXPORT int memprof_report_ex(int fd, int flags, unsigned long top, unsigned sinc
     return set_status(status);
 }
 
+/* The report as text owned by the runtime, valid until the next call. */
+static const char *report_to_text(const struct report_request *r)
+{
+    out_release_mem(&report_text);
+    out_init_mem(&report_text);
+    int status = report_text.error ? MEMPROF_NO_MEMORY : run_report(&report_text, r);
+    out_finish(&report_text);
+    if (status == MEMPROF_OK && report_text.error)
+        status = MEMPROF_NO_MEMORY;
+    set_status(status);
+    if (status != MEMPROF_OK || !report_text.buf)
+        return memprof_strerror(status);
+    return report_text.buf;
+}
+
+EXPORT int memprof_report_ex(int fd, int flags, unsigned long top, unsigned since,
+                             const char *filter)
+{
+    return report_to_fd(fd, &(struct report_request){ false, flags, top, since, filter });
+}
+
 EXPORT int memprof_report(int fd)
 {
     return memprof_report_ex(fd, 0, 0, 0, NULL);
@@ -188,17 +236,7 @@ EXPORT int memprof_report(int fd)
 EXPORT const char *memprof_report_text_ex(int flags, unsigned long top, unsigned since,
                                           const char *filter)
 {
-    struct ruby_report_options opt = report_options(flags, top, since, filter);
-    out_release_mem(&report_text);
-    out_init_mem(&report_text);
-    int status = report_text.error ? MEMPROF_NO_MEMORY : from_ruby(ruby_tracer_report(&report_text, &opt));
-    out_finish(&report_text);
-    if (status == MEMPROF_OK && report_text.error)
-        status = MEMPROF_NO_MEMORY;
-    set_status(status);
-    if (status != MEMPROF_OK || !report_text.buf)
-        return memprof_strerror(status);
-    return report_text.buf;
+    return report_to_text(&(struct report_request){ false, flags, top, since, filter });
 }
 
 EXPORT const char *memprof_report_text(void)
@@ -233,18 +271,6 @@ EXPORT const char *memprof_where(uintptr_t addr)
     return text;
 }
 
-static int from_heap(enum heap_status s)
-{
-    switch (s) {
-    case HEAP_OK: return MEMPROF_OK;
-    case HEAP_BUSY: return MEMPROF_BUSY;
-    case HEAP_HOOK_FAILED: return MEMPROF_HOOK_FAILED;
-    case HEAP_NO_MEMORY: return MEMPROF_NO_MEMORY;
-    case HEAP_OFF: return MEMPROF_OK;
-    }
-    return MEMPROF_NO_MEMORY;
-}
-
 EXPORT int memprof_heap_start(void)
 {
     enum heap_status s = heap_tracer_start();
@@ -261,26 +287,12 @@ EXPORT int memprof_heap_stop(void)
 
 EXPORT int memprof_heap_report(int fd, unsigned long top)
 {
-    struct out o;
-    char buf[8192];
-    out_init_fd(&o, fd, buf, sizeof buf);
-    int status = from_heap(heap_tracer_report(&o, top));
-    int err = out_finish(&o);
-    return set_status(status == MEMPROF_OK && err ? MEMPROF_IO_ERROR : status);
+    return report_to_fd(fd, &(struct report_request){ .heap = true, .top = top });
 }
-
-static struct out heap_text;
 
 EXPORT const char *memprof_heap_report_text(unsigned long top)
 {
-    out_release_mem(&heap_text);
-    out_init_mem(&heap_text);
-    int status = heap_text.error ? MEMPROF_NO_MEMORY : from_heap(heap_tracer_report(&heap_text, top));
-    out_finish(&heap_text);
-    if (status == MEMPROF_OK && heap_text.error)
-        status = MEMPROF_NO_MEMORY;
-    set_status(status);
-    return status != MEMPROF_OK || !heap_text.buf ? memprof_strerror(status) : heap_text.buf;
+    return report_to_text(&(struct report_request){ .heap = true, .top = top });
 }
 
 /* MEMPROF_OUTPUT with each %p replaced by the pid; false if it does not fit. */
@@ -310,21 +322,6 @@ static void set_io_error(const char *path, int err)
     out_finish(&e);
 }
 
-/* What a report file holds: the Ruby table with its options, or the heap's. */
-struct report_request {
-    bool heap;
-    int flags;
-    unsigned long top;
-    unsigned since;
-    const char *filter;
-};
-
-static int write_report(int fd, const struct report_request *r)
-{
-    return r->heap ? memprof_heap_report(fd, r->top)
-                   : memprof_report_ex(fd, r->flags, r->top, r->since, r->filter);
-}
-
 /* The report into `path`: whole or not at all (util/atomic_file.c). */
 static int report_into(const char *path, const struct report_request *r)
 {
@@ -334,7 +331,7 @@ static int report_into(const char *path, const struct report_request *r)
         set_io_error(path, err);
         return set_status(MEMPROF_IO_ERROR);
     }
-    int status = write_report(f.fd, r);
+    int status = report_to_fd(f.fd, r);
     if (status != MEMPROF_OK) {
         atomic_file_abort(&f);
         return status;
@@ -359,48 +356,53 @@ EXPORT int memprof_report_file(const char *path, int flags, unsigned long top, u
 static int exit_report_flags;
 static unsigned long exit_report_top;
 
-static void report_to_file(const char *spec)
+/* A report at exit, where `spec` (MEMPROF_OUTPUT, MEMPROF_HEAP_OUTPUT) says:
+ * "none", "stderr" (after `header` and the pid, if given), or a file (%p: the
+ * pid). A forked child reports only if the path has %p: it would replace its
+ * parent's report. */
+static void report_at_exit_to(const char *spec, pid_t started, const struct report_request *r,
+                              const char *header, const char *header_end)
 {
+    if (!spec || !*spec || strcmp(spec, "none") == 0)
+        return;
+    if (getpid() != started && !strstr(spec, "%p"))
+        return;
     char path[PATH_MAX];
-    if (!expand_output_path(spec, path, sizeof path)) {
+    int status;
+    if (strcmp(spec, "stderr") == 0) {
+        if (header) {
+            struct out o;
+            char buf[128];
+            out_init_fd(&o, STDERR_FILENO, buf, sizeof buf);
+            out_str(&o, header);
+            out_u64(&o, (uint64_t)getpid());
+            out_str(&o, header_end);
+            out_finish(&o);
+        }
+        status = report_to_fd(STDERR_FILENO, r);
+    } else if (expand_output_path(spec, path, sizeof path)) {
+        status = report_into(path, r);
+    } else {
         say("memprof: cannot write the report to ", spec, ": ", strerror(ENAMETOOLONG), (char *)NULL);
         return;
     }
-    int status = memprof_report_file(path, exit_report_flags, exit_report_top, 0,
-                                     getenv("MEMPROF_FILTER"));
     if (status != MEMPROF_OK)
         say(memprof_strerror(status), (char *)NULL);
 }
 
 /* From a Ruby end proc: after the program's own at_exit handlers, while the
- * heap is still whole. A forked child reports only if the path has %p. */
+ * heap is still whole. */
 static void report_at_exit(void)
 {
     if (!ruby_tracer_running() || !report_at_exit_wanted)
         return;
     const char *spec = getenv("MEMPROF_OUTPUT");
-    if (!spec || !*spec)
-        spec = "stderr";
-    if (strcmp(spec, "none") == 0)
-        return;
-    if (getpid() != started_by && !strstr(spec, "%p"))
-        return;
-    if (strcmp(spec, "stderr") == 0) {
-        struct out o;
-        char buf[128];
-        out_init_fd(&o, STDERR_FILENO, buf, sizeof buf);
-        out_str(&o, "== memprof: live Ruby objects at exit of pid ");
-        out_u64(&o, (uint64_t)getpid());
-        out_str(&o, exit_report_flags & MEMPROF_REPORT_BYTES ? " (count bytes file:line:Class) ==\n"
-                                                             : " (count file:line:Class) ==\n");
-        out_finish(&o);
-        int status = memprof_report_ex(STDERR_FILENO, exit_report_flags, exit_report_top, 0,
-                                       getenv("MEMPROF_FILTER"));
-        if (status != MEMPROF_OK)
-            say(memprof_strerror(status), (char *)NULL);
-    } else {
-        report_to_file(spec);
-    }
+    bool bytes = exit_report_flags & MEMPROF_REPORT_BYTES;
+    report_at_exit_to(spec && *spec ? spec : "stderr", started_by,
+                      &(struct report_request){ false, exit_report_flags, exit_report_top, 0,
+                                                getenv("MEMPROF_FILTER") },
+                      "== memprof: live Ruby objects at exit of pid ",
+                      bytes ? " (count bytes file:line:Class) ==\n" : " (count file:line:Class) ==\n");
     ruby_tracer_stop();
 }
 
@@ -464,27 +466,15 @@ static void configure_from_environment(void)
     exit_report_top = env_number("MEMPROF_TOP", 0, ~0ul, 0);
 }
 
-/* MEMPROF_HEAP_OUTPUT at exit: every process that traced its heap, a forked
- * child only when the path has %p (it would replace its parent's report). */
+/* MEMPROF_HEAP_OUTPUT at exit, from every process that traced its heap. */
 static pid_t heap_started_by;
 
 static void heap_report_at_exit(void)
 {
-    const char *spec = getenv("MEMPROF_HEAP_OUTPUT");
-    if (!heap_tracer_running() || !spec || !*spec || strcmp(spec, "none") == 0)
+    if (!heap_tracer_running())
         return;
-    if (getpid() != heap_started_by && !strstr(spec, "%p"))
-        return;
-    char path[PATH_MAX];
-    int status;
-    if (strcmp(spec, "stderr") == 0)
-        status = memprof_heap_report(STDERR_FILENO, 0);
-    else if (expand_output_path(spec, path, sizeof path))
-        status = report_into(path, &(struct report_request){ .heap = true });
-    else
-        status = MEMPROF_IO_ERROR;
-    if (status != MEMPROF_OK)
-        say(memprof_strerror(status), (char *)NULL);
+    report_at_exit_to(getenv("MEMPROF_HEAP_OUTPUT"), heap_started_by,
+                      &(struct report_request){ .heap = true }, NULL, NULL);
     heap_tracer_stop();
 }
 
