@@ -18,6 +18,7 @@
 #include "../util/maps.h"
 #include "../util/pages.h"
 #include "../util/reentry.h"
+#include "../util/sort.h"
 #include "../util/spinlock.h"
 #include "../elf/object.h"
 #include <pthread.h>
@@ -565,38 +566,18 @@ void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes)
 
 /* --- the report -------------------------------------------------------------- */
 
-static uint64_t row_bytes(uint32_t origin)
-{
-    return heap.stats[origin].live_bytes;
-}
-
 /* Largest live bytes first, then live count, then site address. */
-static int heap_row_cmp(uint32_t a, uint32_t b)
+static int heap_row_cmp(const void *x, const void *y, void *ctx)
 {
-    const struct site_stats *x = &heap.stats[a], *y = &heap.stats[b];
-    if (x->live_bytes != y->live_bytes)
-        return x->live_bytes > y->live_bytes ? -1 : 1;
-    if (x->live_count != y->live_count)
-        return x->live_count > y->live_count ? -1 : 1;
-    uint64_t sa = intern_get(&heap.origins, a)->a, sb = intern_get(&heap.origins, b)->a;
-    return sa < sb ? -1 : sa > sb;
-}
-
-static void sift(uint32_t *ids, size_t root, size_t n)
-{
-    for (;;) {
-        size_t child = 2 * root + 1;
-        if (child >= n)
-            return;
-        if (child + 1 < n && heap_row_cmp(ids[child], ids[child + 1]) < 0)
-            child++;
-        if (heap_row_cmp(ids[root], ids[child]) >= 0)
-            return;
-        uint32_t t = ids[root];
-        ids[root] = ids[child];
-        ids[child] = t;
-        root = child;
-    }
+    (void)ctx;
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    const struct site_stats *sa = &heap.stats[a], *sb = &heap.stats[b];
+    if (sa->live_bytes != sb->live_bytes)
+        return sa->live_bytes > sb->live_bytes ? -1 : 1;
+    if (sa->live_count != sb->live_count)
+        return sa->live_count > sb->live_count ? -1 : 1;
+    uint64_t pa = intern_get(&heap.origins, a)->a, pb = intern_get(&heap.origins, b)->a;
+    return pa < pb ? -1 : pa > pb;
 }
 
 /* "0xADDRESS object+0xOFFSET" for a code address. */
@@ -637,14 +618,7 @@ enum heap_status heap_tracer_report(struct out *o, unsigned long top)
     for (uint32_t id = 0; id < n; id++)
         if (heap.stats[id].live_count)
             ids[live++] = id;
-    for (size_t i = live / 2; i-- > 0;)
-        sift(ids, i, live);
-    for (size_t end = live; end-- > 1;) {
-        uint32_t t = ids[0];
-        ids[0] = ids[end];
-        ids[end] = t;
-        sift(ids, 0, end);
-    }
+    sort_in_place(ids, live, sizeof *ids, heap_row_cmp, NULL);
     size_t object_count = elf_objects_snapshot(objects, 256);
     if (object_count > 256)
         object_count = 256;
@@ -665,7 +639,7 @@ enum heap_status heap_tracer_report(struct out *o, unsigned long top)
         uintptr_t site = (uintptr_t)intern_get(&heap.origins, ids[i])->a;
         out_u64(o, s->live_count);
         out_char(o, ' ');
-        out_u64(o, row_bytes(ids[i]));
+        out_u64(o, s->live_bytes);
         out_char(o, ' ');
         out_u64(o, s->peak_bytes);
         out_char(o, ' ');

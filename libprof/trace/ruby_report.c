@@ -6,6 +6,7 @@
 #include "ruby_state.h"
 #include "../util/maps.h"
 #include "../util/pages.h"
+#include "../util/sort.h"
 #include <string.h>
 
 struct row {
@@ -157,51 +158,30 @@ static struct row *rows_add(struct rows *r, uint32_t site, uint32_t type, VALUE 
     return row;
 }
 
+_Static_assert(sizeof(struct row) <= 64, "sort_in_place swaps through a 64-byte buffer");
+
+/* What rows are compared by: the sites and names they refer to, and the key. */
+struct row_order {
+    const struct rows *rows;
+    const struct site_table *sites;
+    enum ruby_sort sort;
+};
+
 /* Largest first (count or bytes); ties in site, class order so output is stable. */
-static int row_cmp(const struct rows *r, const struct site_table *sites, enum ruby_sort sort,
-                   const struct row *a, const struct row *b)
+static int row_cmp(const void *x, const void *y, void *ctx)
 {
-    uint64_t ka = sort == RUBY_SORT_BYTES ? a->bytes : a->count;
-    uint64_t kb = sort == RUBY_SORT_BYTES ? b->bytes : b->count;
+    const struct row *a = x, *b = y;
+    const struct row_order *o = ctx;
+    uint64_t ka = o->sort == RUBY_SORT_BYTES ? a->bytes : a->count;
+    uint64_t kb = o->sort == RUBY_SORT_BYTES ? b->bytes : b->count;
     if (ka != kb)
         return ka > kb ? -1 : 1;
     if (a->count != b->count)
         return a->count > b->count ? -1 : 1;
-    int c = sites_compare(sites, a->site, b->site);
+    int c = sites_compare(o->sites, a->site, b->site);
     if (c)
         return c;
-    return strcmp(r->names.buf + a->name, r->names.buf + b->name);
-}
-
-/* Heapsort: in place and allocation-free (glibc's qsort may call malloc). */
-static void sift_down(struct rows *r, const struct site_table *sites, enum ruby_sort sort,
-                      size_t root, size_t n)
-{
-    for (;;) {
-        size_t child = 2 * root + 1;
-        if (child >= n)
-            return;
-        if (child + 1 < n && row_cmp(r, sites, sort, &r->rows[child], &r->rows[child + 1]) < 0)
-            child++;
-        if (row_cmp(r, sites, sort, &r->rows[root], &r->rows[child]) >= 0)
-            return;
-        struct row tmp = r->rows[root];
-        r->rows[root] = r->rows[child];
-        r->rows[child] = tmp;
-        root = child;
-    }
-}
-
-static void rows_sort(struct rows *r, const struct site_table *sites, enum ruby_sort sort)
-{
-    for (size_t i = r->count / 2; i-- > 0;)
-        sift_down(r, sites, sort, i, r->count);
-    for (size_t end = r->count; end-- > 1;) {
-        struct row tmp = r->rows[0];
-        r->rows[0] = r->rows[end];
-        r->rows[end] = tmp;
-        sift_down(r, sites, sort, 0, end);
-    }
+    return strcmp(o->rows->names.buf + a->name, o->rows->names.buf + b->name);
 }
 
 /* Files whose rows reports leave out: memprof's own Ruby API and the Fiddle
@@ -378,7 +358,8 @@ enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_opti
         status = RUBY_NO_MEMORY;
     } else {
         unsigned scale = t->config.sample;
-        rows_sort(&rows, &t->sites, opt->sort);
+        struct row_order order = { &rows, &t->sites, opt->sort };
+        sort_in_place(rows.rows, rows.count, sizeof *rows.rows, row_cmp, &order);
         write_rows(o, &rows, &t->sites, opt, scale);
         if (scale > 1) {
             out_str(o, "memprof: sampled 1 in ");
