@@ -210,6 +210,29 @@ static bool hidden_file(const char *file)
     return false;
 }
 
+/* "file:line:" of a site's first frame. */
+static void write_site(struct out *o, const struct site_table *sites, uint32_t site)
+{
+    out_str(o, sites_file(sites, site));
+    out_char(o, ':');
+    out_u64(o, sites_line(sites, site));
+    out_char(o, ':');
+}
+
+/* One "  from file:line" line per caller of the site, after `indent` spaces. */
+static void write_callers(struct out *o, const struct site_table *sites, uint32_t site, int indent)
+{
+    for (uint32_t s = sites_caller(sites, site); s != SITE_NONE; s = sites_caller(sites, s)) {
+        for (int pad = indent; pad > 0; pad--)
+            out_char(o, ' ');
+        out_str(o, "  from ");
+        out_str(o, sites_file(sites, s));
+        out_char(o, ':');
+        out_u64(o, sites_line(sites, s));
+        out_char(o, '\n');
+    }
+}
+
 /* Does the row's "file:line:Class" (or a caller's file:line) contain `filter`? */
 static bool row_matches(const struct rows *r, const struct site_table *sites,
                         const struct row *row, const char *filter)
@@ -219,17 +242,10 @@ static bool row_matches(const struct rows *r, const struct site_table *sites,
     char text[1024];
     struct out o;
     out_init_fd(&o, -1, text, sizeof text - 1);
-    out_str(&o, sites_file(sites, row->site));
-    out_char(&o, ':');
-    out_u64(&o, sites_line(sites, row->site));
-    out_char(&o, ':');
+    write_site(&o, sites, row->site);
     out_str(&o, r->names.buf + row->name);
-    for (uint32_t s = sites_caller(sites, row->site); s != SITE_NONE; s = sites_caller(sites, s)) {
-        out_str(&o, "\nfrom ");
-        out_str(&o, sites_file(sites, s));
-        out_char(&o, ':');
-        out_u64(&o, sites_line(sites, s));
-    }
+    out_char(&o, '\n');
+    write_callers(&o, sites, row->site, 0);
     text[o.len] = '\0';
     return strstr(text, filter) != NULL;
 }
@@ -262,21 +278,10 @@ static void write_rows(struct out *o, const struct rows *r, const struct site_ta
             out_u64_width(o, row->bytes * scale, bytes_width);
         }
         out_char(o, ' ');
-        out_str(o, sites_file(sites, row->site));
-        out_char(o, ':');
-        out_u64(o, sites_line(sites, row->site));
-        out_char(o, ':');
+        write_site(o, sites, row->site);
         out_str(o, r->names.buf + row->name);
         out_char(o, '\n');
-        for (uint32_t s = sites_caller(sites, row->site); s != SITE_NONE; s = sites_caller(sites, s)) {
-            for (int pad = width + 1 + (opt->bytes ? bytes_width + 1 : 0); pad > 0; pad--)
-                out_char(o, ' ');
-            out_str(o, "  from ");
-            out_str(o, sites_file(sites, s));
-            out_char(o, ':');
-            out_u64(o, sites_line(sites, s));
-            out_char(o, '\n');
-        }
+        write_callers(o, sites, row->site, width + 1 + (opt->bytes ? bytes_width + 1 : 0));
     }
     if (shown == 0)
         out_str(o, r->count ? "memprof: no live Ruby objects match\n"
@@ -414,22 +419,13 @@ enum ruby_status ruby_tracer_where(struct out *o, uintptr_t addr, bool *found)
         uint32_t site = (uint32_t)origin->a;
         VALUE klass = live_class(&t->api, &maps, e, (VALUE)origin->b);
         *found = true;
-        out_str(o, sites_file(&t->sites, site));
-        out_char(o, ':');
-        out_u64(o, sites_line(&t->sites, site));
-        out_char(o, ':');
+        write_site(o, &t->sites, site);
         class_name(&t->api, &maps, klass == NOT_LIVE ? (VALUE)origin->b : klass,
                    RUBY_AUX_TYPE(e->aux), o);
         if (klass == NOT_LIVE)
             out_str(o, " (dead: the object there is no longer the one recorded)");
         out_char(o, '\n');
-        for (uint32_t s = sites_caller(&t->sites, site); s != SITE_NONE; s = sites_caller(&t->sites, s)) {
-            out_str(o, "  from ");
-            out_str(o, sites_file(&t->sites, s));
-            out_char(o, ':');
-            out_u64(o, sites_line(&t->sites, s));
-            out_char(o, '\n');
-        }
+        write_callers(o, &t->sites, site, 0);
         maps_release(&maps);
     }
     spin_unlock(&t->lock);
