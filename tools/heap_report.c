@@ -1,5 +1,6 @@
 /* `memprof run --heap`: the runtime writes the live heap blocks by raw call
- * site (an address, and object+offset, with its callers when asked); this
+ * site (an address, and object+offset, with its callers when asked, and the
+ * Ruby line running in a Ruby process); this
  * names each frame with the symbolizer after the program exits, and merges
  * the rows that name the same lines (several calls on one line, or one call
  * unrolled). Done here, not in the target: naming reads files and calls
@@ -19,6 +20,7 @@ struct opened { char path[PATH_MAX]; struct symbolizer *s; };
 
 struct row {
     char *frames;   /* the site, then "\n" and each caller: the merge key */
+    char *ruby;     /* "file:line" or NULL: also part of the key */
     uint64_t count, bytes, peak, allocs;
 };
 
@@ -76,7 +78,9 @@ static void name_frame(struct opened *cache, size_t *opened, uint64_t site, char
 
 static int by_frames(const void *a, const void *b)
 {
-    return strcmp(((const struct row *)a)->frames, ((const struct row *)b)->frames);
+    const struct row *x = a, *y = b;
+    int c = strcmp(x->frames, y->frames);
+    return c ? c : strcmp(x->ruby ? x->ruby : "", y->ruby ? y->ruby : "");
 }
 
 static int by_bytes(const void *a, const void *b)
@@ -86,7 +90,7 @@ static int by_bytes(const void *a, const void *b)
         return x->bytes > y->bytes ? -1 : 1;
     if (x->count != y->count)
         return x->count > y->count ? -1 : 1;
-    return strcmp(x->frames, y->frames);
+    return by_frames(x, y);
 }
 
 static struct row *new_row(struct rows *r)
@@ -120,13 +124,16 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid)
                 fprintf(out, "memprof: warning: %s", line + 11);
             if (sscanf(line, "# tables %lu %lu %lu", &b, &t, &r) == 3)
                 blocks = b, table_bytes = t, ring_bytes = r;
+        } else if (strncmp(line, "  ruby ", 7) == 0) {
+            if (current && !current->ruby)
+                current->ruby = strndup(line + 7, strcspn(line + 7, "\n"));
         } else if (strncmp(line, "  from ", 7) == 0) {
             if (current && sscanf(line + 7, "%" SCNx64 " %4095[^\n]", &site, object) == 2)
                 name_frame(cache, &opened, site, object, &current->frames);
         } else if (sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNx64 " %4095[^\n]",
                           &count, &bytes, &peak, &allocs, &total_bytes, &site, object) == 7 &&
                    (current = new_row(&rows))) {
-            *current = (struct row){ NULL, count, bytes, peak, allocs };
+            *current = (struct row){ NULL, NULL, count, bytes, peak, allocs };
             name_frame(cache, &opened, site, object, &current->frames);
         }
     }
@@ -136,18 +143,21 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid)
     for (size_t i = 0; i < rows.count; i++)
         if (rows.rows[i].frames)
             rows.rows[kept++] = rows.rows[i];
+        else
+            free(rows.rows[i].ruby);
     rows.count = kept;
     qsort(rows.rows, rows.count, sizeof *rows.rows, by_frames);
     kept = 0;
     for (size_t i = 0; i < rows.count; i++) {
         struct row *r = &rows.rows[i];
-        if (kept && strcmp(rows.rows[kept - 1].frames, r->frames) == 0) {
+        if (kept && by_frames(&rows.rows[kept - 1], r) == 0) {
             struct row *into = &rows.rows[kept - 1];
             into->count += r->count;
             into->bytes += r->bytes;
             into->allocs += r->allocs;
             into->peak += r->peak;
             free(r->frames);
+            free(r->ruby);
         } else {
             rows.rows[kept++] = *r;
         }
@@ -170,7 +180,10 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid)
                 fputs("                                             from ", out);
             fprintf(out, "%.*s\n", (int)(nl ? (size_t)(nl - f) : strlen(f)), f);
         }
+        if (r->ruby)
+            fprintf(out, "                                             ruby %s\n", r->ruby);
         free(r->frames);
+        free(r->ruby);
     }
     if (rows.count && blocks)
         fprintf(out, "memprof: %lu live blocks; memprof's tables take %lu bytes (%.1f per block), "

@@ -12,6 +12,7 @@
  * block freed by one thread and handed out again to another is freed before
  * it is allocated again, in number order too. */
 #include "heap.h"
+#include "heap_ruby.h"
 #include "../hook/got.h"
 #include "../store/addr_table.h"
 #include "../store/intern.h"
@@ -43,9 +44,12 @@ struct event {
     uint64_t number;
     uintptr_t addr, site;
     uint64_t size;
-    uint32_t kind;
-    uint32_t callers;              /* how many callers the ring keeps for it */
+    uint16_t kind;
+    uint16_t callers;              /* how many callers the ring keeps for it */
+    uint32_t ruby_line;            /* heap_ruby's token, 0: none */
 };
+
+_Static_assert(sizeof(struct event) == 40, "an event fills 40 bytes");
 
 /* An event's callers, innermost first, kept beside the ring (only when more
  * than one frame is recorded: events stay 40 bytes otherwise). */
@@ -68,6 +72,7 @@ struct ring {
     _Alignas(CACHE_LINE) uint64_t head;   /* next to apply; written by the drainer */
     _Alignas(CACHE_LINE) uint64_t tail;   /* next to fill; written by the owner */
     struct recent_alloc recent[RECENT_ALLOCS];   /* the owner's, by address */
+    struct heap_ruby_cache ruby_lines;           /* the owner's */
     event_callers *callers;        /* [RING_EVENTS], or NULL with one frame */
     struct event events[RING_EVENTS];
 };
@@ -157,7 +162,11 @@ static void forget_block(struct addr_entry *e)
     addr_table_remove(&heap.blocks, e->key);
 }
 
-/* A site with its callers is a chain of interned (pc, caller's id + 1). */
+/* A site with its callers is a chain of interned (pc, caller's id + 1); the
+ * innermost link also holds the Ruby line, in the high half. */
+#define ORIGIN_CALLER(b) ((uint32_t)(b))
+#define ORIGIN_RUBY_LINE(b) ((uint32_t)((b) >> 32))
+
 static uint32_t origin_of(const struct event *ev, const uintptr_t *caller)
 {
     uint32_t id = INTERN_NONE;
@@ -166,7 +175,8 @@ static uint32_t origin_of(const struct event *ev, const uintptr_t *caller)
         if (id == INTERN_NONE)
             return id;
     }
-    return intern_put(&heap.origins, ev->site, id == INTERN_NONE ? 0 : (uint64_t)id + 1);
+    uint64_t link = (id == INTERN_NONE ? 0 : (uint64_t)id + 1) | (uint64_t)ev->ruby_line << 32;
+    return intern_put(&heap.origins, ev->site, link);
 }
 
 /* An allocation that never reached the table still counts in its site's
@@ -184,7 +194,7 @@ static void count_cancelled(const struct event *ev, const uintptr_t *caller)
 static void apply(struct event *ev, const uintptr_t *caller)
 {
     /* Take an allocation so its thread can no longer cancel it. */
-    uint32_t kind = __atomic_exchange_n(&ev->kind, EVENT_TAKEN, __ATOMIC_ACQ_REL);
+    uint16_t kind = __atomic_exchange_n(&ev->kind, EVENT_TAKEN, __ATOMIC_ACQ_REL);
     if (kind == EVENT_CANCELLED) {
         count_cancelled(ev, caller);
         return;
@@ -318,9 +328,10 @@ static void note_alloc(void *p, size_t size, void *site)
     if (!p || !__atomic_load_n(&heap.running, __ATOMIC_RELAXED) || !(r = thread_ring()))
         return;
     struct event *ev = reserve(r);
-    uint32_t callers = r->callers && unwind_backtrace
+    uint16_t callers = r->callers && unwind_backtrace
                            ? callers_of((uintptr_t)site, r->callers[r->tail % RING_EVENTS]) : 0;
-    *ev = (struct event){ take_number(), (uintptr_t)p, (uintptr_t)site, size, EVENT_ALLOC, callers };
+    uint32_t ruby_line = heap_ruby_line(&r->ruby_lines);
+    *ev = (struct event){ take_number(), (uintptr_t)p, (uintptr_t)site, size, EVENT_ALLOC, callers, ruby_line };
     r->recent[recent_slot((uintptr_t)p)] = (struct recent_alloc){ (uintptr_t)p, r->tail, ev->number };
     publish(r);
 }
@@ -340,7 +351,7 @@ static bool cancel_own_alloc(void *p)
     struct event *ev = &r->events[a->position % RING_EVENTS];
     if (ev->number != a->number || ev->addr != (uintptr_t)p)
         return false;
-    uint32_t expected = EVENT_ALLOC;
+    uint16_t expected = EVENT_ALLOC;
     return __atomic_compare_exchange_n(&ev->kind, &expected, EVENT_CANCELLED, false,
                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
@@ -353,7 +364,7 @@ static struct event *begin_free(struct ring **ring, void *p)
     if (!p || !__atomic_load_n(&heap.running, __ATOMIC_RELAXED) || !(*ring = thread_ring()))
         return NULL;
     struct event *ev = reserve(*ring);
-    *ev = (struct event){ take_number(), (uintptr_t)p, 0, 0, EVENT_FREE, 0 };
+    *ev = (struct event){ take_number(), (uintptr_t)p, 0, 0, EVENT_FREE, 0, 0 };
     return ev;
 }
 
@@ -523,6 +534,7 @@ enum heap_status heap_tracer_start(void)
     if (heap.running)
         return HEAP_OK;
     prepare_backtraces();
+    heap_ruby_enable();
     pthread_once(&atfork_once, register_atfork);
     for (size_t i = 0; i < HOOK_COUNT; i++) {
         if (got_hook_install(&hooks[i]) != 0) {
@@ -554,6 +566,7 @@ void heap_tracer_after_fork(void)
     /* Only the forking thread survives: numbers other threads took are never
      * published, and a drain lock one of them held is void. */
     spin_reset(&heap.drain_lock);
+    heap_ruby_after_fork();
     drain_locked(true);
     heap.expected = __atomic_load_n(&heap.next_number, __ATOMIC_RELAXED);
 }
@@ -561,7 +574,8 @@ void heap_tracer_after_fork(void)
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes)
 {
     *blocks = heap.blocks.count;
-    *bytes = addr_table_bytes(&heap.blocks) + intern_bytes(&heap.origins) + heap.stats_bytes;
+    *bytes = addr_table_bytes(&heap.blocks) + intern_bytes(&heap.origins) + heap.stats_bytes +
+             heap_ruby_bytes();
 }
 
 /* --- the report -------------------------------------------------------------- */
@@ -605,6 +619,10 @@ enum heap_status heap_tracer_report(struct out *o, unsigned long top)
 {
     if (!spin_trylock(&heap.drain_lock))
         return HEAP_BUSY;
+    if (!heap_ruby_lock_for_report()) {
+        spin_unlock(&heap.drain_lock);
+        return HEAP_BUSY;
+    }
     drain_locked(false);
     size_t n = heap.origins.count, ids_bytes = (n ? n : 1) * sizeof(uint32_t);
     uint32_t *ids = pages_alloc(ids_bytes);
@@ -649,12 +667,18 @@ enum heap_status heap_tracer_report(struct out *o, unsigned long top)
         out_char(o, ' ');
         write_site(o, site, objects, object_count);
         out_char(o, '\n');
-        for (uint64_t parent = intern_get(&heap.origins, ids[i])->b; parent; ) {
-            const struct intern_tuple *t = intern_get(&heap.origins, (uint32_t)(parent - 1));
+        uint64_t link = intern_get(&heap.origins, ids[i])->b;
+        for (uint32_t parent = ORIGIN_CALLER(link); parent; ) {
+            const struct intern_tuple *t = intern_get(&heap.origins, parent - 1);
             out_str(o, "  from ");
             write_site(o, (uintptr_t)t->a, objects, object_count);
             out_char(o, '\n');
-            parent = t->b;
+            parent = ORIGIN_CALLER(t->b);
+        }
+        if (ORIGIN_RUBY_LINE(link)) {
+            out_str(o, "  ruby ");
+            heap_ruby_write(o, ORIGIN_RUBY_LINE(link));
+            out_char(o, '\n');
         }
     }
     if (heap.dropped) {
@@ -665,6 +689,7 @@ enum heap_status heap_tracer_report(struct out *o, unsigned long top)
 out:
     pages_free(ids, ids_bytes);
     pages_free(objects, 256 * sizeof *objects);
+    heap_ruby_unlock();
     spin_unlock(&heap.drain_lock);
     return status;
 }

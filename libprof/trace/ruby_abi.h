@@ -34,9 +34,15 @@ enum ruby_type {
 #define RUBY_FL_SINGLETON ((VALUE)1 << 12)
 
 /* The running thread's control frame (vm_core.h): ruby_current_ec is a TLS
- * variable; the execution context's third word is the current frame, whose
- * first word is its pc and fifth its ep; ep[0] holds the frame's flags. */
+ * variable; the execution context starts with its VM stack (base, size in
+ * words) and then the current frame, whose first word is its pc and fifth its
+ * ep; ep[0] holds the frame's flags. Frames are 8 words (3.1 added YJIT's
+ * jit_return) and grow down from the stack's end: a frame's caller is the
+ * next one up. */
+#define RUBY_EC_VM_STACK_OFFSET 0
+#define RUBY_EC_VM_STACK_SIZE_OFFSET 8
 #define RUBY_EC_CFP_OFFSET 16
+#define RUBY_CFP_SIZE 64
 #define RUBY_CFP_EP_OFFSET 32
 #define RUBY_FRAME_FLAG_CFRAME 0x0080
 

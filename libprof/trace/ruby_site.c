@@ -33,16 +33,26 @@ static void find_ec_slot(void)
     intptr_t offset = (intptr_t)slot - (intptr_t)thread_pointer();
     /* Static TLS sits just below the thread pointer; anything else (a VM
      * loaded by dlopen into dynamic TLS) is not found this way. */
-    ec_tls_known = slot && offset < 0 && offset > -((intptr_t)16 << 20);
     ec_tls_offset = offset;
+    __atomic_store_n(&ec_tls_known, slot && offset < 0 && offset > -((intptr_t)16 << 20),
+                     __ATOMIC_RELEASE);
+}
+
+void ruby_site_find_ec(void)
+{
+    if (!ec_tls_known)
+        find_ec_slot();
+}
+
+const char *ruby_site_current_ec(void)
+{
+    return ec_tls_known ? *(const char *const *)(thread_pointer() + ec_tls_offset) : NULL;
 }
 
 /* The saved pc of the current frame when it is a Ruby frame, else NULL. */
 static const VALUE **ruby_frame_pc(void)
 {
-    if (!ec_tls_known)
-        return NULL;
-    const char *ec = *(const char *const *)(thread_pointer() + ec_tls_offset);
+    const char *ec = ruby_site_current_ec();
     const char *cfp = ec ? *(const char *const *)(ec + RUBY_EC_CFP_OFFSET) : NULL;
     const VALUE *ep = cfp ? *(const VALUE *const *)(cfp + RUBY_CFP_EP_OFFSET) : NULL;
     if (!ep || (ep[0] & RUBY_FRAME_FLAG_CFRAME))
@@ -64,7 +74,7 @@ static char extra_prefixes[4096];
 
 void ruby_site_configure(void)
 {
-    find_ec_slot();
+    ruby_site_find_ec();
     const char *env = getenv("MEMPROF_LIBRARY_PATHS");
     size_t n = env ? strlen(env) : 0;
     if (n >= sizeof extra_prefixes)

@@ -57,6 +57,11 @@ int ruby_site_capture(const struct ruby_tracer *t, struct ruby_frame *frames);
  * and that frame is the running one (the allocation is made by the VM, not by
  * a C method): a key for the pc cache. NULL otherwise. */
 const void *ruby_site_pc_key(const struct ruby_tracer *t);
+/* Find ruby_current_ec's place in static TLS (once); then this thread's
+ * execution context, or NULL (not a Ruby thread, or a VM whose TLS is not in
+ * the static block). */
+void ruby_site_find_ec(void);
+const char *ruby_site_current_ec(void);
 /* Parse MEMPROF_LIBRARY_PATHS (extra "not the user's code" prefixes). */
 void ruby_site_configure(void);
 

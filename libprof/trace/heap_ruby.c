@@ -1,0 +1,163 @@
+/* The Ruby line of a C heap block.
+ *
+ * The malloc hook reads this thread's execution context (ruby_current_ec, in
+ * static TLS) and walks its control frames up to the nearest Ruby frame, as
+ * rb_sourcefile does: a C method's frame (an extension's) has no line, its
+ * Ruby caller has. That frame's saved pc names the call; a per-thread cache
+ * maps it to a token until the next GC (an iseq freed, its pc reused). Only
+ * on a miss is the VM asked for the file and line, which are interned under a
+ * try-lock.
+ *
+ * When the VM may be read from a malloc hook:
+ * - from the first Ruby frame seen until the VM's end procs run: after them
+ *   ruby_vm_destruct frees the main thread's context while ruby_current_ec
+ *   still points at it;
+ * - in a thread whose context has a VM stack and a current frame inside it:
+ *   a finished Ruby thread's context has neither (rb_ec_clear_vm_stack);
+ * - on a cache miss, not while the GC runs: compaction may be moving the
+ *   path strings. A cached line names nothing in the Ruby heap. */
+#include "heap_ruby.h"
+#include "ruby_state.h"
+#include "../store/sites.h"
+#include "../util/reentry.h"
+#include "../util/spinlock.h"
+
+static struct {
+    bool enabled;          /* the process has a Ruby VM */
+    bool started;          /* a Ruby frame was seen: the end proc is asked for */
+    bool ended;            /* the VM's end procs ran */
+    spinlock_t lock;       /* guards lines; hooks only try it */
+    struct site_table lines;
+} hr;
+
+void heap_ruby_enable(void)
+{
+    if (hr.enabled || !ruby_tracer_available())
+        return;
+    ruby_site_find_ec();
+    __atomic_store_n(&hr.enabled, true, __ATOMIC_RELEASE);
+}
+
+static void at_vm_end(VALUE unused)
+{
+    (void)unused;
+    __atomic_store_n(&hr.ended, true, __ATOMIC_RELEASE);
+}
+
+/* A postponed job: registering an end proc allocates, so it waits for a
+ * Ruby safe point. memprof's own allocations there are not recorded. */
+static void ask_for_end_proc(void *unused)
+{
+    (void)unused;
+    bool in = reentry_enter();
+    ruby_tracer.api.rb_set_end_proc(at_vm_end, 0);
+    if (in)
+        reentry_leave();
+}
+
+/* This thread's nearest Ruby frame, or NULL. *top tells whether it is the
+ * running frame (the VM itself allocating, not a C method). */
+static const char *nearest_ruby_frame(bool *top)
+{
+    const char *ec = ruby_site_current_ec();
+    if (!ec)
+        return NULL;
+    const char *stack = *(const char *const *)(ec + RUBY_EC_VM_STACK_OFFSET);
+    size_t words = *(const size_t *)(ec + RUBY_EC_VM_STACK_SIZE_OFFSET);
+    const char *cfp = *(const char *const *)(ec + RUBY_EC_CFP_OFFSET);
+    if (!stack || !cfp || words > ((size_t)1 << 30))
+        return NULL;
+    const char *end = stack + words * sizeof(VALUE);
+    if (cfp < stack || cfp >= end)
+        return NULL;
+    for (const char *frame = cfp; frame + RUBY_CFP_SIZE <= end; frame += RUBY_CFP_SIZE) {
+        const VALUE *ep = *(const VALUE *const *)(frame + RUBY_CFP_EP_OFFSET);
+        const VALUE *pc = *(const VALUE *const *)frame;
+        if (ep && pc && !(ep[0] & RUBY_FRAME_FLAG_CFRAME)) {
+            *top = frame == cfp;
+            return frame;
+        }
+    }
+    return NULL;
+}
+
+/* Ask the VM for the frame's file and line and intern them. The running
+ * frame's pc is stepped as in ruby_site_capture, so that an instruction that
+ * allocates names its own line, not the previous one. */
+static uint32_t resolve(const char *frame, bool top)
+{
+    const struct ruby_api *api = &ruby_tracer.api;
+    const VALUE **pc = (const VALUE **)frame;
+    const VALUE *saved = *pc;
+    if (top)
+        *pc = saved + 1;
+    const char *file = api->rb_sourcefile();
+    int line = file ? api->rb_sourceline() : 0;
+    if (top)
+        *pc = saved;
+    if (!file || !spin_trylock(&hr.lock))
+        return 0;
+    uint32_t site = sites_intern(&hr.lines, file, line < 0 ? 0 : (uint32_t)line, SITE_NONE);
+    spin_unlock(&hr.lock);
+    return site == SITE_NONE ? 0 : site + 1;
+}
+
+uint32_t heap_ruby_line(struct heap_ruby_cache *cache)
+{
+    if (!__atomic_load_n(&hr.enabled, __ATOMIC_ACQUIRE))
+        return 0;
+    const struct ruby_api *api = &ruby_tracer.api;
+    if (!*api->ruby_current_vm_ptr || __atomic_load_n(&hr.ended, __ATOMIC_ACQUIRE))
+        return 0;
+    bool top = false;
+    const char *frame = nearest_ruby_frame(&top);
+    if (!frame)
+        return 0;
+    if (!__atomic_load_n(&hr.started, __ATOMIC_RELAXED) &&
+        !__atomic_exchange_n(&hr.started, true, __ATOMIC_ACQ_REL))
+        api->rb_postponed_job_register_one(0, ask_for_end_proc, NULL);
+
+    const VALUE *pc = *(const VALUE *const *)frame + (top ? 1 : 0);
+    size_t gc_count = api->rb_gc_count();
+    __typeof__(cache->entries[0]) *e = &cache->entries[((uintptr_t)pc >> 3) % HEAP_RUBY_CACHE];
+    if (e->pc == pc && e->gc_count == gc_count)
+        return e->token;
+    if (api->rb_during_gc())
+        return 0;
+    uint32_t token = resolve(frame, top);
+    if (token)
+        *e = (__typeof__(*e)){ pc, gc_count, token };
+    return token;
+}
+
+bool heap_ruby_lock_for_report(void)
+{
+    for (int i = 0; i < 1000; i++) {
+        if (spin_trylock(&hr.lock))
+            return true;
+        __builtin_ia32_pause();
+    }
+    return false;
+}
+
+void heap_ruby_unlock(void)
+{
+    spin_unlock(&hr.lock);
+}
+
+void heap_ruby_write(struct out *o, uint32_t token)
+{
+    out_str(o, sites_file(&hr.lines, token - 1));
+    out_char(o, ':');
+    out_u64(o, sites_line(&hr.lines, token - 1));
+}
+
+size_t heap_ruby_bytes(void)
+{
+    return sites_bytes(&hr.lines);
+}
+
+void heap_ruby_after_fork(void)
+{
+    spin_reset(&hr.lock);   /* a thread that held it is gone */
+}

@@ -1,0 +1,33 @@
+/* The Ruby line running when a C heap block is allocated, in a process with
+ * a Ruby VM: a leak in an extension shows up against the Ruby line that
+ * caused it. Lines are interned into small tokens (0: no Ruby line). */
+#ifndef MEMPROF_TRACE_HEAP_RUBY_H
+#define MEMPROF_TRACE_HEAP_RUBY_H
+#include "../util/out.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A thread's cache of recent lines, kept by the caller (the heap tracer's
+ * per-thread ring): no TLS of its own, so memprof still fits in the static
+ * TLS left for a library loaded into a running process. */
+#define HEAP_RUBY_CACHE 64
+struct heap_ruby_cache {
+    struct { const void *pc; size_t gc_count; uint32_t token; } entries[HEAP_RUBY_CACHE];
+};
+
+/* Look for a Ruby VM; lines are recorded from then on when there is one. */
+void heap_ruby_enable(void);
+/* The token of the Ruby line this thread is running, or 0. Never allocates,
+ * never waits on a lock. */
+uint32_t heap_ruby_line(struct heap_ruby_cache *cache);
+/* Hold the line table still while a report names tokens (a try-lock: false
+ * when a hook holds it). */
+bool heap_ruby_lock_for_report(void);
+void heap_ruby_unlock(void);
+/* "file:line" for a token. */
+void heap_ruby_write(struct out *o, uint32_t token);
+size_t heap_ruby_bytes(void);
+/* In the child of a fork. */
+void heap_ruby_after_fork(void);
+#endif
