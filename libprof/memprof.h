@@ -78,6 +78,11 @@ int memprof_heap_start(void);
 int memprof_heap_stop(void);
 int memprof_heap_report(int fd, unsigned long top);
 const char *memprof_heap_report_text(unsigned long top);
+/* With MEMPROF_HEAP_BY_THREAD in `flags`: a row per site and allocating
+ * thread, each followed by "  thread N" (N as in the "# thread" lines). */
+#define MEMPROF_HEAP_BY_THREAD 1
+int memprof_heap_report_ex(int fd, int flags, unsigned long top);
+const char *memprof_heap_report_text_ex(int flags, unsigned long top);
 
 /* Leave rows whose site is in `file` out of every report (the Ruby API hides
  * its own files this way). MEMPROF_NO_MEMORY when the list is full. */

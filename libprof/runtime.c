@@ -184,7 +184,7 @@ struct report_request {
 static int run_report(struct out *o, const struct report_request *r)
 {
     if (r->heap)
-        return from_heap(heap_tracer_report(o, r->top));
+        return from_heap(heap_tracer_report(o, r->top, (r->flags & MEMPROF_HEAP_BY_THREAD) != 0));
     struct ruby_report_options opt = report_options(r->flags, r->top, r->since, r->filter);
     return from_ruby(ruby_tracer_report(o, &opt));
 }
@@ -293,6 +293,16 @@ EXPORT int memprof_heap_report(int fd, unsigned long top)
 EXPORT const char *memprof_heap_report_text(unsigned long top)
 {
     return report_to_text(&(struct report_request){ .heap = true, .top = top });
+}
+
+EXPORT int memprof_heap_report_ex(int fd, int flags, unsigned long top)
+{
+    return report_to_fd(fd, &(struct report_request){ .heap = true, .flags = flags, .top = top });
+}
+
+EXPORT const char *memprof_heap_report_text_ex(int flags, unsigned long top)
+{
+    return report_to_text(&(struct report_request){ .heap = true, .flags = flags, .top = top });
 }
 
 /* MEMPROF_OUTPUT with each %p replaced by the pid; false if it does not fit. */
@@ -412,6 +422,13 @@ static bool env_says_no(const char *name)
     return v && (strcmp(v, "0") == 0 || strcmp(v, "no") == 0 || strcmp(v, "false") == 0);
 }
 
+/* Set, not empty, and not a "no". */
+static bool env_says_yes(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && !env_says_no(name);
+}
+
 /* A whole decimal number in [min, max] from the environment; `fallback` when
  * unset, and a one-line complaint when malformed. */
 static unsigned long env_number(const char *name, unsigned long min, unsigned long max,
@@ -460,8 +477,7 @@ static void configure_from_environment(void)
         exit_report_flags |= MEMPROF_REPORT_SORT_BYTES | MEMPROF_REPORT_BYTES;
     else if (sort && *sort && strcmp(sort, "count") != 0)
         say("memprof: ignoring MEMPROF_SORT=", sort, ": it is count or bytes", (char *)NULL);
-    const char *bytes = getenv("MEMPROF_BYTES");
-    if (bytes && *bytes && !env_says_no("MEMPROF_BYTES"))
+    if (env_says_yes("MEMPROF_BYTES"))
         exit_report_flags |= MEMPROF_REPORT_BYTES;
     exit_report_top = env_number("MEMPROF_TOP", 0, ~0ul, 0);
 }
@@ -473,8 +489,9 @@ static void heap_report_at_exit(void)
 {
     if (!heap_tracer_running())
         return;
+    int flags = env_says_yes("MEMPROF_HEAP_BY_THREAD") ? MEMPROF_HEAP_BY_THREAD : 0;
     report_at_exit_to(getenv("MEMPROF_HEAP_OUTPUT"), heap_started_by,
-                      &(struct report_request){ .heap = true }, NULL, NULL);
+                      &(struct report_request){ .heap = true, .flags = flags }, NULL, NULL);
     heap_tracer_stop();
 }
 
@@ -491,10 +508,9 @@ __attribute__((constructor)) static void memprof_init(void)
 
 static void memprof_init_inside(void)
 {
-    const char *heap = getenv("MEMPROF_HEAP");
     int heap_frames = (int)env_number("MEMPROF_HEAP_FRAMES", 1, 16, 1);
     heap_tracer_set_frames(heap_frames);
-    if (heap && *heap && !env_says_no("MEMPROF_HEAP") && memprof_heap_start() == MEMPROF_OK) {
+    if (env_says_yes("MEMPROF_HEAP") && memprof_heap_start() == MEMPROF_OK) {
         if (heap_frames > 1 && !heap_tracer_has_backtraces())
             say("memprof: backtraces need libunwind (the Debian package libunwind8): "
                 "recording call sites only", (char *)NULL);

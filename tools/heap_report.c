@@ -21,8 +21,18 @@ struct opened { char path[PATH_MAX]; struct symbolizer *s; };
 struct row {
     char *frames;   /* the site, then "\n" and each caller: the merge key */
     char *ruby;     /* "file:line" or NULL: also part of the key */
+    unsigned thread;   /* with --by-thread: the allocating thread; also the key */
     uint64_t count, bytes, peak, allocs;
 };
+
+/* A "# thread N tid count bytes allocs name" line. */
+struct thread_line {
+    unsigned serial;
+    long tid;
+    uint64_t count, bytes, allocs;
+    char name[32];
+};
+#define MAX_THREAD_LINES 4096
 
 struct rows { struct row *rows; size_t count, cap; };
 
@@ -80,7 +90,9 @@ static int by_frames(const void *a, const void *b)
 {
     const struct row *x = a, *y = b;
     int c = strcmp(x->frames, y->frames);
-    return c ? c : strcmp(x->ruby ? x->ruby : "", y->ruby ? y->ruby : "");
+    if (!c)
+        c = strcmp(x->ruby ? x->ruby : "", y->ruby ? y->ruby : "");
+    return c ? c : (x->thread > y->thread) - (x->thread < y->thread);
 }
 
 static int by_bytes(const void *a, const void *b)
@@ -108,8 +120,23 @@ static struct row *new_row(struct rows *r)
     return row;
 }
 
-int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid)
+static bool row_matches(const struct row *r, const char *filter)
 {
+    return !filter || strstr(r->frames, filter) || (r->ruby && strstr(r->ruby, filter));
+}
+
+static const struct thread_line *thread_named(const struct thread_line *t, size_t n, unsigned serial)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i].serial == serial)
+            return &t[i];
+    return NULL;
+}
+
+int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt)
+{
+    static struct thread_line threads[MAX_THREAD_LINES];
+    size_t thread_count = 0;
     struct opened cache[MAX_OBJECTS];
     size_t opened = 0;
     struct rows rows = { 0 };
@@ -124,6 +151,14 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid)
                 fprintf(out, "memprof: warning: %s", line + 11);
             if (sscanf(line, "# tables %lu %lu %lu", &b, &t, &r) == 3)
                 blocks = b, table_bytes = t, ring_bytes = r;
+            struct thread_line *th = &threads[thread_count < MAX_THREAD_LINES ? thread_count : 0];
+            if (thread_count < MAX_THREAD_LINES &&
+                sscanf(line, "# thread %u %ld %" SCNu64 " %" SCNu64 " %" SCNu64 " %31[^\n]", &th->serial,
+                       &th->tid, &th->count, &th->bytes, &th->allocs, th->name) == 6)
+                thread_count++;
+        } else if (strncmp(line, "  thread ", 9) == 0) {
+            if (current)
+                current->thread = (unsigned)strtoul(line + 9, NULL, 10);
         } else if (strncmp(line, "  ruby ", 7) == 0) {
             if (current && !current->ruby)
                 current->ruby = strndup(line + 7, strcspn(line + 7, "\n"));
@@ -133,7 +168,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid)
         } else if (sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNx64 " %4095[^\n]",
                           &count, &bytes, &peak, &allocs, &total_bytes, &site, object) == 7 &&
                    (current = new_row(&rows))) {
-            *current = (struct row){ NULL, NULL, count, bytes, peak, allocs };
+            *current = (struct row){ NULL, NULL, 0, count, bytes, peak, allocs };
             name_frame(cache, &opened, site, object, &current->frames);
         }
     }
@@ -145,6 +180,17 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid)
             rows.rows[kept++] = rows.rows[i];
         else
             free(rows.rows[i].ruby);
+    rows.count = kept;
+    /* --filter, on the names: before merging, the same text either way. */
+    kept = 0;
+    for (size_t i = 0; i < rows.count; i++) {
+        if (row_matches(&rows.rows[i], opt->filter)) {
+            rows.rows[kept++] = rows.rows[i];
+        } else {
+            free(rows.rows[i].frames);
+            free(rows.rows[i].ruby);
+        }
+    }
     rows.count = kept;
     qsort(rows.rows, rows.count, sizeof *rows.rows, by_frames);
     kept = 0;
@@ -164,6 +210,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid)
     }
     rows.count = kept;
     qsort(rows.rows, rows.count, sizeof *rows.rows, by_bytes);
+    size_t shown = opt->top && opt->top < rows.count ? opt->top : rows.count;
 
     if (rows.count)
         fprintf(out, "== memprof: live C heap blocks at exit of pid %ld (count bytes peak_bytes allocs site) ==\n",
@@ -172,6 +219,11 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid)
         fprintf(out, "memprof: no live C heap blocks recorded\n");
     for (size_t i = 0; i < rows.count; i++) {
         const struct row *r = &rows.rows[i];
+        if (i >= shown) {
+            free(r->frames);
+            free(r->ruby);
+            continue;
+        }
         fprintf(out, "%7" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " ", r->count, r->bytes, r->peak,
                 r->allocs);
         for (const char *f = r->frames, *nl; f; f = nl ? nl + 1 : NULL) {
@@ -182,8 +234,24 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid)
         }
         if (r->ruby)
             fprintf(out, "                                             ruby %s\n", r->ruby);
+        if (r->thread) {
+            const struct thread_line *t = thread_named(threads, thread_count, r->thread);
+            if (t)
+                fprintf(out, "                                             thread %u (tid %ld, %s)\n",
+                        r->thread, t->tid, t->name);
+            else
+                fprintf(out, "                                             thread %u\n", r->thread);
+        }
         free(r->frames);
         free(r->ruby);
+    }
+    if (shown < rows.count)
+        fprintf(out, "memprof: %zu more rows not shown (--top %zu)\n", rows.count - shown, shown);
+    if (thread_count > 1) {
+        fprintf(out, "memprof: by thread (thread tid count bytes allocs name):\n");
+        for (size_t i = 0; i < thread_count; i++)
+            fprintf(out, "%7u %8ld %7" PRIu64 " %10" PRIu64 " %8" PRIu64 " %s\n", threads[i].serial,
+                    threads[i].tid, threads[i].count, threads[i].bytes, threads[i].allocs, threads[i].name);
     }
     if (rows.count && blocks)
         fprintf(out, "memprof: %lu live blocks; memprof's tables take %lu bytes (%.1f per block), "

@@ -45,6 +45,7 @@ static void usage(FILE *f)
           "                      %p in FILE becomes the process id)\n"
           "  --heap              trace the C heap instead (any program): when COMMAND\n"
           "                      exits, print its live malloc blocks by call site\n"
+          "  --by-thread         with --heap: a row per call site and allocating thread\n"
           "  --site nearest|user attribute each object to the nearest Ruby frame (default),\n"
           "                      or to the first frame outside gems and the standard library\n"
           "  --frames N          record N Ruby frames per site (1-64; default 1)\n"
@@ -159,6 +160,7 @@ static const struct run_option run_options[] = {
     { "--top", "MEMPROF_TOP", NULL, 1, 1L << 40, true },
     { "--filter", "MEMPROF_FILTER", NULL, 0, 0, true },
     { "--bytes", "MEMPROF_BYTES", NULL, 0, 0, false },
+    { "--by-thread", "MEMPROF_HEAP_BY_THREAD", NULL, 0, 0, false },
 };
 
 /* Handle argv[*i] if it is one of run_options: 1 handled, 0 not one, 2 error. */
@@ -245,20 +247,22 @@ static int run_with_heap_report(char **argv, const char *output)
         ;
     FILE *in = fopen(raw, "r");
     int rc = 0;
+    const char *top = getenv("MEMPROF_TOP"), *filter = getenv("MEMPROF_FILTER");
+    struct heap_report_options opt = { top ? strtoul(top, NULL, 10) : 0, filter && *filter ? filter : NULL };
     if (in && fgetc(in) != EOF) {
         rewind(in);
         if (output) {
             struct atomic_file f;
             int err = atomic_file_open(&f, output);
             FILE *out = err ? NULL : fdopen(dup(f.fd), "w");
-            if (!out || heap_report_symbolize(in, out, pid) != 0 || fclose(out) != 0 ||
+            if (!out || heap_report_symbolize(in, out, pid, &opt) != 0 || fclose(out) != 0 ||
                 (err = atomic_file_commit(&f)) != 0) {
                 if (!err && f.fd >= 0)
                     atomic_file_abort(&f);
                 rc = fail("cannot write the report to %s", output, strerror(err ? err : EIO));
             }
         } else {
-            heap_report_symbolize(in, stderr, pid);
+            heap_report_symbolize(in, stderr, pid, &opt);
         }
     }
     if (in)
@@ -310,6 +314,9 @@ static int cmd_run(int argc, char **argv)
         return EXIT_USAGE;
     }
 
+    for (int k = 0; k < i && !heap; k++)
+        if (strcmp(argv[k], "--by-thread") == 0)
+            return fail("run: %s needs --heap (rows by thread are for the C heap)", argv[k], NULL);
     char output_path[PATH_MAX];
     if (output) {
         int rc = resolve_output(output, output_path, sizeof output_path);

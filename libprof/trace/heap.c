@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 
 enum event_kind {
     EVENT_NONE,
@@ -69,6 +71,10 @@ struct recent_alloc { uintptr_t addr; uint64_t position, number; };
 
 struct ring {
     struct ring *next;
+    uint32_t thread;               /* the owner's serial number, from 1 */
+    pid_t tid;                     /* its kernel thread id */
+    bool exited;
+    char name[16];                 /* its name when it exited */
     _Alignas(CACHE_LINE) uint64_t head;   /* next to apply; written by the drainer */
     _Alignas(CACHE_LINE) uint64_t tail;   /* next to fill; written by the owner */
     struct recent_alloc recent[RECENT_ALLOCS];   /* the owner's, by address */
@@ -99,7 +105,17 @@ static struct {
     size_t stats_bytes;
     struct addr_table big;         /* exact sizes of blocks of 4 GiB or more */
     unsigned long dropped;
+    uint32_t threads;              /* atomic: serial numbers handed out */
+    pthread_key_t exit_key;        /* its destructor marks a thread's ring exited */
+    bool exit_key_made;
 } heap;
+
+/* The thread that allocated, in the origin's site word above the address
+ * (user space addresses fit in 47 bits). */
+#define THREAD_SHIFT 48
+#define MAX_THREAD_SERIAL 0xffffu    /* later threads share the last number */
+#define ORIGIN_SITE(a) ((uintptr_t)((a) & (((uint64_t)1 << THREAD_SHIFT) - 1)))
+#define ORIGIN_THREAD(a) ((uint32_t)((a) >> THREAD_SHIFT))
 
 static __thread struct ring *my_ring __attribute__((tls_model("initial-exec")));
 
@@ -116,6 +132,11 @@ static struct ring *thread_ring(void)
         pages_free(r, sizeof *r);
         return NULL;
     }
+    uint32_t serial = __atomic_add_fetch(&heap.threads, 1, __ATOMIC_RELAXED);
+    r->thread = serial < MAX_THREAD_SERIAL ? serial : MAX_THREAD_SERIAL;
+    r->tid = gettid();
+    if (heap.exit_key_made)
+        pthread_setspecific(heap.exit_key, r);   /* no malloc for the first 32 keys */
     struct ring *top = __atomic_load_n(&heap.rings, __ATOMIC_ACQUIRE);
     do
         r->next = top;
@@ -167,7 +188,7 @@ static void forget_block(struct addr_entry *e)
 #define ORIGIN_CALLER(b) ((uint32_t)(b))
 #define ORIGIN_RUBY_LINE(b) ((uint32_t)((b) >> 32))
 
-static uint32_t origin_of(const struct event *ev, const uintptr_t *caller)
+static uint32_t origin_of(const struct event *ev, const uintptr_t *caller, uint32_t thread)
 {
     uint32_t id = INTERN_NONE;
     for (uint32_t i = caller ? ev->callers : 0; i-- > 0;) {
@@ -176,14 +197,14 @@ static uint32_t origin_of(const struct event *ev, const uintptr_t *caller)
             return id;
     }
     uint64_t link = (id == INTERN_NONE ? 0 : (uint64_t)id + 1) | (uint64_t)ev->ruby_line << 32;
-    return intern_put(&heap.origins, ev->site, link);
+    return intern_put(&heap.origins, ev->site | (uint64_t)thread << THREAD_SHIFT, link);
 }
 
 /* An allocation that never reached the table still counts in its site's
  * totals. */
-static void count_cancelled(const struct event *ev, const uintptr_t *caller)
+static void count_cancelled(const struct event *ev, const uintptr_t *caller, uint32_t thread)
 {
-    uint32_t origin = origin_of(ev, caller);
+    uint32_t origin = origin_of(ev, caller, thread);
     struct site_stats *s = origin == INTERN_NONE ? NULL : stats_for(origin);
     if (s) {
         s->total_count++;
@@ -191,12 +212,12 @@ static void count_cancelled(const struct event *ev, const uintptr_t *caller)
     }
 }
 
-static void apply(struct event *ev, const uintptr_t *caller)
+static void apply(struct event *ev, const uintptr_t *caller, uint32_t thread)
 {
     /* Take an allocation so its thread can no longer cancel it. */
     uint16_t kind = __atomic_exchange_n(&ev->kind, EVENT_TAKEN, __ATOMIC_ACQ_REL);
     if (kind == EVENT_CANCELLED) {
-        count_cancelled(ev, caller);
+        count_cancelled(ev, caller, thread);
         return;
     }
     struct addr_entry *known = ev->addr ? addr_table_get(&heap.blocks, ev->addr) : NULL;
@@ -209,7 +230,7 @@ static void apply(struct event *ev, const uintptr_t *caller)
         return;
     if (known)              /* its free was not seen: the old block is gone */
         forget_block(known);
-    uint32_t origin = origin_of(ev, caller);
+    uint32_t origin = origin_of(ev, caller, thread);
     struct site_stats *s = origin == INTERN_NONE ? NULL : stats_for(origin);
     uint32_t small = ev->size >= UINT32_MAX ? UINT32_MAX : (uint32_t)ev->size;
     if (!s || addr_table_put(&heap.blocks, ev->addr, origin, small) == ADDR_PUT_NO_MEMORY) {
@@ -252,7 +273,7 @@ static void drain_locked(bool skip_gaps)
             return;
         size_t index = found->head % RING_EVENTS;
         struct event *ev = &found->events[index];
-        apply(ev, found->callers ? found->callers[index] : NULL);
+        apply(ev, found->callers ? found->callers[index] : NULL, found->thread);
         heap.expected = ev->number + 1;
         __atomic_store_n(&found->head, found->head + 1, __ATOMIC_RELEASE);
     }
@@ -491,9 +512,19 @@ HEAP_HOOKS(CHECK_TYPE)
 static struct got_hook hooks[] = { HEAP_HOOKS(HOOK_ENTRY) };
 #define HOOK_COUNT (sizeof hooks / sizeof hooks[0])
 
-static void register_atfork(void)
+/* A thread's exit: keep its name for the report (its /proc entry goes). */
+static void ring_exited(void *ring)
+{
+    struct ring *r = ring;
+    prctl(PR_GET_NAME, r->name);
+    r->name[sizeof r->name - 1] = '\0';
+    __atomic_store_n(&r->exited, true, __ATOMIC_RELEASE);
+}
+
+static void prepare_once(void)
 {
     pthread_atfork(NULL, NULL, heap_tracer_after_fork);
+    heap.exit_key_made = pthread_key_create(&heap.exit_key, ring_exited) == 0;
 }
 
 bool heap_tracer_set_frames(int frames)
@@ -535,7 +566,7 @@ enum heap_status heap_tracer_start(void)
         return HEAP_OK;
     prepare_backtraces();
     heap_ruby_enable();
-    pthread_once(&atfork_once, register_atfork);
+    pthread_once(&atfork_once, prepare_once);
     for (size_t i = 0; i < HOOK_COUNT; i++) {
         if (got_hook_install(&hooks[i]) != 0) {
             while (i-- > 0)
@@ -567,6 +598,11 @@ void heap_tracer_after_fork(void)
      * published, and a drain lock one of them held is void. */
     spin_reset(&heap.drain_lock);
     heap_ruby_after_fork();
+    for (struct ring *r = heap.rings; r; r = r->next)
+        if (r != my_ring)
+            r->exited = true;   /* the parent's other threads: not here */
+    if (my_ring)
+        my_ring->tid = gettid();
     drain_locked(true);
     heap.expected = __atomic_load_n(&heap.next_number, __ATOMIC_RELAXED);
 }
@@ -580,18 +616,35 @@ void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes)
 
 /* --- the report -------------------------------------------------------------- */
 
+/* A row: the origins that differ only by thread, summed (the peak's sum is an
+ * upper bound: the parts may have peaked at different times); one origin per
+ * row when rows are asked for by thread. */
+struct report_row {
+    uint32_t origin;               /* the first of them: its site, callers, Ruby line */
+    struct site_stats sum;
+};
+
 /* Largest live bytes first, then live count, then site address. */
-static int heap_row_cmp(const void *x, const void *y, void *ctx)
+static int report_row_cmp(const void *x, const void *y, void *ctx)
 {
     (void)ctx;
-    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-    const struct site_stats *sa = &heap.stats[a], *sb = &heap.stats[b];
-    if (sa->live_bytes != sb->live_bytes)
-        return sa->live_bytes > sb->live_bytes ? -1 : 1;
-    if (sa->live_count != sb->live_count)
-        return sa->live_count > sb->live_count ? -1 : 1;
-    uint64_t pa = intern_get(&heap.origins, a)->a, pb = intern_get(&heap.origins, b)->a;
+    const struct report_row *a = x, *b = y;
+    if (a->sum.live_bytes != b->sum.live_bytes)
+        return a->sum.live_bytes > b->sum.live_bytes ? -1 : 1;
+    if (a->sum.live_count != b->sum.live_count)
+        return a->sum.live_count > b->sum.live_count ? -1 : 1;
+    uintptr_t pa = ORIGIN_SITE(intern_get(&heap.origins, a->origin)->a);
+    uintptr_t pb = ORIGIN_SITE(intern_get(&heap.origins, b->origin)->a);
     return pa < pb ? -1 : pa > pb;
+}
+
+static void add_stats(struct site_stats *into, const struct site_stats *s)
+{
+    into->live_count += s->live_count;
+    into->live_bytes += s->live_bytes;
+    into->peak_bytes += s->peak_bytes;
+    into->total_count += s->total_count;
+    into->total_bytes += s->total_bytes;
 }
 
 /* "0xADDRESS object+0xOFFSET" for a code address. */
@@ -615,7 +668,108 @@ static void write_site(struct out *o, uintptr_t site, const struct elf_object *o
     out_hex(o, site - obj->base);
 }
 
-enum heap_status heap_tracer_report(struct out *o, unsigned long top)
+static void write_row(struct out *o, const struct report_row *row, bool by_thread,
+                      const struct elf_object *objects, size_t object_count)
+{
+    const struct site_stats *s = &row->sum;
+    const struct intern_tuple *origin = intern_get(&heap.origins, row->origin);
+    out_u64(o, s->live_count);
+    out_char(o, ' ');
+    out_u64(o, s->live_bytes);
+    out_char(o, ' ');
+    out_u64(o, s->peak_bytes);
+    out_char(o, ' ');
+    out_u64(o, s->total_count);
+    out_char(o, ' ');
+    out_u64(o, s->total_bytes);
+    out_char(o, ' ');
+    write_site(o, ORIGIN_SITE(origin->a), objects, object_count);
+    out_char(o, '\n');
+    for (uint32_t parent = ORIGIN_CALLER(origin->b); parent; ) {
+        const struct intern_tuple *t = intern_get(&heap.origins, parent - 1);
+        out_str(o, "  from ");
+        write_site(o, (uintptr_t)t->a, objects, object_count);
+        out_char(o, '\n');
+        parent = ORIGIN_CALLER(t->b);
+    }
+    if (ORIGIN_RUBY_LINE(origin->b)) {
+        out_str(o, "  ruby ");
+        heap_ruby_write(o, ORIGIN_RUBY_LINE(origin->b));
+        out_char(o, '\n');
+    }
+    if (by_thread) {
+        out_str(o, "  thread ");
+        out_u64(o, ORIGIN_THREAD(origin->a));
+        out_char(o, '\n');
+    }
+}
+
+/* A living thread's name, from /proc (no malloc); "" when it is gone. */
+static void thread_name(pid_t tid, char name[16])
+{
+    char path[64] = "/proc/self/task/", digits[12];
+    size_t len = strlen(path), d = 0;
+    for (uint32_t v = (uint32_t)tid; d == 0 || v; v /= 10)
+        digits[d++] = (char)('0' + v % 10);
+    while (d)
+        path[len++] = digits[--d];
+    memcpy(path + len, "/comm", sizeof "/comm");
+    name[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, name, 15);
+    close(fd);
+    n = n < 0 ? 0 : n;
+    while (n > 0 && name[n - 1] == '\n')
+        n--;
+    name[n] = '\0';
+}
+
+/* "# thread SERIAL TID live_count live_bytes total_count NAME", per thread
+ * that allocated, in the order they started. */
+static enum heap_status write_threads(struct out *o)
+{
+    uint32_t count = __atomic_load_n(&heap.threads, __ATOMIC_RELAXED);
+    count = count < MAX_THREAD_SERIAL ? count : MAX_THREAD_SERIAL;
+    size_t bytes = ((size_t)count + 1) * (sizeof(struct site_stats) + sizeof(struct ring *));
+    struct site_stats *per = pages_alloc(bytes);
+    if (!per)
+        return HEAP_NO_MEMORY;
+    struct ring **ring_of = (struct ring **)(per + count + 1);
+    for (uint32_t id = 0; id < heap.origins.count; id++)
+        add_stats(&per[ORIGIN_THREAD(intern_get(&heap.origins, id)->a)], &heap.stats[id]);
+    for (struct ring *r = __atomic_load_n(&heap.rings, __ATOMIC_ACQUIRE); r; r = r->next)
+        if (r->thread <= count && !ring_of[r->thread])
+            ring_of[r->thread] = r;
+    for (uint32_t t = 1; t <= count; t++) {
+        struct ring *r = ring_of[t];
+        if (!r || !per[t].total_count)
+            continue;
+        char name[16];
+        if (__atomic_load_n(&r->exited, __ATOMIC_ACQUIRE))
+            memcpy(name, r->name, sizeof name);
+        else
+            thread_name(r->tid, name);
+        out_str(o, "# thread ");
+        out_u64(o, t);
+        out_char(o, ' ');
+        out_u64(o, (uint64_t)r->tid);
+        out_char(o, ' ');
+        out_u64(o, per[t].live_count);
+        out_char(o, ' ');
+        out_u64(o, per[t].live_bytes);
+        out_char(o, ' ');
+        out_u64(o, per[t].total_count);
+        out_char(o, ' ');
+        out_str(o, *name ? name : "-");
+        out_char(o, '\n');
+    }
+    pages_free(per, bytes);
+    return HEAP_OK;
+}
+
+enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread)
 {
     if (!spin_trylock(&heap.drain_lock))
         return HEAP_BUSY;
@@ -624,19 +778,32 @@ enum heap_status heap_tracer_report(struct out *o, unsigned long top)
         return HEAP_BUSY;
     }
     drain_locked(false);
-    size_t n = heap.origins.count, ids_bytes = (n ? n : 1) * sizeof(uint32_t);
-    uint32_t *ids = pages_alloc(ids_bytes);
+    size_t n = heap.origins.count, rows_bytes = (n ? n : 1) * sizeof(struct report_row);
+    struct report_row *rows = pages_alloc(rows_bytes);
     struct elf_object *objects = pages_alloc(256 * sizeof *objects);
+    struct intern_table groups = { 0 };   /* (site, link) -> row */
     enum heap_status status = HEAP_OK;
-    if (!ids || !objects) {
+    if (!rows || !objects) {
         status = HEAP_NO_MEMORY;
         goto out;
     }
+    size_t row_count = 0;
+    for (uint32_t id = 0; id < n; id++) {
+        const struct intern_tuple *t = intern_get(&heap.origins, id);
+        uint32_t g = by_thread ? id : intern_put(&groups, ORIGIN_SITE(t->a), t->b);
+        if (g == INTERN_NONE) {
+            status = HEAP_NO_MEMORY;
+            goto out;
+        }
+        if (g == row_count)
+            rows[row_count++] = (struct report_row){ .origin = id };
+        add_stats(&rows[g].sum, &heap.stats[id]);
+    }
     size_t live = 0;
-    for (uint32_t id = 0; id < n; id++)
-        if (heap.stats[id].live_count)
-            ids[live++] = id;
-    sort_in_place(ids, live, sizeof *ids, heap_row_cmp, NULL);
+    for (size_t i = 0; i < row_count; i++)
+        if (rows[i].sum.live_count)
+            rows[live++] = rows[i];
+    sort_in_place(rows, live, sizeof *rows, report_row_cmp, NULL);
     size_t object_count = elf_objects_snapshot(objects, 256);
     if (object_count > 256)
         object_count = 256;
@@ -652,42 +819,17 @@ enum heap_status heap_tracer_report(struct out *o, unsigned long top)
     out_char(o, ' ');
     out_u64(o, ring_bytes);
     out_str(o, " (live blocks, bytes of memprof's tables, bytes of its per-thread rings)\n");
-    for (size_t i = 0; i < live && (!top || i < top); i++) {
-        const struct site_stats *s = &heap.stats[ids[i]];
-        uintptr_t site = (uintptr_t)intern_get(&heap.origins, ids[i])->a;
-        out_u64(o, s->live_count);
-        out_char(o, ' ');
-        out_u64(o, s->live_bytes);
-        out_char(o, ' ');
-        out_u64(o, s->peak_bytes);
-        out_char(o, ' ');
-        out_u64(o, s->total_count);
-        out_char(o, ' ');
-        out_u64(o, s->total_bytes);
-        out_char(o, ' ');
-        write_site(o, site, objects, object_count);
-        out_char(o, '\n');
-        uint64_t link = intern_get(&heap.origins, ids[i])->b;
-        for (uint32_t parent = ORIGIN_CALLER(link); parent; ) {
-            const struct intern_tuple *t = intern_get(&heap.origins, parent - 1);
-            out_str(o, "  from ");
-            write_site(o, (uintptr_t)t->a, objects, object_count);
-            out_char(o, '\n');
-            parent = ORIGIN_CALLER(t->b);
-        }
-        if (ORIGIN_RUBY_LINE(link)) {
-            out_str(o, "  ruby ");
-            heap_ruby_write(o, ORIGIN_RUBY_LINE(link));
-            out_char(o, '\n');
-        }
-    }
+    status = write_threads(o);
+    for (size_t i = 0; status == HEAP_OK && i < live && (!top || i < top); i++)
+        write_row(o, &rows[i], by_thread, objects, object_count);
     if (heap.dropped) {
         out_str(o, "# warning: ");
         out_u64(o, heap.dropped);
         out_str(o, " allocations were not recorded (out of memory)\n");
     }
 out:
-    pages_free(ids, ids_bytes);
+    intern_free(&groups);
+    pages_free(rows, rows_bytes);
     pages_free(objects, 256 * sizeof *objects);
     heap_ruby_unlock();
     spin_unlock(&heap.drain_lock);

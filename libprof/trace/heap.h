@@ -18,8 +18,11 @@ void heap_tracer_stop(void);
 bool heap_tracer_running(void);
 /* The live blocks by call site, largest bytes first, the first `top` rows
  * (0: all): one line per site, "count bytes peak total_count total_bytes
- * address object+0xoffset". No malloc, try-lock only. */
-enum heap_status heap_tracer_report(struct out *o, unsigned long top);
+ * address object+0xoffset", then its callers ("  from"), its Ruby line
+ * ("  ruby"), and with `by_thread` (a row per site and thread) "  thread N".
+ * Before them, "# thread N tid live_count live_bytes total_count name" per
+ * thread. No malloc, try-lock only. */
+enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread);
 /* Live blocks held and bytes of the tracer's tables. */
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes);
 void heap_tracer_after_fork(void);

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 /* Known leaks at known lines for the heap tests. Each LEAK comment marks the
  * line whose call the report must name; the test reads the line numbers. */
 #include <dlfcn.h>
@@ -48,6 +49,7 @@ static __attribute__((noipa)) void aligned(void)
 static void *worker(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), "leaks-worker");
     void *volatile mine[100];
     for (int i = 0; i < 10000; i++)
         free(malloc(16 + (size_t)(i % 256)));
