@@ -77,6 +77,7 @@ struct ring {
     char name[16];                 /* its name when it exited */
     _Alignas(CACHE_LINE) uint64_t head;   /* next to apply; written by the drainer */
     _Alignas(CACHE_LINE) uint64_t tail;   /* next to fill; written by the owner */
+    uint64_t head_seen;            /* the owner's last look at head: at most head */
     struct recent_alloc recent[RECENT_ALLOCS];   /* the owner's, by address */
     struct heap_ruby_cache ruby_lines;           /* the owner's */
     event_callers *callers;        /* [RING_EVENTS], or NULL with one frame */
@@ -247,35 +248,62 @@ static void apply(struct event *ev, const uintptr_t *caller, uint32_t thread)
         s->peak_bytes = s->live_bytes;
 }
 
+/* The drainer's view of the rings with events: their tails are read once
+ * per refresh, not at every event (each read pulls a line the owner writes). */
+#define DRAIN_CURSORS 128
+struct drain_cursor { struct ring *ring; uint64_t head, tail; };
+
+static size_t refresh_cursors(struct drain_cursor *c)
+{
+    size_t n = 0;
+    for (struct ring *r = __atomic_load_n(&heap.rings, __ATOMIC_ACQUIRE); r && n < DRAIN_CURSORS; r = r->next) {
+        uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+        if (r->head != tail)
+            c[n++] = (struct drain_cursor){ r, r->head, tail };
+    }
+    return n;
+}
+
 /* Apply every event up to the first number not yet published. With
  * `skip_gaps` (after fork: the threads that held those numbers are gone),
- * apply all published events in order regardless. */
+ * apply all published events in order regardless. With more rings holding
+ * events than cursors, a drain may stop early; the next one goes on. */
 static void drain_locked(bool skip_gaps)
 {
+    struct drain_cursor cursors[DRAIN_CURSORS];
+    size_t n = refresh_cursors(cursors);
+    bool fresh = true;
     for (;;) {
-        struct ring *found = NULL;
+        struct drain_cursor *found = NULL;
         uint64_t lowest = UINT64_MAX;
-        for (struct ring *r = __atomic_load_n(&heap.rings, __ATOMIC_ACQUIRE); r; r = r->next) {
-            uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-            if (r->head == tail)
+        for (size_t i = 0; i < n; i++) {
+            struct drain_cursor *c = &cursors[i];
+            if (c->head == c->tail)
                 continue;
-            uint64_t n = r->events[r->head % RING_EVENTS].number;
-            if (n == heap.expected) {
-                found = r;
+            uint64_t number = c->ring->events[c->head % RING_EVENTS].number;
+            if (number == heap.expected) {
+                found = c;
                 break;
             }
-            if (skip_gaps && n < lowest) {
-                lowest = n;
-                found = r;
+            if (skip_gaps && number < lowest) {
+                lowest = number;
+                found = c;
             }
         }
-        if (!found)
-            return;
+        if (!found) {
+            if (fresh)
+                return;
+            n = refresh_cursors(cursors);
+            fresh = true;
+            continue;
+        }
+        struct ring *r = found->ring;
         size_t index = found->head % RING_EVENTS;
-        struct event *ev = &found->events[index];
-        apply(ev, found->callers ? found->callers[index] : NULL, found->thread);
+        struct event *ev = &r->events[index];
+        apply(ev, r->callers ? r->callers[index] : NULL, r->thread);
         heap.expected = ev->number + 1;
-        __atomic_store_n(&found->head, found->head + 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&r->head, ++found->head, __ATOMIC_RELEASE);
+        fresh = false;
     }
 }
 
@@ -294,8 +322,10 @@ static bool try_drain(void)
  * to have room: the thread draining (never this one) is applying events. */
 static struct event *reserve(struct ring *r)
 {
+    if (r->tail - r->head_seen < RING_EVENTS / 2)   /* room, without reading head */
+        return &r->events[r->tail % RING_EVENTS];
     for (;;) {
-        uint64_t used = r->tail - __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+        uint64_t used = r->tail - (r->head_seen = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE));
         if (used < RING_EVENTS) {
             if (used >= RING_EVENTS / 2)
                 try_drain();
