@@ -2,15 +2,20 @@
  *
  * Every allocation function is hooked through the GOT of every object, libc
  * included (libc calls its own malloc through its GOT: strdup, fopen...).
- * A hook never takes a lock another hook can hold. It takes a number from
- * one atomic counter and appends an event to its thread's ring; events are
- * applied to the table, in number order, by whichever thread wins the drain
- * try-lock (a hook whose ring is half full, or a report).
+ * A hook never takes a lock another hook can hold. It appends an event to its
+ * thread's ring; events are applied to the table by whichever thread wins
+ * the drain try-lock (a hook whose ring is half full, or a report).
  *
- * Numbers order events across threads: a free takes its number before the
- * real free runs and an allocation after the real allocation returns, so a
- * block freed by one thread and handed out again to another is freed before
- * it is allocated again, in number order too. */
+ * Order across threads: a block freed by one thread and handed out again to
+ * another must be freed before it is allocated again. Frees are numbered
+ * from one atomic counter (each number once), taking it before the real free
+ * runs; an allocation only reads the counter, after the real allocation
+ * returned. So an allocation that reuses a freed block reads a number past
+ * that free's, and a free of a block reads one at or past its allocation's:
+ * events apply in order of (number, allocation before free). Reading the
+ * counter costs no cache-line transfer unless frees are taking numbers; most
+ * frees take none: a free by the allocating thread cancels its allocation's
+ * event while it is still in the ring. */
 #include "heap.h"
 #include "heap_ruby.h"
 #include "../hook/got.h"
@@ -97,9 +102,9 @@ struct site_stats {
 static struct {
     bool running;
     struct ring *rings;            /* atomic push-only list */
-    _Alignas(CACHE_LINE) uint64_t next_number;   /* atomic: the event numbering */
+    _Alignas(CACHE_LINE) uint64_t next_number;   /* atomic: the next free's number */
     _Alignas(CACHE_LINE) spinlock_t drain_lock;  /* guards everything below; only tried */
-    uint64_t expected;             /* the next event number to apply */
+    uint64_t expected;             /* the next free's number to apply */
     struct addr_table blocks;      /* address -> origin, size (saturated) */
     struct intern_table origins;   /* (call site, 0) */
     struct site_stats *stats;
@@ -264,45 +269,96 @@ static size_t refresh_cursors(struct drain_cursor *c)
     return n;
 }
 
-/* Apply every event up to the first number not yet published. With
- * `skip_gaps` (after fork: the threads that held those numbers are gone),
- * apply all published events in order regardless. With more rings holding
- * events than cursors, a drain may stop early; the next one goes on. */
-static void drain_locked(bool skip_gaps)
+static bool is_free_event(const struct event *ev)
+{
+    uint16_t kind = __atomic_load_n(&ev->kind, __ATOMIC_ACQUIRE);
+    return kind == EVENT_FREE || kind == EVENT_NONE;
+}
+
+static void apply_head(struct drain_cursor *c)
+{
+    struct ring *r = c->ring;
+    size_t index = c->head % RING_EVENTS;
+    apply(&r->events[index], r->callers ? r->callers[index] : NULL, r->thread);
+    __atomic_store_n(&r->head, ++c->head, __ATOMIC_RELEASE);
+}
+
+/* Apply the allocations at the heads of the rings numbered at most `limit`
+ * (all frees before them are applied). Per ring, events are in order. */
+static bool apply_allocations(struct drain_cursor *c, size_t n, uint64_t limit)
+{
+    bool applied = false;
+    for (size_t i = 0; i < n; i++)
+        while (c[i].head != c[i].tail) {
+            const struct event *ev = &c[i].ring->events[c[i].head % RING_EVENTS];
+            if (is_free_event(ev) || ev->number > limit)
+                break;
+            apply_head(&c[i]);
+            applied = true;
+        }
+    return applied;
+}
+
+/* After fork: the threads that held the missing numbers are gone; apply
+ * every published event, lowest (number, allocation before free) first. */
+static void drain_all_in_order(void)
+{
+    struct drain_cursor cursors[DRAIN_CURSORS];
+    for (size_t n; (n = refresh_cursors(cursors)) > 0;) {
+        for (;;) {
+            struct drain_cursor *lowest = NULL;
+            uint64_t lowest_key = UINT64_MAX;
+            for (size_t i = 0; i < n; i++) {
+                if (cursors[i].head == cursors[i].tail)
+                    continue;
+                const struct event *ev = &cursors[i].ring->events[cursors[i].head % RING_EVENTS];
+                uint64_t key = ev->number * 2 + is_free_event(ev);
+                if (key < lowest_key) {
+                    lowest_key = key;
+                    lowest = &cursors[i];
+                }
+            }
+            if (!lowest)
+                break;
+            apply_head(lowest);
+        }
+    }
+    heap.expected = __atomic_load_n(&heap.next_number, __ATOMIC_RELAXED);
+}
+
+/* Apply events in order until the next free's event is not yet published.
+ * Before a free is applied the tails are read again: the allocations
+ * published before it (the block it frees among them) are then seen and
+ * applied first. */
+static void drain_locked(void)
 {
     struct drain_cursor cursors[DRAIN_CURSORS];
     size_t n = refresh_cursors(cursors);
     bool fresh = true;
     for (;;) {
-        struct drain_cursor *found = NULL;
-        uint64_t lowest = UINT64_MAX;
-        for (size_t i = 0; i < n; i++) {
-            struct drain_cursor *c = &cursors[i];
-            if (c->head == c->tail)
-                continue;
-            uint64_t number = c->ring->events[c->head % RING_EVENTS].number;
-            if (number == heap.expected) {
-                found = c;
-                break;
-            }
-            if (skip_gaps && number < lowest) {
-                lowest = number;
-                found = c;
-            }
+        if (apply_allocations(cursors, n, heap.expected))
+            fresh = false;
+        struct ring *ring = NULL;
+        for (size_t i = 0; i < n && !ring; i++) {
+            const struct event *ev = &cursors[i].ring->events[cursors[i].head % RING_EVENTS];
+            if (cursors[i].head != cursors[i].tail && is_free_event(ev) && ev->number == heap.expected)
+                ring = cursors[i].ring;
         }
-        if (!found) {
+        if (!ring) {
             if (fresh)
-                return;
+                return;   /* the next free is not published yet */
             n = refresh_cursors(cursors);
             fresh = true;
             continue;
         }
-        struct ring *r = found->ring;
-        size_t index = found->head % RING_EVENTS;
-        struct event *ev = &r->events[index];
-        apply(ev, r->callers ? r->callers[index] : NULL, r->thread);
-        heap.expected = ev->number + 1;
-        __atomic_store_n(&r->head, ++found->head, __ATOMIC_RELEASE);
+        n = refresh_cursors(cursors);
+        apply_allocations(cursors, n, heap.expected);
+        for (size_t i = 0; i < n; i++)
+            if (cursors[i].ring == ring) {
+                heap.expected++;
+                apply_head(&cursors[i]);   /* still the free: it blocks its ring */
+                break;
+            }
         fresh = false;
     }
 }
@@ -311,7 +367,7 @@ static bool try_drain(void)
 {
     if (!spin_trylock(&heap.drain_lock))
         return false;
-    drain_locked(false);
+    drain_locked();
     spin_unlock(&heap.drain_lock);
     return true;
 }
@@ -341,9 +397,17 @@ static void publish(struct ring *r)
     __atomic_store_n(&r->tail, r->tail + 1, __ATOMIC_RELEASE);
 }
 
+/* A free's number: its own. */
 static uint64_t take_number(void)
 {
     return __atomic_fetch_add(&heap.next_number, 1, __ATOMIC_SEQ_CST);
+}
+
+/* An allocation's number: the next free's, read after the real allocation
+ * returned (on x86 a load is not reordered before the allocator's loads). */
+static uint64_t read_number(void)
+{
+    return __atomic_load_n(&heap.next_number, __ATOMIC_SEQ_CST);
 }
 
 /* An event for a block that exists now: numbered after the allocation. */
@@ -382,14 +446,15 @@ static void note_alloc(void *p, size_t size, void *site)
     uint16_t callers = r->callers && unwind_backtrace
                            ? callers_of((uintptr_t)site, r->callers[r->tail % RING_EVENTS]) : 0;
     uint32_t ruby_line = heap_ruby_line(&r->ruby_lines);
-    *ev = (struct event){ take_number(), (uintptr_t)p, (uintptr_t)site, size, EVENT_ALLOC, callers, ruby_line };
+    *ev = (struct event){ read_number(), (uintptr_t)p, (uintptr_t)site, size, EVENT_ALLOC, callers, ruby_line };
     r->recent[recent_slot((uintptr_t)p)] = (struct recent_alloc){ (uintptr_t)p, r->tail, ev->number };
     publish(r);
 }
 
 /* Cancel this thread's own allocation event of `p` if no drain took it: the
- * free then needs no event. The ring slot may hold a later event by now: its
- * number tells. */
+ * free then needs no event. Only while no free at all has been numbered
+ * since that allocation: otherwise the block may have been freed by another
+ * thread and `p` handed out again, and this free is of that later block. */
 static bool cancel_own_alloc(void *p)
 {
     struct ring *r = my_ring;
@@ -399,9 +464,9 @@ static bool cancel_own_alloc(void *p)
     if (a->addr != (uintptr_t)p)
         return false;
     a->addr = 0;
+    if (r->tail - a->position >= RING_EVENTS || read_number() != a->number)
+        return false;   /* its slot reused, or a free was numbered since */
     struct event *ev = &r->events[a->position % RING_EVENTS];
-    if (ev->number != a->number || ev->addr != (uintptr_t)p)
-        return false;
     uint16_t expected = EVENT_ALLOC;
     return __atomic_compare_exchange_n(&ev->kind, &expected, EVENT_CANCELLED, false,
                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
@@ -633,8 +698,7 @@ void heap_tracer_after_fork(void)
             r->exited = true;   /* the parent's other threads: not here */
     if (my_ring)
         my_ring->tid = gettid();
-    drain_locked(true);
-    heap.expected = __atomic_load_n(&heap.next_number, __ATOMIC_RELAXED);
+    drain_all_in_order();
 }
 
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes)
@@ -807,7 +871,7 @@ enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_th
         spin_unlock(&heap.drain_lock);
         return HEAP_BUSY;
     }
-    drain_locked(false);
+    drain_locked();
     size_t n = heap.origins.count, rows_bytes = (n ? n : 1) * sizeof(struct report_row);
     struct report_row *rows = pages_alloc(rows_bytes);
     struct elf_object *objects = pages_alloc(256 * sizeof *objects);
