@@ -220,8 +220,11 @@ static void count_cancelled(const struct event *ev, const uintptr_t *caller, uin
 
 static void apply(struct event *ev, const uintptr_t *caller, uint32_t thread)
 {
-    /* Take an allocation so its thread can no longer cancel it. */
-    uint16_t kind = __atomic_exchange_n(&ev->kind, EVENT_TAKEN, __ATOMIC_ACQ_REL);
+    /* Take an allocation so its thread can no longer cancel it; a cancelled
+     * one stays cancelled (no locked instruction for most events). */
+    uint16_t kind = __atomic_load_n(&ev->kind, __ATOMIC_ACQUIRE);
+    if (kind != EVENT_CANCELLED)
+        kind = __atomic_exchange_n(&ev->kind, EVENT_TAKEN, __ATOMIC_ACQ_REL);
     if (kind == EVENT_CANCELLED) {
         count_cancelled(ev, caller, thread);
         return;
