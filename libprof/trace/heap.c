@@ -99,6 +99,9 @@ struct site_stats {
     uint64_t live_count, live_bytes, peak_bytes, total_count, total_bytes;
 };
 
+#define ORIGIN_CACHE 64
+struct origin_cache_entry { uint64_t key, link; uint32_t origin; };
+
 static struct {
     bool running;
     struct ring *rings;            /* atomic push-only list */
@@ -111,6 +114,7 @@ static struct {
     size_t stats_bytes;
     struct addr_table big;         /* exact sizes of blocks of 4 GiB or more */
     unsigned long dropped;
+    struct origin_cache_entry origin_cache[ORIGIN_CACHE];   /* drain lock */
     uint32_t threads;              /* atomic: serial numbers handed out */
     pthread_key_t exit_key;        /* its destructor marks a thread's ring exited */
     bool exit_key_made;
@@ -203,7 +207,16 @@ static uint32_t origin_of(const struct event *ev, const uintptr_t *caller, uint3
             return id;
     }
     uint64_t link = (id == INTERN_NONE ? 0 : (uint64_t)id + 1) | (uint64_t)ev->ruby_line << 32;
-    return intern_put(&heap.origins, ev->site | (uint64_t)thread << THREAD_SHIFT, link);
+    uint64_t key = ev->site | (uint64_t)thread << THREAD_SHIFT;
+    /* Most events come from a few sites: remember the last origin of each
+     * (origins are never removed, so an entry stays right). */
+    struct origin_cache_entry *c =
+        &heap.origin_cache[((key ^ link) * 0x9E3779B97F4A7C15ull >> 58) % ORIGIN_CACHE];
+    if (c->key == key && c->link == link && c->origin != INTERN_NONE)
+        return c->origin;
+    uint32_t origin = intern_put(&heap.origins, key, link);
+    *c = (struct origin_cache_entry){ key, link, origin };
+    return origin;
 }
 
 /* An allocation that never reached the table still counts in its site's
