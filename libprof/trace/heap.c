@@ -661,8 +661,15 @@ static void prepare_backtraces(void)
         return;
     void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     *(void **)&unwind_backtrace = lib ? dlsym(lib, "unw_backtrace") : NULL;
-    if (!unwind_backtrace)
+    if (!unwind_backtrace) {
         heap_frames = 1;
+        return;
+    }
+    /* A cache of unwind information per thread: no lock shared by threads. */
+    void **local = dlsym(lib, "_ULx86_64_local_addr_space");
+    int (*set_policy)(void *, int) = (int (*)(void *, int))dlsym(lib, "_ULx86_64_set_caching_policy");
+    if (local && set_policy)
+        set_policy(*local, 2 /* UNW_CACHE_PER_THREAD */);
 }
 
 bool heap_tracer_has_backtraces(void)
