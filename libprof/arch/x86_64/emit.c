@@ -1,0 +1,282 @@
+/* The x86-64 emitter: encodings from the Intel SDM, in the forms GNU as
+ * picks for the same instruction (shortest displacement and immediate, the
+ * %rax short forms), so that a stub can be checked byte for byte against the
+ * assembler. */
+#include "emit.h"
+#include <string.h>
+
+void emit_init(struct emitter *e, void *buf, size_t cap, uintptr_t pc)
+{
+    *e = (struct emitter){ .buf = buf, .cap = cap, .pc = pc };
+}
+
+/* Room for `n` more bytes, or the sticky error. */
+static bool room(struct emitter *e, size_t n)
+{
+    if (e->error)
+        return false;
+    if (e->cap - e->len < n) {
+        e->error = EMIT_NO_ROOM;
+        return false;
+    }
+    return true;
+}
+
+static void byte(struct emitter *e, uint8_t b)
+{
+    e->buf[e->len++] = b;
+}
+
+static void bytes(struct emitter *e, const void *p, size_t n)
+{
+    memcpy(e->buf + e->len, p, n);
+    e->len += n;
+}
+
+static void imm32(struct emitter *e, int32_t v)
+{
+    bytes(e, &v, 4);
+}
+
+static bool fits_int8(int64_t v)
+{
+    return v >= INT8_MIN && v <= INT8_MAX;
+}
+
+/* REX: W (64-bit operand), R (extends ModRM.reg), B (extends ModRM.rm or
+ * the opcode's register). Omitted when it carries nothing. */
+static void rex(struct emitter *e, bool w, unsigned reg, unsigned rm)
+{
+    uint8_t r = (uint8_t)(0x40 | (w << 3) | ((reg >> 3) & 1) << 2 | ((rm >> 3) & 1));
+    if (r != 0x40)
+        byte(e, r);
+}
+
+static void modrm_reg(struct emitter *e, unsigned reg, unsigned rm)
+{
+    byte(e, (uint8_t)(0xC0 | (reg & 7) << 3 | (rm & 7)));
+}
+
+/* ModRM (and SIB) for [base + disp]: no displacement when it is 0 (except
+ * rbp/r13, which then need one), 8 bits when it fits, else 32. rsp/r12 as a
+ * base need a SIB byte. At most 6 bytes. */
+static void modrm_mem(struct emitter *e, unsigned reg, struct mem m)
+{
+    unsigned base = (unsigned)m.base & 7;
+    unsigned mod = (m.disp == 0 && base != 5) ? 0 : fits_int8(m.disp) ? 1 : 2;
+    byte(e, (uint8_t)(mod << 6 | (reg & 7) << 3 | base));
+    if (base == 4)
+        byte(e, 0x24);   /* SIB: no index, base = rsp/r12 */
+    if (mod == 1)
+        byte(e, (uint8_t)(int8_t)m.disp);
+    else if (mod == 2)
+        imm32(e, m.disp);
+}
+
+bool emit_rel32_reaches(uintptr_t from, uintptr_t to)
+{
+    int64_t d = (int64_t)(to - from);
+    return d >= INT32_MIN && d <= INT32_MAX;
+}
+
+/* Room for an instruction of `len` bytes ending in a rel32 to `target`,
+ * and that rel32; nothing is written when either is missing. */
+static bool rel32_for(struct emitter *e, size_t len, uintptr_t target, int32_t *rel)
+{
+    if (!room(e, len))
+        return false;
+    uintptr_t end = emit_here(e) + len;
+    if (!emit_rel32_reaches(end, target)) {
+        e->error = EMIT_OUT_OF_REACH;
+        return false;
+    }
+    *rel = (int32_t)(int64_t)(target - end);
+    return true;
+}
+
+void emit_push(struct emitter *e, enum reg r)
+{
+    if (room(e, 2))
+        rex(e, false, 0, r), byte(e, (uint8_t)(0x50 | (r & 7)));
+}
+
+void emit_pop(struct emitter *e, enum reg r)
+{
+    if (room(e, 2))
+        rex(e, false, 0, r), byte(e, (uint8_t)(0x58 | (r & 7)));
+}
+
+void emit_pushfq(struct emitter *e)
+{
+    if (room(e, 1))
+        byte(e, 0x9C);
+}
+
+void emit_popfq(struct emitter *e)
+{
+    if (room(e, 1))
+        byte(e, 0x9D);
+}
+
+void emit_mov_imm64(struct emitter *e, enum reg dst, uint64_t imm)
+{
+    if (!room(e, 10))
+        return;
+    rex(e, true, 0, dst);
+    byte(e, (uint8_t)(0xB8 | (dst & 7)));
+    bytes(e, &imm, 8);
+}
+
+void emit_mov(struct emitter *e, enum reg dst, enum reg src)
+{
+    if (room(e, 3))
+        rex(e, true, src, dst), byte(e, 0x89), modrm_reg(e, src, dst);
+}
+
+void emit_mov_store(struct emitter *e, struct mem dst, enum reg src)
+{
+    if (room(e, 8))
+        rex(e, true, src, dst.base), byte(e, 0x89), modrm_mem(e, src, dst);
+}
+
+void emit_mov_load(struct emitter *e, enum reg dst, struct mem src)
+{
+    if (room(e, 8))
+        rex(e, true, dst, src.base), byte(e, 0x8B), modrm_mem(e, dst, src);
+}
+
+void emit_mov_load_rip(struct emitter *e, enum reg dst, uintptr_t addr)
+{
+    int32_t rel;
+    if (!rel32_for(e, 7, addr, &rel))
+        return;
+    byte(e, (uint8_t)(0x48 | (dst >> 3 & 1) << 2));   /* REX.W, R */
+    byte(e, 0x8B);
+    byte(e, (uint8_t)((dst & 7) << 3 | 5));   /* mod 00, rm 101: rip + disp32 */
+    imm32(e, rel);
+}
+
+void emit_lea(struct emitter *e, enum reg dst, struct mem src)
+{
+    if (room(e, 8))
+        rex(e, true, dst, src.base), byte(e, 0x8D), modrm_mem(e, dst, src);
+}
+
+/* Group 1 arithmetic with an immediate: /ext selects add (0), and (4), sub
+ * (5); `rax_opcode` is the short form GNU as uses for %rax and imm32. */
+static void arith_imm(struct emitter *e, unsigned ext, uint8_t rax_opcode, enum reg dst, int32_t imm)
+{
+    if (!room(e, 7))
+        return;
+    rex(e, true, 0, dst);
+    if (fits_int8(imm)) {
+        byte(e, 0x83), modrm_reg(e, ext, dst), byte(e, (uint8_t)(int8_t)imm);
+    } else if (dst == RAX) {
+        byte(e, rax_opcode), imm32(e, imm);
+    } else {
+        byte(e, 0x81), modrm_reg(e, ext, dst), imm32(e, imm);
+    }
+}
+
+void emit_add_imm(struct emitter *e, enum reg dst, int32_t imm)
+{
+    arith_imm(e, 0, 0x05, dst, imm);
+}
+
+void emit_and_imm(struct emitter *e, enum reg dst, int32_t imm)
+{
+    arith_imm(e, 4, 0x25, dst, imm);
+}
+
+void emit_sub_imm(struct emitter *e, enum reg dst, int32_t imm)
+{
+    arith_imm(e, 5, 0x2D, dst, imm);
+}
+
+/* movdqu: F3 prefix, then REX, then 0F 7F (store) or 0F 6F (load). */
+static void movdqu(struct emitter *e, uint8_t opcode, enum xmm x, struct mem m)
+{
+    if (!room(e, 10))
+        return;
+    byte(e, 0xF3);
+    rex(e, false, x, m.base);
+    byte(e, 0x0F), byte(e, opcode);
+    modrm_mem(e, x, m);
+}
+
+void emit_movdqu_store(struct emitter *e, struct mem dst, enum xmm src)
+{
+    movdqu(e, 0x7F, src, dst);
+}
+
+void emit_movdqu_load(struct emitter *e, enum xmm dst, struct mem src)
+{
+    movdqu(e, 0x6F, dst, src);
+}
+
+void emit_call(struct emitter *e, uintptr_t target)
+{
+    int32_t rel;
+    if (rel32_for(e, 5, target, &rel))
+        byte(e, 0xE8), imm32(e, rel);
+}
+
+void emit_jmp(struct emitter *e, uintptr_t target)
+{
+    int32_t rel;
+    if (rel32_for(e, 5, target, &rel))
+        byte(e, 0xE9), imm32(e, rel);
+}
+
+/* Group 5 (FF): /2 call, /4 jmp, on a register or a rip-relative slot. */
+void emit_call_reg(struct emitter *e, enum reg r)
+{
+    if (room(e, 3))
+        rex(e, false, 0, r), byte(e, 0xFF), modrm_reg(e, 2, r);
+}
+
+void emit_jmp_reg(struct emitter *e, enum reg r)
+{
+    if (room(e, 3))
+        rex(e, false, 0, r), byte(e, 0xFF), modrm_reg(e, 4, r);
+}
+
+void emit_call_rip(struct emitter *e, uintptr_t slot)
+{
+    int32_t rel;
+    if (rel32_for(e, 6, slot, &rel))
+        byte(e, 0xFF), byte(e, 2 << 3 | 5), imm32(e, rel);
+}
+
+void emit_jmp_rip(struct emitter *e, uintptr_t slot)
+{
+    int32_t rel;
+    if (rel32_for(e, 6, slot, &rel))
+        byte(e, 0xFF), byte(e, 4 << 3 | 5), imm32(e, rel);
+}
+
+void emit_ret(struct emitter *e)
+{
+    if (room(e, 1))
+        byte(e, 0xC3);
+}
+
+void emit_int3(struct emitter *e)
+{
+    if (room(e, 1))
+        byte(e, 0xCC);
+}
+
+void emit_nop(struct emitter *e)
+{
+    if (room(e, 1))
+        byte(e, 0x90);
+}
+
+uintptr_t emit_quad(struct emitter *e, uint64_t value)
+{
+    uintptr_t at = emit_here(e);
+    if (room(e, 8))
+        bytes(e, &value, 8);
+    return at;
+}

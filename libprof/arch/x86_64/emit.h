@@ -1,0 +1,67 @@
+/* A small x86-64 code emitter with the assembler's names: trampolines and
+ * stubs are written as sequences of instructions, never as byte templates.
+ *
+ * Code is written into `buf` (a writable mapping) for execution at `pc`
+ * (where it will run: the same page or another view of it, W^X), so that
+ * rel32 and rip-relative operands are computed for where the code runs.
+ * Every emitter call checks room; the first failure (no room, a target out
+ * of rel32 reach) sticks in `error` and later calls do nothing. */
+#ifndef MEMPROF_ARCH_X86_64_EMIT_H
+#define MEMPROF_ARCH_X86_64_EMIT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum reg {
+    RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI,
+    R8, R9, R10, R11, R12, R13, R14, R15,
+};
+enum xmm { XMM0, XMM1, XMM2, XMM3, XMM4, XMM5, XMM6, XMM7,
+           XMM8, XMM9, XMM10, XMM11, XMM12, XMM13, XMM14, XMM15 };
+
+/* A memory operand: [base + disp]. */
+struct mem { enum reg base; int32_t disp; };
+#define MEM(base, disp) ((struct mem){ (base), (disp) })
+
+enum emit_error { EMIT_OK = 0, EMIT_NO_ROOM, EMIT_OUT_OF_REACH };
+
+struct emitter {
+    uint8_t *buf;
+    size_t cap, len;
+    uintptr_t pc;            /* where buf[0] runs */
+    enum emit_error error;
+};
+
+void emit_init(struct emitter *e, void *buf, size_t cap, uintptr_t pc);
+/* Where the next instruction runs. */
+static inline uintptr_t emit_here(const struct emitter *e) { return e->pc + e->len; }
+
+void emit_push(struct emitter *e, enum reg r);
+void emit_pop(struct emitter *e, enum reg r);
+void emit_pushfq(struct emitter *e);
+void emit_popfq(struct emitter *e);
+void emit_mov_imm64(struct emitter *e, enum reg dst, uint64_t imm);     /* movabs $imm, %dst */
+void emit_mov(struct emitter *e, enum reg dst, enum reg src);           /* mov %src, %dst */
+void emit_mov_store(struct emitter *e, struct mem dst, enum reg src);   /* mov %src, disp(%base) */
+void emit_mov_load(struct emitter *e, enum reg dst, struct mem src);    /* mov disp(%base), %dst */
+void emit_mov_load_rip(struct emitter *e, enum reg dst, uintptr_t addr); /* mov addr(%rip), %dst */
+void emit_lea(struct emitter *e, enum reg dst, struct mem src);
+void emit_add_imm(struct emitter *e, enum reg dst, int32_t imm);
+void emit_sub_imm(struct emitter *e, enum reg dst, int32_t imm);
+void emit_and_imm(struct emitter *e, enum reg dst, int32_t imm);
+void emit_movdqu_store(struct emitter *e, struct mem dst, enum xmm src);
+void emit_movdqu_load(struct emitter *e, enum xmm dst, struct mem src);
+void emit_call(struct emitter *e, uintptr_t target);      /* call rel32 */
+void emit_jmp(struct emitter *e, uintptr_t target);       /* jmp rel32 */
+void emit_call_reg(struct emitter *e, enum reg r);        /* call *%r */
+void emit_jmp_reg(struct emitter *e, enum reg r);         /* jmp *%r */
+void emit_jmp_rip(struct emitter *e, uintptr_t slot);     /* jmp *slot(%rip) */
+void emit_call_rip(struct emitter *e, uintptr_t slot);    /* call *slot(%rip) */
+void emit_ret(struct emitter *e);
+void emit_int3(struct emitter *e);
+void emit_nop(struct emitter *e);
+/* A 64-bit data word (a slot for jmp *slot(%rip)); returns where it runs. */
+uintptr_t emit_quad(struct emitter *e, uint64_t value);
+/* Can a rel32 at `from` (the end of its instruction) reach `to`? */
+bool emit_rel32_reaches(uintptr_t from, uintptr_t to);
+#endif

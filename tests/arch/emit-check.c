@@ -1,0 +1,98 @@
+/* The emitter's output for every instruction form it has, written to a file
+ * that emit.test compares byte for byte with GNU as's assembly of
+ * emit-reference.s (the same instructions, in the same order). With
+ * "errors", the sticky errors instead, one per line. */
+#include "arch/x86_64/emit.h"
+#include <stdio.h>
+#include <string.h>
+
+#define PC 0x400000u
+
+static const struct mem bases_and_disps[] = {
+    MEM(RAX, 0), MEM(RSP, 0), MEM(RBP, 0), MEM(R12, 0), MEM(R13, 0), MEM(R15, 0),
+    MEM(RSP, 8), MEM(RBP, -8), MEM(R12, 0x7f), MEM(RDI, -0x80),
+    MEM(RSP, 0x80), MEM(RBX, -0x81), MEM(R13, 0x1000), MEM(RSI, -0x12345678),
+};
+#define N_MEMS (sizeof bases_and_disps / sizeof *bases_and_disps)
+static const int32_t immediates[] = { 8, -8, 127, -128, 128, 0x1000, -0x12345678 };
+#define N_IMMS (sizeof immediates / sizeof *immediates)
+
+static void emit_all(struct emitter *e)
+{
+    for (int r = RAX; r <= R15; r++)
+        emit_push(e, r);
+    for (int r = R15; r >= RAX; r--)
+        emit_pop(e, r);
+    emit_pushfq(e);
+    emit_popfq(e);
+    emit_mov_imm64(e, RAX, 0x1122334455667788u);
+    emit_mov_imm64(e, R11, 0xfedcba9876543210u);
+    for (int r = RAX; r <= R15; r++) {
+        emit_mov(e, r, (r + 5) % 16);
+        emit_mov(e, (r + 9) % 16, r);
+    }
+    for (size_t i = 0; i < N_MEMS; i++) {
+        emit_mov_store(e, bases_and_disps[i], RCX);
+        emit_mov_store(e, bases_and_disps[i], R9);
+        emit_mov_load(e, RDX, bases_and_disps[i]);
+        emit_mov_load(e, R10, bases_and_disps[i]);
+        emit_lea(e, RDI, bases_and_disps[i]);
+        emit_lea(e, R14, bases_and_disps[i]);
+        emit_movdqu_store(e, bases_and_disps[i], XMM0);
+        emit_movdqu_store(e, bases_and_disps[i], XMM15);
+        emit_movdqu_load(e, XMM7, bases_and_disps[i]);
+        emit_movdqu_load(e, XMM8, bases_and_disps[i]);
+    }
+    static const enum reg arith_regs[] = { RAX, RSP, R11 };
+    for (size_t r = 0; r < 3; r++)
+        for (size_t i = 0; i < N_IMMS; i++) {
+            emit_add_imm(e, arith_regs[r], immediates[i]);
+            emit_sub_imm(e, arith_regs[r], immediates[i]);
+            emit_and_imm(e, arith_regs[r], immediates[i]);
+        }
+    /* Relative operands: targets given as offsets from the instruction's
+     * start, as the reference writes them (". + N"). */
+    emit_call(e, emit_here(e) + 0x1239);
+    emit_jmp(e, emit_here(e) - 0x1000);
+    emit_call_rip(e, emit_here(e) + 6 + 0x100);
+    emit_jmp_rip(e, emit_here(e) + 6 - 0x40);
+    emit_mov_load_rip(e, RAX, emit_here(e) + 7 + 0x200);
+    emit_mov_load_rip(e, R12, emit_here(e) + 7 - 0x10);
+    emit_call_reg(e, RAX);
+    emit_call_reg(e, R11);
+    emit_jmp_reg(e, RCX);
+    emit_jmp_reg(e, R15);
+    emit_ret(e);
+    emit_int3(e);
+    emit_nop(e);
+    emit_quad(e, 0x0123456789abcdefu);
+}
+
+int main(int argc, char **argv)
+{
+    static unsigned char code[65536];
+    struct emitter e;
+    if (argc == 3 && strcmp(argv[1], "code") == 0) {
+        emit_init(&e, code, sizeof code, PC);
+        emit_all(&e);
+        FILE *f = fopen(argv[2], "wb");
+        if (e.error || !f || fwrite(code, 1, e.len, f) != e.len || fclose(f) != 0)
+            return 1;
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "errors") == 0) {
+        unsigned char small[12];
+        emit_init(&e, small, sizeof small, PC);
+        emit_mov_imm64(&e, RAX, 1);   /* 10 bytes: fits */
+        emit_mov_imm64(&e, RAX, 2);   /* does not */
+        emit_ret(&e);                 /* nothing after an error */
+        printf("no room: error %d, %zu bytes\n", (int)e.error, e.len);
+        emit_init(&e, code, sizeof code, PC);
+        emit_call(&e, PC + 5 + 0x7fffffffu);   /* the farthest reachable */
+        emit_jmp(&e, emit_here(&e) + 5 + 0x80000000u);   /* one past */
+        printf("out of reach: error %d, %zu bytes\n", (int)e.error, e.len);
+        return 0;
+    }
+    fprintf(stderr, "usage: emit-check code FILE | errors\n");
+    return 2;
+}

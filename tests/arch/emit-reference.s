@@ -1,0 +1,84 @@
+# What tests/arch/emit-check.c emits, as GNU as assembles it (emit.test
+# compares the two byte for byte). Keep the order of emit_all().
+        .text
+        .irp r, rax,rcx,rdx,rbx,rsp,rbp,rsi,rdi,r8,r9,r10,r11,r12,r13,r14,r15
+        push %\r
+        .endr
+        .irp r, r15,r14,r13,r12,r11,r10,r9,r8,rdi,rsi,rbp,rsp,rbx,rdx,rcx,rax
+        pop %\r
+        .endr
+        pushfq
+        popfq
+        movabs $0x1122334455667788, %rax
+        movabs $0xfedcba9876543210, %r11
+        # mov %src,%dst for dst = r, src = (r + 5) % 16; then dst = (r + 9) % 16, src = r
+        .macro movs dst, src5, dst9
+        mov %\src5, %\dst
+        mov %\dst, %\dst9
+        .endm
+        movs rax, rbp, r9
+        movs rcx, rsi, r10
+        movs rdx, rdi, r11
+        movs rbx, r8, r12
+        movs rsp, r9, r13
+        movs rbp, r10, r14
+        movs rsi, r11, r15
+        movs rdi, r12, rax
+        movs r8, r13, rcx
+        movs r9, r14, rdx
+        movs r10, r15, rbx
+        movs r11, rax, rsp
+        movs r12, rcx, rbp
+        movs r13, rdx, rsi
+        movs r14, rbx, rdi
+        movs r15, rsp, r8
+        .macro mems m
+        mov %rcx, \m
+        mov %r9, \m
+        mov \m, %rdx
+        mov \m, %r10
+        lea \m, %rdi
+        lea \m, %r14
+        movdqu %xmm0, \m
+        movdqu %xmm15, \m
+        movdqu \m, %xmm7
+        movdqu \m, %xmm8
+        .endm
+        mems (%rax)
+        mems (%rsp)
+        mems (%rbp)
+        mems (%r12)
+        mems (%r13)
+        mems (%r15)
+        mems 8(%rsp)
+        mems -8(%rbp)
+        mems 0x7f(%r12)
+        mems -0x80(%rdi)
+        mems 0x80(%rsp)
+        mems -0x81(%rbx)
+        mems 0x1000(%r13)
+        mems -0x12345678(%rsi)
+        .macro arith reg
+        .irp imm, 8, -8, 127, -128, 128, 0x1000, -0x12345678
+        add $\imm, %\reg
+        sub $\imm, %\reg
+        and $\imm, %\reg
+        .endr
+        .endm
+        arith rax
+        arith rsp
+        arith r11
+        call .+0x1239
+        jmp .-0x1000
+        call *0x100(%rip)
+        jmp *-0x40(%rip)
+        mov 0x200(%rip), %rax
+        mov -0x10(%rip), %r12
+        call *%rax
+        call *%r11
+        jmp *%rcx
+        jmp *%r15
+        ret
+        int3
+        nop
+        .quad 0x0123456789abcdef
