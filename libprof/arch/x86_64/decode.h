@@ -1,0 +1,32 @@
+/* Reading existing x86-64 code, with Zydis (Debian's libzydis-dev): the
+ * length of each instruction and what patching needs to know about it: a
+ * relative call or jump and its target, a rip-relative memory operand and
+ * the address it names, and where in the instruction that 32-bit field is.
+ * Zydis decodes without allocating, so this is safe inside the target. */
+#ifndef MEMPROF_ARCH_X86_64_DECODE_H
+#define MEMPROF_ARCH_X86_64_DECODE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum insn_kind {
+    INSN_OTHER = 0,
+    INSN_CALL_REL32,      /* call rel32 (E8) */
+    INSN_JMP_REL32,       /* jmp rel32 (E9) */
+    INSN_BRANCH_REL,      /* another relative branch (jcc, jmp rel8, loop...) */
+    INSN_RET,
+};
+
+struct insn {
+    uint8_t length;
+    enum insn_kind kind;
+    uintptr_t target;          /* for relative branches */
+    bool rip_relative;         /* has a [rip + disp32] memory operand */
+    uintptr_t rip_address;     /* the address it names */
+    uint8_t field_offset;      /* where the rel32 or disp32 sits, from the start */
+};
+
+/* Decode the instruction at `code` (at most `avail` bytes readable), which
+ * runs at `pc`. False if the bytes are not a valid instruction. */
+bool decode_insn(const void *code, size_t avail, uintptr_t pc, struct insn *out);
+#endif

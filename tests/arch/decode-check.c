@@ -1,0 +1,33 @@
+/* Walks a file of machine code (all instructions, then 8 bytes of data)
+ * with the decoder, as if it ran at 0x400000: one line per instruction,
+ * "offset length kind target field_offset" in hex (kind: call, jmp, branch,
+ * ret, rip, other). emit.test compares the walk with objdump's. */
+#include "arch/x86_64/decode.h"
+#include <stdio.h>
+
+#define PC 0x400000u
+
+int main(int argc, char **argv)
+{
+    static unsigned char code[1 << 20];
+    FILE *f = argc == 2 ? fopen(argv[1], "rb") : NULL;
+    size_t n = f ? fread(code, 1, sizeof code, f) : 0;
+    if (!f || n < 8)
+        return 2;
+    fclose(f);
+    size_t end = n - 8;
+    for (size_t at = 0; at < end;) {
+        struct insn in;
+        if (!decode_insn(code + at, end - at, PC + at, &in)) {
+            printf("%zx invalid\n", at);
+            return 1;
+        }
+        const char *kind = in.kind == INSN_CALL_REL32 ? "call" : in.kind == INSN_JMP_REL32 ? "jmp"
+                         : in.kind == INSN_BRANCH_REL ? "branch" : in.kind == INSN_RET ? "ret"
+                         : in.rip_relative ? "rip" : "other";
+        uintptr_t target = in.rip_relative ? in.rip_address : in.target;
+        printf("%zx %x %s %lx %x\n", at, in.length, kind, (unsigned long)(target ? target - PC : 0), in.field_offset);
+        at += in.length;
+    }
+    return 0;
+}
