@@ -1,0 +1,33 @@
+/* The generic interceptor's entry stub: a function hooked with it (through
+ * a GOT slot, or any jump to the stub) first calls a C pre-handler with the
+ * hook's id and every argument register, saved; then the original runs with
+ * the registers as the handler left them.
+ *
+ * The stub keeps a frame pointer chain (push %rbp; mov %rsp, %rbp) so that
+ * debuggers and unwinders walk through it, and keeps the stack 16-byte
+ * aligned at the call. */
+#ifndef MEMPROF_HOOK_INTERCEPT_H
+#define MEMPROF_HOOK_INTERCEPT_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* The argument registers at the call, as the stub saved them. A handler
+ * may change them: the original then gets the new values. */
+struct intercept_regs {
+    uint64_t rdi, rsi, rdx, rcx, r8, r9, rax;   /* rax: vector count for varargs */
+    uint64_t pad;
+    struct { uint64_t lo, hi; } xmm[8];
+};
+
+typedef void intercept_pre_fn(uint32_t id, struct intercept_regs *regs);
+
+struct intercept_stub {
+    uintptr_t entry;     /* where to send calls */
+    void **original;     /* where the stub finds the original (writable) */
+    size_t size;         /* bytes of code */
+};
+
+/* Generate an entry stub in a trampoline pool near `near` (0: anywhere).
+ * 0, or an errno (ENOSPC, ENOMEM). The stub lives for the process. */
+int intercept_entry_stub(uint32_t id, intercept_pre_fn *pre, uintptr_t near, struct intercept_stub *out);
+#endif

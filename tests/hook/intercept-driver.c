@@ -1,0 +1,31 @@
+/* The hooking side of intercept-check, in a library of its own: memprof
+ * never patches the object its own code is in, so the program that calls
+ * the hooked functions must be another object. */
+#include "hook/got.h"
+#include "hook/intercept.h"
+
+#define MAX_HOOKS 8
+static struct got_hook hooks[MAX_HOOKS];
+static int hook_count;
+
+/* Hook `symbol` with an entry stub near `near`: 0, or -1. */
+__attribute__((visibility("default"))) int driver_hook(const char *symbol, uint32_t id, intercept_pre_fn *pre,
+                                                        uintptr_t near, size_t *stub_size)
+{
+    struct intercept_stub stub;
+    if (hook_count == MAX_HOOKS || intercept_entry_stub(id, pre, near, &stub) != 0)
+        return -1;
+    struct got_hook *h = &hooks[hook_count];
+    *h = (struct got_hook){ .symbol = symbol, .replacement = (void *)stub.entry, .next = stub.original };
+    if (got_hook_install(h) != 0)
+        return -1;
+    hook_count++;
+    *stub_size = stub.size;
+    return 0;
+}
+
+__attribute__((visibility("default"))) void driver_unhook_all(void)
+{
+    while (hook_count > 0)
+        got_hook_remove(&hooks[--hook_count]);
+}
