@@ -18,8 +18,11 @@
 #include "intercept.h"
 #include "pool.h"
 #include "../arch/x86_64/emit.h"
+#include "../util/pages.h"
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #define FRAME ((int32_t)sizeof(struct intercept_regs))
 _Static_assert(sizeof(struct intercept_regs) % 16 == 0, "the frame keeps the stack aligned");
@@ -37,8 +40,111 @@ static struct mem xmm_slot(int i)
     return MEM(RSP, (int32_t)(offsetof(struct intercept_regs, xmm) + 16 * (size_t)i));
 }
 
-/* Emit the stub for code at `pc`; returns where its original slot runs. */
-static uintptr_t emit_entry_stub(struct emitter *e, uint32_t id, intercept_pre_fn *pre)
+/* --- the shadow stack of return addresses ---------------------------------
+ * Per thread, one pointer in initial-exec TLS to an mmap'd array (no malloc:
+ * the hooked function may be malloc itself). Each frame remembers where the
+ * caller's return address was on the stack: frames whose place is at or
+ * below a newer one's, or below the stack pointer at a return, were left by
+ * longjmp or an exception, and are dropped. */
+#define SHADOW_FRAMES 4096
+
+struct shadow_frame {
+    uintptr_t slot;          /* where the return address was */
+    uintptr_t return_to;     /* the caller's return address */
+    uint32_t id;
+    intercept_post_fn *post;
+};
+
+struct shadow_stack {
+    size_t depth;
+    struct shadow_frame frames[SHADOW_FRAMES];
+};
+
+static __thread struct shadow_stack *shadow __attribute__((tls_model("initial-exec")));
+
+size_t intercept_shadow_depth(void)
+{
+    return shadow ? shadow->depth : 0;
+}
+
+/* Called by a full stub's entry: keep the return address, send the return
+ * to the return stub, then run the pre-handler. */
+struct full_hook { uint32_t id; intercept_pre_fn *pre; intercept_post_fn *post; uintptr_t return_stub; };
+
+static void enter_full(const struct full_hook *h, struct intercept_regs *regs, uintptr_t *slot)
+{
+    if (!shadow)
+        shadow = pages_alloc(sizeof *shadow);
+    struct shadow_stack *s = shadow;
+    if (s) {
+        while (s->depth > 0 && s->frames[s->depth - 1].slot <= (uintptr_t)slot)
+            s->depth--;    /* left by longjmp: this call's frame is at or above it */
+        if (s->depth < SHADOW_FRAMES) {
+            s->frames[s->depth++] = (struct shadow_frame){ (uintptr_t)slot, *slot, h->id, h->post };
+            *slot = h->return_stub;
+        }
+    }
+    h->pre(h->id, regs);
+}
+
+/* Called by the return stub with the return value and the stack pointer
+ * just above where the return address was; returns where to go. */
+static uintptr_t leave_full(const struct intercept_return *ret, uintptr_t sp)
+{
+    struct shadow_stack *s = shadow;
+    uintptr_t slot = sp - sizeof(uintptr_t);
+    while (s && s->depth > 0 && s->frames[s->depth - 1].slot < slot)
+        s->depth--;        /* left by longjmp from deeper calls */
+    if (!s || s->depth == 0 || s->frames[s->depth - 1].slot != slot) {
+        static const char msg[] = "memprof: a hooked function returned to a frame it has no record of\n";
+        ssize_t n = write(2, msg, sizeof msg - 1);
+        (void)n;
+        abort();           /* nowhere right to return to */
+    }
+    struct shadow_frame f = s->frames[--s->depth];
+    f.post(f.id, ret);
+    return f.return_to;
+}
+
+/* The return stub (one per full stub):
+ *
+ *     push %rax; push %rdx               the return value
+ *     sub $32, %rsp; movdqu %xmm0, (%rsp); movdqu %xmm1, 16(%rsp)
+ *     mov %rsp, %rdi; lea 48(%rsp), %rsi  leave_full(ret, sp)
+ *     movabs $leave_full, %r11; call *%r11
+ *     mov %rax, %r11                     where to return
+ *     movdqu (%rsp), %xmm0; movdqu 16(%rsp), %xmm1; add $32, %rsp
+ *     pop %rdx; pop %rax
+ *     jmp *%r11
+ *
+ * After the original's ret the stack is 16-aligned; 48 bytes keep it so. */
+static void emit_return_stub(struct emitter *e)
+{
+    emit_push(e, RAX);
+    emit_push(e, RDX);
+    emit_sub_imm(e, RSP, 32);
+    emit_movdqu_store(e, MEM(RSP, 0), XMM0);
+    emit_movdqu_store(e, MEM(RSP, 16), XMM1);
+    emit_mov(e, RDI, RSP);
+    emit_lea(e, RSI, MEM(RSP, 48));
+    emit_mov_imm64(e, R11, (uint64_t)(uintptr_t)leave_full);
+    emit_call_reg(e, R11);
+    emit_mov(e, R11, RAX);
+    emit_movdqu_load(e, XMM0, MEM(RSP, 0));
+    emit_movdqu_load(e, XMM1, MEM(RSP, 16));
+    emit_add_imm(e, RSP, 32);
+    emit_pop(e, RDX);
+    emit_pop(e, RAX);
+    emit_jmp_reg(e, R11);
+}
+_Static_assert(offsetof(struct intercept_return, rdx) == 32 && offsetof(struct intercept_return, rax) == 40,
+               "the return stub's pushes lay out struct intercept_return");
+
+/* Emit the stub for code at `pc`; returns where its original slot runs.
+ * With `full`, the handler called is enter_full(full, regs, &return
+ * address) instead of pre(id, regs). */
+static uintptr_t emit_entry_stub(struct emitter *e, uint32_t id, intercept_pre_fn *pre,
+                                 const struct full_hook *full)
 {
     emit_push(e, RBP);
     emit_mov(e, RBP, RSP);
@@ -47,9 +153,16 @@ static uintptr_t emit_entry_stub(struct emitter *e, uint32_t id, intercept_pre_f
         emit_mov_store(e, MEM(RSP, (int32_t)saved_regs[i].offset), saved_regs[i].reg);
     for (int i = 0; i < 8; i++)
         emit_movdqu_store(e, xmm_slot(i), (enum xmm)i);
-    emit_mov_imm64(e, RDI, id);
-    emit_mov(e, RSI, RSP);
-    emit_mov_imm64(e, R11, (uint64_t)(uintptr_t)pre);
+    if (full) {
+        emit_mov_imm64(e, RDI, (uint64_t)(uintptr_t)full);
+        emit_mov(e, RSI, RSP);
+        emit_lea(e, RDX, MEM(RBP, 8));   /* the return address */
+        emit_mov_imm64(e, R11, (uint64_t)(uintptr_t)enter_full);
+    } else {
+        emit_mov_imm64(e, RDI, id);
+        emit_mov(e, RSI, RSP);
+        emit_mov_imm64(e, R11, (uint64_t)(uintptr_t)pre);
+    }
     emit_call_reg(e, R11);
     for (int i = 0; i < 8; i++)
         emit_movdqu_load(e, (enum xmm)i, xmm_slot(i));
@@ -76,9 +189,33 @@ int intercept_entry_stub(uint32_t id, intercept_pre_fn *pre, uintptr_t near, str
         return err;
     struct emitter e;
     emit_init(&e, chunk.write, chunk.size, chunk.exec);
-    uintptr_t slot = emit_entry_stub(&e, id, pre);
+    uintptr_t slot = emit_entry_stub(&e, id, pre, NULL);
     if (e.error)
         return ENOMEM;   /* STUB_MAX is too small: a bug, caught by the tests */
     *out = (struct intercept_stub){ chunk.exec, (void **)(chunk.write + (slot - chunk.exec)), e.len };
+    return 0;
+}
+
+int intercept_full_stub(uint32_t id, intercept_pre_fn *pre, intercept_post_fn *post, uintptr_t near,
+                        struct intercept_stub *out)
+{
+    enum { STUB_MAX = 384 };
+    struct code_chunk chunk;
+    struct full_hook *h = pages_alloc(sizeof *h);   /* lives as long as the stub */
+    int err = h ? pool_reserve(near, STUB_MAX, &chunk) : ENOMEM;
+    if (err)
+        return err;
+    struct emitter e;
+    emit_init(&e, chunk.write, chunk.size, chunk.exec);
+    uintptr_t return_stub = emit_here(&e);
+    emit_return_stub(&e);
+    while (emit_here(&e) % 16)
+        emit_int3(&e);
+    uintptr_t entry = emit_here(&e);
+    *h = (struct full_hook){ id, pre, post, return_stub };
+    uintptr_t slot = emit_entry_stub(&e, id, pre, h);
+    if (e.error)
+        return ENOMEM;
+    *out = (struct intercept_stub){ entry, (void **)(chunk.write + (slot - chunk.exec)), e.len };
     return 0;
 }

@@ -30,4 +30,24 @@ struct intercept_stub {
 /* Generate an entry stub in a trampoline pool near `near` (0: anywhere).
  * 0, or an errno (ENOSPC, ENOMEM). The stub lives for the process. */
 int intercept_entry_stub(uint32_t id, intercept_pre_fn *pre, uintptr_t near, struct intercept_stub *out);
+
+/* What a hooked function returned: rax and rdx (integers, pointers), xmm0
+ * and xmm1 (floating point). */
+struct intercept_return {
+    struct { uint64_t lo, hi; } xmm[2];
+    uint64_t rdx, rax;
+};
+typedef void intercept_post_fn(uint32_t id, const struct intercept_return *ret);
+
+/* An entry stub that also sees the return: before the original runs, the
+ * caller's return address is kept on this thread's shadow stack and replaced
+ * by a return stub's, which calls `post` with the return value and goes back
+ * to the caller. Correct under recursion and across threads; frames left by
+ * longjmp or an exception are dropped from the shadow stack by stack pointer
+ * (never returned to). A call nested deeper than the shadow stack holds
+ * (4096 frames) runs without its post-handler. */
+int intercept_full_stub(uint32_t id, intercept_pre_fn *pre, intercept_post_fn *post, uintptr_t near,
+                        struct intercept_stub *out);
+/* Frames on this thread's shadow stack (for tests and status). */
+size_t intercept_shadow_depth(void);
 #endif

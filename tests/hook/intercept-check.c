@@ -6,6 +6,7 @@
 #include "../tap.h"
 #include <pthread.h>
 #include <stdbool.h>
+#include <setjmp.h>
 #include <string.h>
 
 long target_sum6(long a, long b, long c, long d, long e, long f);
@@ -36,6 +37,49 @@ static double xmm_double(int i)
 void call_sum6_keeping(long out[5]);
 int driver_hook(const char *symbol, uint32_t id, intercept_pre_fn *pre, uintptr_t near, size_t *stub_size);
 void driver_unhook_all(void);
+int driver_hook_full(const char *symbol, uint32_t id, intercept_pre_fn *pre, intercept_post_fn *post, uintptr_t near);
+size_t driver_shadow_depth(void);
+long target_via(long n, long (*back)(long));
+int target_call(void (*cb)(void));
+
+/* --- full stubs: the return too ---------------------------------------- */
+static unsigned long returns;
+static struct intercept_return last_return;
+static uint32_t last_return_id;
+
+static void post(uint32_t id, const struct intercept_return *ret)
+{
+    __atomic_fetch_add(&returns, 1, __ATOMIC_RELAXED);
+    last_return = *ret;
+    last_return_id = id;
+}
+
+static void pre_quiet(uint32_t id, struct intercept_regs *regs)
+{
+    (void)id, (void)regs;
+}
+
+/* n levels of recursion through the hooked target_via. */
+static long down(long n)
+{
+    return n == 0 ? 0 : 1 + target_via(n - 1, down);
+}
+
+static jmp_buf escape;
+static void jump_out(void)
+{
+    longjmp(escape, 1);
+}
+
+static __thread size_t thread_depth_after;
+static void *recurse_in_thread(void *arg)
+{
+    long sum = 0;
+    for (int i = 0; i < 100; i++)
+        sum += down(100);
+    thread_depth_after = driver_shadow_depth();
+    return sum == 100 * 100 && thread_depth_after == 0 ? NULL : arg;
+}
 
 /* Calls the hooked function with values in every callee-saved register and
  * checks they come back (the stub may touch only caller-saved ones). */
@@ -95,5 +139,46 @@ int main(void)
     driver_unhook_all();
     calls = 0;
     ok(target_sum6(1, 2, 3, 4, 5, 6) == 91 && calls == 0, "unhooked: the original, no handler");
+
+    ok(driver_hook_full("target_sum6", 17, pre, post, near) == 0 && driver_hook_full("target_scale", 18, pre, post, near) == 0 &&
+           driver_hook_full("target_via", 19, pre_quiet, post, near) == 0 &&
+           driver_hook_full("target_call", 20, pre_quiet, post, near) == 0,
+       "full stubs (entry and return) on four functions");
+    returns = 0;
+    r = target_sum6(1, 2, 3, 4, 5, 6);
+    ok(r == 91 && returns == 1 && last_return_id == 17 && last_return.rax == 91,
+       "the post-handler sees the integer result in rax (%lu)", (unsigned long)last_return.rax);
+    d = target_scale(2.5, 4.0);
+    double x0;
+    memcpy(&x0, &last_return.xmm[0].lo, sizeof x0);
+    ok(d == 10.0 && last_return_id == 18 && x0 == 10.0, "and the floating-point result in xmm0 (%g)", x0);
+    ok(callee_saved_survive() && returns == 3, "rbx, r12-r15 survive the return stub too");
+    returns = 0;
+    r = down(1000);
+    ok(r == 1000 && returns == 1000 && driver_shadow_depth() == 0,
+       "1000 levels of recursion: each returns to its caller, 1000 post-handler calls (%lu)", returns);
+    returns = 0;
+    if (setjmp(escape) == 0)
+        target_call(jump_out);
+    ok(returns == 0 && driver_shadow_depth() == 1, "longjmp out of a hooked call: no return seen, one stale frame");
+    ok(target_sum6(1, 2, 3, 4, 5, 6) == 91 && returns == 1 && driver_shadow_depth() == 0,
+       "the next hooked call drops the stale frame and returns right");
+    returns = 0;
+    if (setjmp(escape) == 0)
+        target_via(3, (long (*)(long))(void (*)(void))jump_out);
+    r = down(10);
+    ok(r == 10 && returns == 10 && driver_shadow_depth() == 0,
+       "after a longjmp out of nested frames, recursion still returns right");
+    returns = 0;
+    for (int i = 0; i < 8; i++)
+        pthread_create(&t[i], NULL, recurse_in_thread, (void *)1);
+    all_right = true;
+    for (int i = 0; i < 8; i++) {
+        void *res;
+        pthread_join(t[i], &res);
+        all_right &= res == NULL;
+    }
+    ok(all_right && returns == 8 * 100 * 100, "8 threads recursing 100 deep, 100 times: every return right (%lu)", returns);
+    driver_unhook_all();
     return tap_done();
 }

@@ -29,3 +29,23 @@ __attribute__((visibility("default"))) void driver_unhook_all(void)
     while (hook_count > 0)
         got_hook_remove(&hooks[--hook_count]);
 }
+
+/* The same with a full stub (the post-handler sees the return). */
+__attribute__((visibility("default"))) int driver_hook_full(const char *symbol, uint32_t id, intercept_pre_fn *pre,
+                                                             intercept_post_fn *post, uintptr_t near)
+{
+    struct intercept_stub stub;
+    if (hook_count == MAX_HOOKS || intercept_full_stub(id, pre, post, near, &stub) != 0)
+        return -1;
+    struct got_hook *h = &hooks[hook_count];
+    *h = (struct got_hook){ .symbol = symbol, .replacement = (void *)stub.entry, .next = stub.original };
+    if (got_hook_install(h) != 0)
+        return -1;
+    hook_count++;
+    return 0;
+}
+
+__attribute__((visibility("default"))) size_t driver_shadow_depth(void)
+{
+    return intercept_shadow_depth();
+}

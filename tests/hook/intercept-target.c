@@ -22,3 +22,16 @@ double target_sum_doubles(int n, ...)
     va_end(ap);
     return s;
 }
+
+/* Calls back into the program: recursion through a hooked function. */
+long target_via(long n, long (*back)(long))
+{
+    return back(n) + 0;
+}
+
+/* Calls `cb`, which may longjmp out past this frame. */
+int target_call(void (*cb)(void))
+{
+    cb();
+    return 1;
+}
