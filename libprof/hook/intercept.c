@@ -17,6 +17,7 @@
  * caller-saved registers are used (r11 for the handler's address). */
 #include "intercept.h"
 #include "pool.h"
+#include "got.h"
 #include "../arch/x86_64/emit.h"
 #include "../util/pages.h"
 #include <errno.h>
@@ -104,6 +105,54 @@ static uintptr_t leave_full(const struct intercept_return *ret, uintptr_t sp)
     struct shadow_frame f = s->frames[--s->depth];
     f.post(f.id, ret);
     return f.return_to;
+}
+
+/* Exceptions: the unwinder reads each frame's return address to find the
+ * caller's unwind information; a return stub's address has none, and it
+ * would stop there (std::terminate). Before unwinding starts, this thread's
+ * return addresses are put back and its shadow stack emptied: the frames
+ * being unwound then return as if never hooked, without post-handlers (as
+ * for longjmp). _Unwind_RaiseException (throw) and _Unwind_ForcedUnwind
+ * (pthread_cancel, pthread_exit) are hooked through the GOT for this. */
+static void restore_return_addresses(void)
+{
+    struct shadow_stack *s = shadow;
+    if (!s)
+        return;
+    while (s->depth > 0) {
+        struct shadow_frame *f = &s->frames[--s->depth];
+        *(uintptr_t *)f->slot = f->return_to;
+    }
+}
+
+typedef int unwind_raise_fn(void *exception);
+typedef int unwind_forced_fn(void *exception, void *stop, void *stop_argument);
+static unwind_raise_fn *next_raise;
+static unwind_forced_fn *next_forced;
+
+static int hook_raise(void *exception)
+{
+    restore_return_addresses();
+    return next_raise(exception);
+}
+
+static int hook_forced(void *exception, void *stop, void *stop_argument)
+{
+    restore_return_addresses();
+    return next_forced(exception, stop, stop_argument);
+}
+
+static struct got_hook unwind_hooks[] = {
+    { .symbol = "_Unwind_RaiseException", .replacement = (void *)hook_raise, .next = (void **)&next_raise },
+    { .symbol = "_Unwind_ForcedUnwind", .replacement = (void *)hook_forced, .next = (void **)&next_forced },
+};
+
+/* With every full stub made: a process without the unwinder yet (a C
+ * program that later loads a C++ library) gets the hooks once it has it. */
+static void hook_unwinder(void)
+{
+    for (size_t i = 0; i < sizeof unwind_hooks / sizeof *unwind_hooks; i++)
+        got_hook_install(&unwind_hooks[i]);   /* already hooked: nothing to do */
 }
 
 /* The return stub (one per full stub):
@@ -200,6 +249,7 @@ int intercept_full_stub(uint32_t id, intercept_pre_fn *pre, intercept_post_fn *p
                         struct intercept_stub *out)
 {
     enum { STUB_MAX = 384 };
+    hook_unwinder();
     struct code_chunk chunk;
     struct full_hook *h = pages_alloc(sizeof *h);   /* lives as long as the stub */
     int err = h ? pool_reserve(near, STUB_MAX, &chunk) : ENOMEM;
