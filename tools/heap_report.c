@@ -151,7 +151,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
                 fprintf(out, "memprof: warning: %s", line + 11);
             if (sscanf(line, "# tables %lu %lu %lu", &b, &t, &r) == 3)
                 blocks = b, table_bytes = t, ring_bytes = r;
-            struct thread_line *th = &threads[thread_count < MAX_THREAD_LINES ? thread_count : 0];
+            struct thread_line *th = &threads[thread_count];
             if (thread_count < MAX_THREAD_LINES &&
                 sscanf(line, "# thread %u %ld %" SCNu64 " %" SCNu64 " %" SCNu64 " %31[^\n]", &th->serial,
                        &th->tid, &th->count, &th->bytes, &th->allocs, th->name) == 6)

@@ -248,21 +248,23 @@ int intercept_entry_stub(uint32_t id, intercept_pre_fn *pre, uintptr_t near, str
 int intercept_full_stub(uint32_t id, intercept_pre_fn *pre, intercept_post_fn *post, uintptr_t near,
                         struct intercept_stub *out)
 {
-    enum { STUB_MAX = 384 };
+    /* The chunk holds the hook's data (read by enter_full where the code
+     * runs), then the return stub, then the entry stub. */
+    enum { DATA = (sizeof(struct full_hook) + 15) & ~15, STUB_MAX = DATA + 384 };
     hook_unwinder();
     struct code_chunk chunk;
-    struct full_hook *h = pages_alloc(sizeof *h);   /* lives as long as the stub */
-    int err = h ? pool_reserve(near, STUB_MAX, &chunk) : ENOMEM;
+    int err = pool_reserve(near, STUB_MAX, &chunk);
     if (err)
         return err;
+    const struct full_hook *h = (const struct full_hook *)chunk.exec;
     struct emitter e;
-    emit_init(&e, chunk.write, chunk.size, chunk.exec);
+    emit_init(&e, chunk.write + DATA, chunk.size - DATA, chunk.exec + DATA);
     uintptr_t return_stub = emit_here(&e);
     emit_return_stub(&e);
     while (emit_here(&e) % 16)
         emit_int3(&e);
     uintptr_t entry = emit_here(&e);
-    *h = (struct full_hook){ id, pre, post, return_stub };
+    *(struct full_hook *)chunk.write = (struct full_hook){ id, pre, post, return_stub };
     uintptr_t slot = emit_entry_stub(&e, id, pre, h);
     if (e.error)
         return ENOMEM;

@@ -824,15 +824,14 @@ static void write_row(struct out *o, const struct report_row *row, bool by_threa
 /* A living thread's name, from /proc (no malloc); "" when it is gone. */
 static void thread_name(pid_t tid, char name[16])
 {
-    char path[64] = "/proc/self/task/", digits[12];
-    size_t len = strlen(path), d = 0;
-    for (uint32_t v = (uint32_t)tid; d == 0 || v; v /= 10)
-        digits[d++] = (char)('0' + v % 10);
-    while (d)
-        path[len++] = digits[--d];
-    memcpy(path + len, "/comm", sizeof "/comm");
+    char path[64];
+    struct out p;
+    out_init_fd(&p, -1, path, sizeof path);
+    out_str(&p, "/proc/self/task/");
+    out_u64(&p, (uint64_t)tid);
+    out_str(&p, "/comm");
     name[0] = '\0';
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = out_finish(&p) == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     if (fd < 0)
         return;
     ssize_t n = read(fd, name, 15);

@@ -71,9 +71,7 @@ static const char *nearest_ruby_frame(bool *top)
     if (cfp < stack || cfp >= end)
         return NULL;
     for (const char *frame = cfp; frame + RUBY_CFP_SIZE <= end; frame += RUBY_CFP_SIZE) {
-        const VALUE *ep = *(const VALUE *const *)(frame + RUBY_CFP_EP_OFFSET);
-        const VALUE *pc = *(const VALUE *const *)frame;
-        if (ep && pc && !(ep[0] & RUBY_FRAME_FLAG_CFRAME)) {
+        if (*(const VALUE *const *)frame && ruby_cfp_is_ruby(frame)) {   /* a pc, and a line */
             *top = frame == cfp;
             return frame;
         }

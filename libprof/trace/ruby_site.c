@@ -54,8 +54,7 @@ static const VALUE **ruby_frame_pc(void)
 {
     const char *ec = ruby_site_current_ec();
     const char *cfp = ec ? *(const char *const *)(ec + RUBY_EC_CFP_OFFSET) : NULL;
-    const VALUE *ep = cfp ? *(const VALUE *const *)(cfp + RUBY_CFP_EP_OFFSET) : NULL;
-    if (!ep || (ep[0] & RUBY_FRAME_FLAG_CFRAME))
+    if (!cfp || !ruby_cfp_is_ruby(cfp))
         return NULL;
     const VALUE **pc = (const VALUE **)cfp;
     return *pc ? pc : NULL;

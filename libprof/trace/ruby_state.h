@@ -57,6 +57,14 @@ int ruby_site_capture(const struct ruby_tracer *t, struct ruby_frame *frames);
  * and that frame is the running one (the allocation is made by the VM, not by
  * a C method): a key for the pc cache. NULL otherwise. */
 const void *ruby_site_pc_key(const struct ruby_tracer *t);
+/* Is the control frame at `cfp` a Ruby frame (it has a line), not a C
+ * method's? Its ep[0] holds the frame's flags. */
+static inline bool ruby_cfp_is_ruby(const char *cfp)
+{
+    const VALUE *ep = *(const VALUE *const *)(cfp + RUBY_CFP_EP_OFFSET);
+    return ep && !(ep[0] & RUBY_FRAME_FLAG_CFRAME);
+}
+
 /* Find ruby_current_ec's place in static TLS (once); then this thread's
  * execution context, or NULL (not a Ruby thread, or a VM whose TLS is not in
  * the static block). */

@@ -8,20 +8,27 @@
 static struct got_hook hooks[MAX_HOOKS];
 static int hook_count;
 
+/* Send calls of `symbol` to a stub made by `made` (its return code): 0, or -1. */
+static int install(const char *symbol, int made, const struct intercept_stub *stub)
+{
+    if (made != 0 || hook_count == MAX_HOOKS)
+        return -1;
+    struct got_hook *h = &hooks[hook_count];
+    *h = (struct got_hook){ .symbol = symbol, .replacement = (void *)stub->entry, .next = stub->original };
+    if (got_hook_install(h) != 0)
+        return -1;
+    hook_count++;
+    return 0;
+}
+
 /* Hook `symbol` with an entry stub near `near`: 0, or -1. */
 __attribute__((visibility("default"))) int driver_hook(const char *symbol, uint32_t id, intercept_pre_fn *pre,
                                                         uintptr_t near, size_t *stub_size)
 {
-    struct intercept_stub stub;
-    if (hook_count == MAX_HOOKS || intercept_entry_stub(id, pre, near, &stub) != 0)
-        return -1;
-    struct got_hook *h = &hooks[hook_count];
-    *h = (struct got_hook){ .symbol = symbol, .replacement = (void *)stub.entry, .next = stub.original };
-    if (got_hook_install(h) != 0)
-        return -1;
-    hook_count++;
+    struct intercept_stub stub = { 0 };
+    int made = intercept_entry_stub(id, pre, near, &stub);
     *stub_size = stub.size;
-    return 0;
+    return install(symbol, made, &stub);
 }
 
 __attribute__((visibility("default"))) void driver_unhook_all(void)
@@ -34,15 +41,8 @@ __attribute__((visibility("default"))) void driver_unhook_all(void)
 __attribute__((visibility("default"))) int driver_hook_full(const char *symbol, uint32_t id, intercept_pre_fn *pre,
                                                              intercept_post_fn *post, uintptr_t near)
 {
-    struct intercept_stub stub;
-    if (hook_count == MAX_HOOKS || intercept_full_stub(id, pre, post, near, &stub) != 0)
-        return -1;
-    struct got_hook *h = &hooks[hook_count];
-    *h = (struct got_hook){ .symbol = symbol, .replacement = (void *)stub.entry, .next = stub.original };
-    if (got_hook_install(h) != 0)
-        return -1;
-    hook_count++;
-    return 0;
+    struct intercept_stub stub = { 0 };
+    return install(symbol, intercept_full_stub(id, pre, post, near, &stub), &stub);
 }
 
 __attribute__((visibility("default"))) size_t driver_shadow_depth(void)

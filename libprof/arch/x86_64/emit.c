@@ -33,6 +33,13 @@ static void bytes(struct emitter *e, const void *p, size_t n)
     e->len += n;
 }
 
+/* An instruction that is one opcode byte. */
+static void one_byte(struct emitter *e, uint8_t opcode)
+{
+    if (room(e, 1))
+        byte(e, opcode);
+}
+
 static void imm32(struct emitter *e, int32_t v)
 {
     bytes(e, &v, 4);
@@ -108,14 +115,12 @@ void emit_pop(struct emitter *e, enum reg r)
 
 void emit_pushfq(struct emitter *e)
 {
-    if (room(e, 1))
-        byte(e, 0x9C);
+    one_byte(e, 0x9C);
 }
 
 void emit_popfq(struct emitter *e)
 {
-    if (room(e, 1))
-        byte(e, 0x9D);
+    one_byte(e, 0x9D);
 }
 
 void emit_mov_imm64(struct emitter *e, enum reg dst, uint64_t imm)
@@ -257,20 +262,17 @@ void emit_jmp_rip(struct emitter *e, uintptr_t slot)
 
 void emit_ret(struct emitter *e)
 {
-    if (room(e, 1))
-        byte(e, 0xC3);
+    one_byte(e, 0xC3);
 }
 
 void emit_int3(struct emitter *e)
 {
-    if (room(e, 1))
-        byte(e, 0xCC);
+    one_byte(e, 0xCC);
 }
 
 void emit_nop(struct emitter *e)
 {
-    if (room(e, 1))
-        byte(e, 0x90);
+    one_byte(e, 0x90);
 }
 
 uintptr_t emit_quad(struct emitter *e, uint64_t value)
