@@ -141,16 +141,16 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     size_t opened = 0;
     struct rows rows = { 0 };
     struct row *current = NULL;
-    unsigned long blocks = 0, table_bytes = 0, ring_bytes = 0;
+    unsigned long blocks = 0, table_bytes = 0;
     char line[PATH_MAX + 512], object[PATH_MAX];
     while (fgets(line, sizeof line, raw)) {
         uint64_t count, bytes, peak, allocs, total_bytes, site;
-        unsigned long b, t, r;
+        unsigned long b, t;
         if (line[0] == '#') {
             if (strncmp(line, "# warning: ", 11) == 0)
                 fprintf(out, "memprof: warning: %s", line + 11);
-            if (sscanf(line, "# tables %lu %lu %lu", &b, &t, &r) == 3)
-                blocks = b, table_bytes = t, ring_bytes = r;
+            if (sscanf(line, "# tables %lu %lu", &b, &t) == 2)
+                blocks = b, table_bytes = t;
             struct thread_line *th = &threads[thread_count];
             if (thread_count < MAX_THREAD_LINES &&
                 sscanf(line, "# thread %u %ld %" SCNu64 " %" SCNu64 " %" SCNu64 " %31[^\n]", &th->serial,
@@ -254,9 +254,8 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
                     threads[i].tid, threads[i].count, threads[i].bytes, threads[i].allocs, threads[i].name);
     }
     if (rows.count && blocks)
-        fprintf(out, "memprof: %lu live blocks; memprof's tables take %lu bytes (%.1f per block), "
-                     "its per-thread event rings %lu KiB\n",
-                blocks, table_bytes, (double)table_bytes / (double)blocks, ring_bytes / 1024);
+        fprintf(out, "memprof: %lu live blocks; memprof's tables take %lu bytes (%.1f per block)\n",
+                blocks, table_bytes, (double)table_bytes / (double)blocks);
     free(rows.rows);
     for (size_t i = 0; i < opened; i++)
         symbolizer_close(cache[i].s);

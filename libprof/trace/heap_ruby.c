@@ -22,6 +22,8 @@
 #include "../util/reentry.h"
 #include "../util/spinlock.h"
 
+bool heap_ruby_found;
+
 static struct {
     bool enabled;          /* the process has a Ruby VM */
     bool started;          /* a Ruby frame was seen: the end proc is asked for */
@@ -36,6 +38,7 @@ void heap_ruby_enable(void)
         return;
     ruby_site_find_ec();
     __atomic_store_n(&hr.enabled, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&heap_ruby_found, true, __ATOMIC_RELEASE);
 }
 
 static void at_vm_end(VALUE unused)

@@ -18,6 +18,12 @@ struct heap_ruby_cache {
 
 /* Look for a Ruby VM; lines are recorded from then on when there is one. */
 void heap_ruby_enable(void);
+/* Whether one was found: without, the heap hooks never ask for a line. */
+extern bool heap_ruby_found;
+static inline bool heap_ruby_enabled(void)
+{
+    return __atomic_load_n(&heap_ruby_found, __ATOMIC_RELAXED);
+}
 /* The token of the Ruby line this thread is running, or 0. Never allocates,
  * never waits on a lock. */
 uint32_t heap_ruby_line(struct heap_ruby_cache *cache);

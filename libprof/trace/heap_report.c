@@ -1,0 +1,445 @@
+/* The C heap tracer's report: every thread's tables, read while their
+ * owners may still run (heap_thread.h), merged into rows by call site.
+ *
+ * Which blocks live: at each address, the events the threads kept, ordered
+ * by (number, allocation before free) (see heap.c), and the last one
+ * decides. An allocation is live unless a free or a later allocation at its
+ * address follows it. A block a thread freed itself is already gone from
+ * its table. */
+#include "heap.h"
+#include "heap_thread.h"
+#include "../store/intern.h"
+#include "../util/pages.h"
+#include "../util/sort.h"
+#include "../elf/object.h"
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Per-site figures. */
+struct site_stats {
+    uint64_t live_count, live_bytes, peak_bytes, total_count, total_bytes;
+};
+
+/* One thread as the report read it. */
+struct thread_view {
+    struct heap_thread *thread;
+    const struct heap_origin *origins;
+    size_t origin_count;
+    struct site_stats *live;        /* [origin_count]: live_count, live_bytes */
+    uint32_t *chain;                /* [origin_count]: canonical chain id + 1, 0: not yet */
+    struct site_stats sum;          /* the thread's own line */
+};
+
+/* An event at an address: a block a thread holds (even order) or a free of
+ * one it did not hold (odd). */
+struct event {
+    uintptr_t addr;
+    uint64_t order;                 /* number * 2 + is_free */
+    uint64_t word;
+    uint32_t view;
+};
+
+/* Whether `a` comes after `b` at their address. */
+static bool event_later(const struct event *a, const struct event *b)
+{
+    return a->order != b->order ? a->order > b->order : a->view > b->view;
+}
+
+/* Copy a table's entries, each whole: a slot whose address changed while it
+ * was read is being rewritten by its owner, and is read again. */
+static size_t read_slots(const struct block_slot *slots, size_t count, uint32_t view, bool freed,
+                         struct event *out, size_t room)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < count && n < room; i++) {
+        const struct block_slot *s = &slots[i];
+        for (int tries = 0; tries < 4; tries++) {
+            uintptr_t addr = __atomic_load_n(&s->addr, __ATOMIC_ACQUIRE);
+            if (!BLOCK_IS_LIVE(addr))
+                break;
+            uint64_t number = __atomic_load_n(&s->number, __ATOMIC_RELAXED);
+            uint64_t word = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            if (__atomic_load_n(&s->addr, __ATOMIC_RELAXED) == addr) {
+                out[n++] = (struct event){ addr, number * 2 + freed, word, view };
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+static size_t read_table(const struct block_table *t, uint32_t view, bool freed, struct event *out, size_t room)
+{
+    struct block_array *a = __atomic_load_n(&t->array, __ATOMIC_SEQ_CST);
+    return a ? read_slots(a->slots, a->capacity, view, freed, out, room) : 0;
+}
+
+static size_t table_capacity(const struct block_table *t)
+{
+    struct block_array *a = __atomic_load_n(&t->array, __ATOMIC_SEQ_CST);
+    return a ? a->capacity : 0;
+}
+
+/* A row: the origins that differ only by thread, summed (the peak's sum is an
+ * upper bound: the parts may have peaked at different times); one origin per
+ * row when rows are asked for by thread. */
+struct report_row {
+    uint64_t key;                   /* the first origin's: site and thread */
+    uint32_t chain;                 /* canonical chain id + 1 */
+    uint32_t ruby_line;
+    struct site_stats sum;
+};
+
+/* Largest live bytes first, then live count, then site address. */
+static int report_row_cmp(const void *x, const void *y, void *ctx)
+{
+    (void)ctx;
+    const struct report_row *a = x, *b = y;
+    if (a->sum.live_bytes != b->sum.live_bytes)
+        return a->sum.live_bytes > b->sum.live_bytes ? -1 : 1;
+    if (a->sum.live_count != b->sum.live_count)
+        return a->sum.live_count > b->sum.live_count ? -1 : 1;
+    uintptr_t pa = ORIGIN_SITE(a->key), pb = ORIGIN_SITE(b->key);
+    return pa < pb ? -1 : pa > pb;
+}
+
+static void add_stats(struct site_stats *into, const struct site_stats *s)
+{
+    into->live_count += s->live_count;
+    into->live_bytes += s->live_bytes;
+    into->peak_bytes += s->peak_bytes;
+    into->total_count += s->total_count;
+    into->total_bytes += s->total_bytes;
+}
+
+/* The chain above a thread's origin, interned into the report's own table
+ * (pc, caller's id + 1) so that equal stacks of two threads are one: its
+ * id + 1, 0 for none, UINT32_MAX when out of memory. */
+static uint32_t canonical_chain(struct thread_view *v, uint32_t link, struct intern_table *frames)
+{
+    /* Up to the first caller already interned (or the outermost), then
+     * intern back down. */
+    uint32_t path[HEAP_MAX_FRAMES], depth = 0, above = 0;
+    for (uint32_t id = link; id;) {
+        if (id - 1 >= v->origin_count || depth == HEAP_MAX_FRAMES)
+            return 0;
+        if (v->chain[id - 1]) {
+            above = v->chain[id - 1];
+            break;
+        }
+        path[depth++] = id - 1;
+        id = ORIGIN_CALLER(v->origins[id - 1].link);
+    }
+    while (depth-- > 0) {
+        uint32_t g = intern_put(frames, v->origins[path[depth]].key, above);
+        if (g == INTERN_NONE)
+            return UINT32_MAX;
+        above = v->chain[path[depth]] = g + 1;
+    }
+    return above;
+}
+
+/* "0xADDRESS object+0xOFFSET" for a code address. */
+static void write_site(struct out *o, uintptr_t site, const struct elf_object *objects, size_t n)
+{
+    out_hex(o, site);
+    out_char(o, ' ');
+    const struct elf_object *obj = elf_objects_find(objects, n, site - 1);
+    if (!obj) {
+        out_str(o, "?");
+        return;
+    }
+    if (*obj->name) {
+        out_str(o, obj->name);
+    } else {   /* the program: its path, without malloc */
+        char exe[4096];
+        ssize_t len = readlink("/proc/self/exe", exe, sizeof exe);
+        out_bytes(o, exe, len > 0 ? (size_t)len : 0);
+    }
+    out_char(o, '+');
+    out_hex(o, site - obj->base);
+}
+
+static void write_row(struct out *o, const struct report_row *row, bool by_thread,
+                      const struct intern_table *frames, const struct elf_object *objects, size_t object_count)
+{
+    const struct site_stats *s = &row->sum;
+    out_u64(o, s->live_count);
+    out_char(o, ' ');
+    out_u64(o, s->live_bytes);
+    out_char(o, ' ');
+    out_u64(o, s->peak_bytes);
+    out_char(o, ' ');
+    out_u64(o, s->total_count);
+    out_char(o, ' ');
+    out_u64(o, s->total_bytes);
+    out_char(o, ' ');
+    write_site(o, ORIGIN_SITE(row->key), objects, object_count);
+    out_char(o, '\n');
+    for (uint32_t parent = row->chain; parent && parent != UINT32_MAX;) {
+        const struct intern_tuple *t = intern_get(frames, parent - 1);
+        out_str(o, "  from ");
+        write_site(o, (uintptr_t)t->a, objects, object_count);
+        out_char(o, '\n');
+        parent = (uint32_t)t->b;
+    }
+    if (row->ruby_line) {
+        out_str(o, "  ruby ");
+        heap_ruby_write(o, row->ruby_line);
+        out_char(o, '\n');
+    }
+    if (by_thread) {
+        out_str(o, "  thread ");
+        out_u64(o, ORIGIN_THREAD(row->key));
+        out_char(o, '\n');
+    }
+}
+
+/* A living thread's name, from /proc (no malloc); "" when it is gone. */
+static void thread_name(pid_t tid, char name[16])
+{
+    char path[64];
+    struct out p;
+    out_init_fd(&p, -1, path, sizeof path);
+    out_str(&p, "/proc/self/task/");
+    out_u64(&p, (uint64_t)tid);
+    out_str(&p, "/comm");
+    name[0] = '\0';
+    int fd = out_finish(&p) == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, name, 15);
+    close(fd);
+    n = n < 0 ? 0 : n;
+    while (n > 0 && name[n - 1] == '\n')
+        n--;
+    name[n] = '\0';
+}
+
+/* "# thread SERIAL TID live_count live_bytes total_count NAME", per thread
+ * that allocated, in the order they started. */
+static void write_thread(struct out *o, const struct thread_view *v)
+{
+    const struct heap_thread *t = v->thread;
+    char name[16];
+    if (__atomic_load_n(&t->exited, __ATOMIC_ACQUIRE))
+        memcpy(name, t->name, sizeof name);
+    else
+        thread_name(t->tid, name);
+    out_str(o, "# thread ");
+    out_u64(o, t->serial);
+    out_char(o, ' ');
+    out_u64(o, (uint64_t)t->tid);
+    out_char(o, ' ');
+    out_u64(o, v->sum.live_count);
+    out_char(o, ' ');
+    out_u64(o, v->sum.live_bytes);
+    out_char(o, ' ');
+    out_u64(o, v->sum.total_count);
+    out_char(o, ' ');
+    out_str(o, *name ? name : "-");
+    out_char(o, '\n');
+}
+
+/* Memory the report takes for itself, in one list to give back. */
+#define REPORT_PARTS 8
+struct report_memory {
+    struct { void *p; size_t bytes; } parts[REPORT_PARTS];
+    unsigned count;
+};
+
+static void *report_alloc(struct report_memory *m, size_t bytes)
+{
+    if (m->count == REPORT_PARTS)
+        return NULL;
+    void *p = pages_alloc(bytes ? bytes : 1);
+    if (p) {
+        m->parts[m->count].p = p;
+        m->parts[m->count++].bytes = bytes ? bytes : 1;
+    }
+    return p;
+}
+
+static void report_free(struct report_memory *m)
+{
+    while (m->count-- > 0)
+        pages_free(m->parts[m->count].p, m->parts[m->count].bytes);
+}
+
+/* The last event at each address, in one pass: an open-addressed map from
+ * address to its latest event (index + 1) so far. */
+static uint32_t *last_events(const struct event *events, size_t n, size_t *capacity, struct report_memory *mem)
+{
+    size_t cap = 1024;
+    while (cap < n * 2)
+        cap *= 2;
+    uint32_t *map = report_alloc(mem, cap * sizeof *map);
+    if (!map)
+        return NULL;
+    for (size_t e = 0; e < n; e++) {
+        size_t i = (size_t)((events[e].addr * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+        while (map[i] && events[map[i] - 1].addr != events[e].addr)
+            i = (i + 1) & (cap - 1);
+        if (!map[i] || event_later(&events[e], &events[map[i] - 1]))
+            map[i] = (uint32_t)e + 1;
+    }
+    *capacity = cap;
+    return map;
+}
+
+static enum heap_status report_locked(struct out *o, unsigned long top, bool by_thread,
+                                      struct report_memory *mem, struct intern_table *frames,
+                                      struct intern_table *groups)
+{
+    /* The threads, oldest first; what each had published. */
+    size_t views = 0;
+    struct heap_thread *newest = __atomic_load_n(&heap.threads, __ATOMIC_SEQ_CST);
+    for (struct heap_thread *t = newest; t; t = t->next)
+        views++;
+    struct thread_view *view = report_alloc(mem, views * sizeof *view);
+    if (!view)
+        return HEAP_NO_MEMORY;
+    size_t i = views, origins = 0, slots = 0;
+    for (struct heap_thread *t = newest; t; t = t->next) {
+        struct thread_view *v = &view[--i];
+        v->thread = t;
+        v->origin_count = __atomic_load_n(&t->origin_count, __ATOMIC_SEQ_CST);
+        struct origin_array *a = __atomic_load_n(&t->origins, __ATOMIC_SEQ_CST);
+        v->origins = a ? a->records : NULL;
+        if (!a)
+            v->origin_count = 0;
+        origins += v->origin_count;
+        slots += YOUNG_SLOTS + table_capacity(&t->blocks) + table_capacity(&t->freed);
+    }
+    struct site_stats *live = report_alloc(mem, origins * sizeof *live);
+    uint32_t *chain = report_alloc(mem, origins * sizeof *chain);
+    struct event *events = report_alloc(mem, slots * sizeof *events);
+    if (!live || !chain || !events)
+        return HEAP_NO_MEMORY;
+    size_t n = 0;
+    for (i = 0; i < views; i++) {
+        view[i].live = live;
+        view[i].chain = chain;
+        live += view[i].origin_count;
+        chain += view[i].origin_count;
+        /* Young slots first: a block moves from there to the older table. */
+        n += read_slots(view[i].thread->young, YOUNG_SLOTS, (uint32_t)i, false, events + n, slots - n);
+        n += read_table(&view[i].thread->blocks, (uint32_t)i, false, events + n, slots - n);
+        n += read_table(&view[i].thread->freed, (uint32_t)i, true, events + n, slots - n);
+    }
+
+    /* The last event at each address decides. */
+    size_t map_capacity;
+    uint32_t *last = last_events(events, n, &map_capacity, mem);
+    if (!last)
+        return HEAP_NO_MEMORY;
+    size_t live_blocks = 0;
+    for (size_t m = 0; m < map_capacity; m++) {
+        if (!last[m])
+            continue;
+        size_t e = last[m] - 1;
+        if (events[e].order & 1)
+            continue;
+        struct thread_view *v = &view[events[e].view];
+        uint32_t origin = BLOCK_WORD_ORIGIN(events[e].word);
+        if (origin >= v->origin_count)
+            continue;   /* newer than what the report read of the thread */
+        v->live[origin].live_count++;
+        v->live[origin].live_bytes += BLOCK_WORD_SIZE(events[e].word);
+        live_blocks++;
+    }
+
+    /* Rows: a thread's origins joined with the same site, stack and Ruby
+     * line of every other thread (or kept apart, by thread). */
+    struct report_row *rows = report_alloc(mem, (origins ? origins : 1) * sizeof *rows);
+    if (!rows)
+        return HEAP_NO_MEMORY;
+    size_t row_count = 0;
+    unsigned long dropped = 0;
+    for (i = 0; i < views; i++) {
+        struct thread_view *v = &view[i];
+        dropped += __atomic_load_n(&v->thread->dropped, __ATOMIC_RELAXED);
+        for (uint32_t id = 0; id < v->origin_count; id++) {
+            const struct heap_origin *r = &v->origins[id];
+            if (!ORIGIN_THREAD(r->key))
+                continue;   /* a caller in a chain, not a site */
+            uint32_t link = ORIGIN_CALLER(r->link), ruby_line = ORIGIN_RUBY_LINE(r->link);
+            uint32_t canon = link ? canonical_chain(v, link, frames) : 0;
+            if (canon == UINT32_MAX)
+                return HEAP_NO_MEMORY;
+            uint32_t g = intern_put(groups, by_thread ? r->key : ORIGIN_SITE(r->key),
+                                    canon | (uint64_t)ruby_line << 32);
+            if (g == INTERN_NONE)
+                return HEAP_NO_MEMORY;
+            if (g == row_count)
+                rows[row_count++] = (struct report_row){ .key = r->key, .chain = canon, .ruby_line = ruby_line };
+            struct site_stats s = {
+                .live_count = v->live[id].live_count,
+                .live_bytes = v->live[id].live_bytes,
+                .total_count = __atomic_load_n(&r->total_count, __ATOMIC_RELAXED),
+                .total_bytes = __atomic_load_n(&r->total_bytes, __ATOMIC_RELAXED),
+                .peak_bytes = __atomic_load_n(&r->peak_bytes, __ATOMIC_RELAXED),
+            };
+            /* The owner's peak misses frees by other threads (an upper
+             * bound); it is never below what lives now. */
+            if (s.peak_bytes < s.live_bytes)
+                s.peak_bytes = s.live_bytes;
+            add_stats(&rows[g].sum, &s);
+            add_stats(&v->sum, &s);
+        }
+    }
+    size_t shown = 0;
+    for (size_t r = 0; r < row_count; r++)
+        if (rows[r].sum.live_count)
+            rows[shown++] = rows[r];
+    sort_in_place(rows, shown, sizeof *rows, report_row_cmp, NULL);
+
+    struct elf_object *objects = report_alloc(mem, 256 * sizeof *objects);
+    if (!objects)
+        return HEAP_NO_MEMORY;
+    size_t object_count = elf_objects_snapshot(objects, 256);
+    if (object_count > 256)
+        object_count = 256;
+    out_str(o, "# memprof heap: live blocks by call site (count bytes peak_bytes total_count total_bytes site object+offset)\n");
+    unsigned long held, table_bytes;
+    heap_tracer_usage(&held, &table_bytes);
+    out_str(o, "# tables ");
+    out_u64(o, live_blocks);
+    out_char(o, ' ');
+    out_u64(o, table_bytes);
+    out_str(o, " (live blocks, bytes of memprof's tables and per-thread state)\n");
+    for (i = 0; i < views; i++)
+        if (view[i].sum.total_count)
+            write_thread(o, &view[i]);
+    for (size_t r = 0; r < shown && (!top || r < top); r++)
+        write_row(o, &rows[r], by_thread, frames, objects, object_count);
+    if (dropped) {
+        out_str(o, "# warning: ");
+        out_u64(o, dropped);
+        out_str(o, " allocations were not recorded (out of memory)\n");
+    }
+    return HEAP_OK;
+}
+
+enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread)
+{
+    if (!spin_trylock(&heap.report_lock))
+        return HEAP_BUSY;
+    if (!heap_ruby_lock_for_report()) {
+        spin_unlock(&heap.report_lock);
+        return HEAP_BUSY;
+    }
+    readers_enter();
+    struct report_memory mem = { 0 };
+    struct intern_table frames = { 0 }, groups = { 0 };
+    enum heap_status status = report_locked(o, top, by_thread, &mem, &frames, &groups);
+    readers_leave();
+    intern_free(&frames);
+    intern_free(&groups);
+    report_free(&mem);
+    heap_ruby_unlock();
+    spin_unlock(&heap.report_lock);
+    return status;
+}

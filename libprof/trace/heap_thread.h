@@ -1,0 +1,106 @@
+/* The C heap tracer's per-thread state: written by its thread's hooks only
+ * (heap.c), read at the same time by a report in any thread (heap_report.c)
+ * through store/readers.h. No lock is shared by two hooks.
+ *
+ * Each thread keeps the blocks it allocated, keyed by address, with the
+ * value of the free counter read after the allocation returned: the newest
+ * in a small direct-mapped table that stays in the cache (most blocks are
+ * freed young, by the thread that made them), older ones, pushed out of
+ * their young slot by a newer block, in a table that grows; a thread
+ * that frees a block it does not hold takes a number from that counter
+ * before the real free and keeps it in its `freed` table. Ordered by
+ * (number, allocation before free), the last event at an address says
+ * whether a block lives there: see heap_report.c. */
+#ifndef MEMPROF_TRACE_HEAP_THREAD_H
+#define MEMPROF_TRACE_HEAP_THREAD_H
+#include "heap_ruby.h"
+#include "../store/block_table.h"
+#include "../store/readers.h"
+#include "../util/spinlock.h"
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define HEAP_MAX_FRAMES 16
+
+/* A block's word: its size (saturated at 40 bits) and its origin. */
+#define BLOCK_SIZE_BITS 40
+#define BLOCK_SIZE_MAX ((UINT64_C(1) << BLOCK_SIZE_BITS) - 1)
+#define BLOCK_ORIGIN_MAX ((UINT32_C(1) << (64 - BLOCK_SIZE_BITS)) - 1)
+#define BLOCK_WORD(size, origin) ((size) | (uint64_t)(origin) << BLOCK_SIZE_BITS)
+#define BLOCK_WORD_SIZE(w) ((w) & BLOCK_SIZE_MAX)
+#define BLOCK_WORD_ORIGIN(w) ((uint32_t)((w) >> BLOCK_SIZE_BITS))
+
+/* An origin: a call site with the allocating thread and the rest of the
+ * stack (a leaf), or one caller of a chain. Leaves have the thread serial
+ * in the key's top 16 bits (user addresses fit in 47 bits); chain links
+ * have a plain pc there. */
+#define THREAD_SHIFT 48
+#define MAX_THREAD_SERIAL 0xffffu    /* later threads share the last number */
+#define ORIGIN_SITE(k) ((uintptr_t)((k) & ((UINT64_C(1) << THREAD_SHIFT) - 1)))
+#define ORIGIN_THREAD(k) ((uint32_t)((k) >> THREAD_SHIFT))
+/* link: the caller chain's origin id + 1 (0: none), the Ruby line above. */
+#define ORIGIN_CALLER(link) ((uint32_t)(link))
+#define ORIGIN_RUBY_LINE(link) ((uint32_t)((link) >> 32))
+
+struct heap_origin {
+    uint64_t key, link;
+    uint64_t total_count, total_bytes;
+    uint64_t live_bytes, peak_bytes;   /* as the owner sees them (see the report) */
+};
+
+struct origin_array {
+    size_t capacity;
+    struct heap_origin records[];
+};
+
+#define YOUNG_BITS 12
+#define YOUNG_SLOTS (1u << YOUNG_BITS)
+#define ORIGIN_CACHE 32
+#define CALLER_CACHE 64
+
+struct caller_cache_entry {
+    uint32_t count, link;              /* link: chain id + 1 */
+    uintptr_t pcs[HEAP_MAX_FRAMES - 1];
+};
+
+struct heap_thread {
+    struct heap_thread *next;          /* push-only list */
+    uint32_t serial;                   /* from 1 */
+    pid_t tid;
+    bool exited;
+    char name[16];                     /* its name when it exited */
+    struct block_slot young[YOUNG_SLOTS];   /* newest blocks, word: BLOCK_WORD */
+    struct block_table blocks;         /* older ones; a block is in one of them */
+    struct block_table freed;          /* blocks it freed but did not hold */
+    struct origin_array *origins;      /* published */
+    size_t origin_count;               /* published after the record is whole */
+    struct retired origins_retired;
+    /* The owner's alone: */
+    uint64_t last_key;                 /* the last origin with no link */
+    uint32_t last_origin;
+    uint32_t *origin_index;            /* open-addressed (id + 1) */
+    size_t origin_index_capacity;
+    struct { uint64_t key, link; uint32_t id; } origin_cache[ORIGIN_CACHE];
+    struct caller_cache_entry *callers;   /* [CALLER_CACHE], with backtraces */
+    unsigned long dropped;             /* allocations not recorded: no memory */
+    struct heap_ruby_cache ruby_lines;
+};
+
+#define CACHE_LINE 64
+
+struct heap_state {
+    bool running;
+    struct heap_thread *threads;       /* newest first */
+    uint32_t thread_count;             /* serial numbers handed out */
+    pthread_key_t exit_key;            /* its destructor marks a thread exited */
+    bool exit_key_made;
+    _Alignas(CACHE_LINE) uint64_t next_number;   /* the next unheld free's number */
+    _Alignas(CACHE_LINE) spinlock_t report_lock;
+};
+
+extern struct heap_state heap;
+
+size_t heap_thread_bytes(const struct heap_thread *t);
+#endif
