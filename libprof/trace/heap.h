@@ -1,7 +1,6 @@
 /* The C heap tracer: live malloc blocks by call site, in any ELF program.
- * Hooks never wait on a lock: each thread appends numbered events to its own
- * ring, and whichever thread gets the drain lock (a try-lock) applies them to
- * the table in number order. */
+ * Hooks take no lock: each thread records its blocks in tables of its own,
+ * and a report merges them (heap_thread.h). */
 #ifndef MEMPROF_TRACE_HEAP_H
 #define MEMPROF_TRACE_HEAP_H
 #include "../util/out.h"
@@ -21,7 +20,7 @@ bool heap_tracer_running(void);
  * address object+0xoffset", then its callers ("  from"), its Ruby line
  * ("  ruby"), and with `by_thread` (a row per site and thread) "  thread N".
  * Before them, "# thread N tid live_count live_bytes total_count name" per
- * thread. No malloc, try-lock only. */
+ * thread. No malloc, try-lock only; the threads may go on allocating. */
 enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread);
 /* Live blocks held and bytes of the tracer's tables. */
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes);
