@@ -81,13 +81,12 @@ static size_t origin_array_bytes(size_t capacity)
     return sizeof(struct origin_array) + capacity * sizeof(struct heap_origin);
 }
 
-static bool index_insert(uint32_t *index, size_t capacity, const struct heap_origin *records, uint32_t id)
+static void index_insert(uint32_t *index, size_t capacity, const struct heap_origin *records, uint32_t id)
 {
     size_t i = (size_t)(mix(records[id].key, records[id].link) >> 32) & (capacity - 1);
     while (index[i])
         i = (i + 1) & (capacity - 1);
     index[i] = id + 1;
-    return true;
 }
 
 /* Room for one more origin: the array grows by a published copy (a report
@@ -141,21 +140,6 @@ static uint32_t origin_put(struct heap_thread *t, uint64_t key, uint64_t link)
     t->origins->records[id] = (struct heap_origin){ .key = key, .link = link };
     index_insert(t->origin_index, t->origin_index_capacity, t->origins->records, id);
     __atomic_store_n(&t->origin_count, (size_t)id + 1, __ATOMIC_RELEASE);
-    return id;
-}
-
-/* Most allocations come from a few sites: the last origin of each. */
-static uint32_t origin_of(struct heap_thread *t, uint64_t key, uint64_t link)
-{
-    size_t slot = (size_t)(mix(key, link) >> 59) % ORIGIN_CACHE;
-    if (t->origin_cache[slot].key == key && t->origin_cache[slot].link == link && t->origin_cache[slot].id)
-        return t->origin_cache[slot].id - 1;
-    uint32_t id = origin_put(t, key, link);
-    if (id != UINT32_MAX) {
-        t->origin_cache[slot].key = key;
-        t->origin_cache[slot].link = link;
-        t->origin_cache[slot].id = id + 1;
-    }
     return id;
 }
 
@@ -284,7 +268,7 @@ COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site)
     uint64_t link = t->callers && unwind_backtrace ? caller_link(t, site) : 0;
     if (heap_ruby_enabled())
         link |= (uint64_t)heap_ruby_line(&t->ruby_lines) << 32;
-    uint32_t id = origin_of(t, key, link);
+    uint32_t id = origin_put(t, key, link);
     if (!link && id != UINT32_MAX) {
         t->last_key = key;
         t->last_origin = id;
@@ -334,13 +318,20 @@ static struct block_slot *held_slot(struct heap_thread *t, uintptr_t p)
     return y->addr == p ? y : block_table_find(&t->blocks, p);
 }
 
+HOT void drop_young(struct heap_thread *t, struct block_slot *y)
+{
+    forget(t, y->word);
+    __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
+}
+
 static void drop_held(struct heap_thread *t, struct block_slot *s)
 {
-    forget(t, s->word);
-    if (s >= t->young && s < t->young + YOUNG_SLOTS)
-        __atomic_store_n(&s->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
-    else
+    if (s >= t->young && s < t->young + YOUNG_SLOTS) {
+        drop_young(t, s);
+    } else {
+        forget(t, s->word);
         block_table_remove(&t->blocks, s);
+    }
 }
 
 /* How a free is recorded, decided before the real free runs (see the top). */
@@ -378,10 +369,6 @@ static void finish_free(const struct free_plan *f, void *p)
             t->dropped++;
     }
 }
-
-/* A free that is not the common case: an older block, another thread's,
- * or a number taken since the allocation. */
-COLD void free_planned(void *p);
 
 #define HEAP_HOOKS(X)                                                                          \
     X(malloc, void *, (size_t size), (size))                                                   \
@@ -450,7 +437,9 @@ static void *hook_reallocarray(void *old, size_t n, size_t size)
     return p;
 }
 
-void free_planned(void *p)
+/* A free that is not the common case: an older block, another thread's,
+ * or a number taken since the allocation. */
+COLD void free_planned(void *p)
 {
     struct free_plan f;
     bool planned = plan_free(&f, p);
@@ -466,10 +455,9 @@ static void hook_free(void *p)
      * taken since it was allocated. */
     struct heap_thread *t = my_thread;
     struct block_slot *y;
-    if (t && (y = young_slot(t, (uintptr_t)p))->addr == (uintptr_t)p && p &&
+    if (p && t && (y = young_slot(t, (uintptr_t)p))->addr == (uintptr_t)p &&
         y->number == read_number() && tracing()) {
-        forget(t, y->word);
-        __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
+        drop_young(t, y);
         next_free(p);
     } else {
         free_planned(p);

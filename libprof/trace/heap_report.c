@@ -26,6 +26,7 @@ struct thread_view {
     struct heap_thread *thread;
     const struct heap_origin *origins;
     size_t origin_count;
+    const struct block_array *blocks, *freed;   /* as loaded once: sized and read */
     struct site_stats *live;        /* [origin_count]: live_count, live_bytes */
     uint32_t *chain;                /* [origin_count]: canonical chain id + 1, 0: not yet */
     struct site_stats sum;          /* the thread's own line */
@@ -49,10 +50,10 @@ static bool event_later(const struct event *a, const struct event *b)
 /* Copy a table's entries, each whole: a slot whose address changed while it
  * was read is being rewritten by its owner, and is read again. */
 static size_t read_slots(const struct block_slot *slots, size_t count, uint32_t view, bool freed,
-                         struct event *out, size_t room)
+                         struct event *out)
 {
     size_t n = 0;
-    for (size_t i = 0; i < count && n < room; i++) {
+    for (size_t i = 0; i < count; i++) {
         const struct block_slot *s = &slots[i];
         for (int tries = 0; tries < 4; tries++) {
             uintptr_t addr = __atomic_load_n(&s->addr, __ATOMIC_ACQUIRE);
@@ -70,15 +71,16 @@ static size_t read_slots(const struct block_slot *slots, size_t count, uint32_t 
     return n;
 }
 
-static size_t read_table(const struct block_table *t, uint32_t view, bool freed, struct event *out, size_t room)
+/* A table's array, loaded once: the events are sized by it and read from it
+ * (a copy its owner publishes later stays unread; readers.h keeps this one
+ * mapped). */
+static const struct block_array *table_array(const struct block_table *t)
 {
-    struct block_array *a = __atomic_load_n(&t->array, __ATOMIC_SEQ_CST);
-    return a ? read_slots(a->slots, a->capacity, view, freed, out, room) : 0;
+    return __atomic_load_n(&t->array, __ATOMIC_SEQ_CST);
 }
 
-static size_t table_capacity(const struct block_table *t)
+static size_t array_capacity(const struct block_array *a)
 {
-    struct block_array *a = __atomic_load_n(&t->array, __ATOMIC_SEQ_CST);
     return a ? a->capacity : 0;
 }
 
@@ -311,7 +313,9 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
         if (!a)
             v->origin_count = 0;
         origins += v->origin_count;
-        slots += YOUNG_SLOTS + table_capacity(&t->blocks) + table_capacity(&t->freed);
+        v->blocks = table_array(&t->blocks);
+        v->freed = table_array(&t->freed);
+        slots += YOUNG_SLOTS + array_capacity(v->blocks) + array_capacity(v->freed);
     }
     struct site_stats *live = report_alloc(mem, origins * sizeof *live);
     uint32_t *chain = report_alloc(mem, origins * sizeof *chain);
@@ -325,9 +329,11 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
         live += view[i].origin_count;
         chain += view[i].origin_count;
         /* Young slots first: a block moves from there to the older table. */
-        n += read_slots(view[i].thread->young, YOUNG_SLOTS, (uint32_t)i, false, events + n, slots - n);
-        n += read_table(&view[i].thread->blocks, (uint32_t)i, false, events + n, slots - n);
-        n += read_table(&view[i].thread->freed, (uint32_t)i, true, events + n, slots - n);
+        n += read_slots(view[i].thread->young, YOUNG_SLOTS, (uint32_t)i, false, events + n);
+        if (view[i].blocks)
+            n += read_slots(view[i].blocks->slots, view[i].blocks->capacity, (uint32_t)i, false, events + n);
+        if (view[i].freed)
+            n += read_slots(view[i].freed->slots, view[i].freed->capacity, (uint32_t)i, true, events + n);
     }
 
     /* The last event at each address decides. */

@@ -22,10 +22,9 @@
 #include "../util/reentry.h"
 #include "../util/spinlock.h"
 
-bool heap_ruby_found;
+bool heap_ruby_found;   /* the process has a Ruby VM */
 
 static struct {
-    bool enabled;          /* the process has a Ruby VM */
     bool started;          /* a Ruby frame was seen: the end proc is asked for */
     bool ended;            /* the VM's end procs ran */
     spinlock_t lock;       /* guards lines; hooks only try it */
@@ -34,10 +33,9 @@ static struct {
 
 void heap_ruby_enable(void)
 {
-    if (hr.enabled || !ruby_tracer_available())
+    if (heap_ruby_found || !ruby_tracer_available())
         return;
     ruby_site_find_ec();
-    __atomic_store_n(&hr.enabled, true, __ATOMIC_RELEASE);
     __atomic_store_n(&heap_ruby_found, true, __ATOMIC_RELEASE);
 }
 
@@ -105,7 +103,7 @@ static uint32_t resolve(const char *frame, bool top)
 
 uint32_t heap_ruby_line(struct heap_ruby_cache *cache)
 {
-    if (!__atomic_load_n(&hr.enabled, __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&heap_ruby_found, __ATOMIC_ACQUIRE))
         return 0;
     const struct ruby_api *api = &ruby_tracer.api;
     if (!*api->ruby_current_vm_ptr || __atomic_load_n(&hr.ended, __ATOMIC_ACQUIRE))

@@ -57,7 +57,6 @@ struct origin_array {
 
 #define YOUNG_BITS 12
 #define YOUNG_SLOTS (1u << YOUNG_BITS)
-#define ORIGIN_CACHE 32
 #define CALLER_CACHE 64
 
 struct caller_cache_entry {
@@ -82,7 +81,6 @@ struct heap_thread {
     uint32_t last_origin;
     uint32_t *origin_index;            /* open-addressed (id + 1) */
     size_t origin_index_capacity;
-    struct { uint64_t key, link; uint32_t id; } origin_cache[ORIGIN_CACHE];
     struct caller_cache_entry *callers;   /* [CALLER_CACHE], with backtraces */
     unsigned long dropped;             /* allocations not recorded: no memory */
     struct heap_ruby_cache ruby_lines;

@@ -66,12 +66,8 @@ int main(void)
         pthread_create(&t[i], NULL, worker, (void *)(i + 1));
     int whole = 0;
     for (int r = 0; r < REPORTS; r++) {
-        const char *text = report(0);
-        bool found = false;
-        for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : "")
-            if (strncmp(line, "1000 16000 ", 11) == 0)
-                found = true;
-        if (found) {
+        const char *text = report(0);   /* rows follow a "#" header line */
+        if (text && strstr(text, "\n1000 16000 ")) {
             whole++;
         } else {
             fprintf(stderr, "live_report: report %d has no row of 1000 x 16 bytes:\n%s\n", r, text ? text : "(null)");
