@@ -14,7 +14,7 @@ int block_table_rebuild(struct block_table *t)
     size_t capacity = old ? old->capacity : MIN_CAPACITY;
     if (old && t->count + 1 > capacity / 4 * 3)
         capacity += capacity / 2;
-    struct block_array *a = pages_alloc(array_bytes(capacity));
+    struct block_array *a = pages_alloc_filled(array_bytes(capacity));
     if (!a)
         return -1;
     a->capacity = capacity;

@@ -41,7 +41,7 @@ static struct heap_thread *this_thread(void)
 {
     if (my_thread)
         return my_thread;
-    struct heap_thread *t = pages_alloc(sizeof *t);
+    struct heap_thread *t = pages_alloc_filled(sizeof *t);
     if (!t)
         return NULL;
     if (heap_frames > 1 && !(t->callers = pages_alloc(CALLER_CACHE * sizeof *t->callers))) {
@@ -97,7 +97,7 @@ static bool origins_make_room(struct heap_thread *t)
     size_t n = t->origin_count;
     if (!a || n == a->capacity) {
         size_t capacity = a ? a->capacity * 2 : 64;
-        struct origin_array *b = pages_alloc(origin_array_bytes(capacity));
+        struct origin_array *b = pages_alloc_filled(origin_array_bytes(capacity));
         if (!b)
             return false;
         b->capacity = capacity;
@@ -110,7 +110,7 @@ static bool origins_make_room(struct heap_thread *t)
     }
     if ((n + 1) * 2 > t->origin_index_capacity) {
         size_t capacity = t->origin_index_capacity ? t->origin_index_capacity * 2 : 128;
-        uint32_t *index = pages_alloc(capacity * sizeof *index);
+        uint32_t *index = pages_alloc_filled(capacity * sizeof *index);
         if (!index)
             return false;
         for (uint32_t id = 0; id < n; id++)

@@ -256,7 +256,7 @@ static void *report_alloc(struct report_memory *m, size_t bytes)
 {
     if (m->count == REPORT_PARTS)
         return NULL;
-    void *p = pages_alloc(bytes ? bytes : 1);
+    void *p = pages_alloc_filled(bytes ? bytes : 1);
     if (p) {
         m->parts[m->count].p = p;
         m->parts[m->count++].bytes = bytes ? bytes : 1;

@@ -1,10 +1,20 @@
 #include "pages.h"
 #include <sys/mman.h>
 
+static void *map(size_t size, int flags)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 void *pages_alloc(size_t size)
 {
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    return map(size, 0);
+}
+
+void *pages_alloc_filled(size_t size)
+{
+    return map(size, MAP_POPULATE);
 }
 
 void *pages_resize(void *p, size_t old_size, size_t new_size)
