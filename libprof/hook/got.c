@@ -42,7 +42,6 @@ static struct got_hook dlopen_hook = {
     .symbol = "dlopen", .replacement = (void *)watch_dlopen, .next = (void **)&real_dlopen,
 };
 static bool user_hooks_active(void);
-static void remove_locked(struct got_hook *hook);
 
 const char *got_error(void)
 {
@@ -76,11 +75,8 @@ static void *chain_target(const struct hooked_symbol *sym, const struct got_hook
 }
 
 /* Is `value` the entry of a hook on this symbol (i.e. a slot memprof wrote)? */
-static bool is_ours(const struct hooked_symbol *sym, uintptr_t value,
-                    const struct got_hook *extra)
+static bool is_ours(const struct hooked_symbol *sym, uintptr_t value)
 {
-    if (extra && value == (uintptr_t)extra->replacement)
-        return true;
     for (const struct got_hook *h = sym->top; h; h = h->under)
         if (value == (uintptr_t)h->replacement)
             return true;
@@ -150,7 +146,7 @@ static int patch_slot(const struct elf_object *obj, const char *name, uintptr_t 
     uintptr_t have = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (have == want)
         return 0;
-    if (!is_ours(sym, have, NULL)) {
+    if (!is_ours(sym, have)) {
         int err = remember_slot(slot, have, (unsigned)(sym - symbols));
         if (err) {
             pass->error = err;
@@ -179,26 +175,39 @@ static int patch_all_locked(void)
     return pass.error;
 }
 
-/* Point every slot of `sym` that memprof wrote at the chain's new head, or
- * give it back its original when the chain is empty. Slots whose value is no
- * longer ours (object unloaded, address reused, someone else patched) are
- * forgotten without a write. `gone` is the hook just unchained. */
-static void retarget_locked(struct hooked_symbol *sym, const struct got_hook *gone)
+/* Was `value` written for a hook just unchained from `sym` (in `gone`)? */
+static bool was_ours(const struct hooked_symbol *sym, uintptr_t value, struct got_hook *const *gone, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (value == (uintptr_t)gone[i]->replacement && strcmp(gone[i]->symbol, sym->name) == 0)
+            return true;
+    return is_ours(sym, value);
+}
+
+/* Point every slot memprof wrote for the hooks in `gone` (just unchained) at
+ * their symbol's new chain head, or give it back its original when the chain
+ * is empty. Slots whose value is no longer ours (object unloaded, address
+ * reused, someone else patched) are forgotten without a write. One pass over
+ * the slots and one read of the memory map, for any number of hooks. */
+static void retarget_locked(struct got_hook *const *gone, size_t n)
 {
     struct maps maps;
     if (maps_load(&maps) != 0)
         return;
-    size_t n = snapshot();
-    unsigned index = (unsigned)(sym - symbols);
+    size_t object_count = snapshot();
     size_t kept = 0;
     for (size_t i = 0; i < slot_count; i++) {
         struct patched_slot s = slots[i];
+        struct hooked_symbol *sym = &symbols[s.symbol];
+        bool affected = false;
+        for (size_t g = 0; g < n && !affected; g++)
+            affected = strcmp(gone[g]->symbol, sym->name) == 0;
         bool keep = true;
-        if (s.symbol == index) {
-            bool loaded = elf_objects_find(objects, n, (uintptr_t)s.slot) != NULL &&
+        if (affected) {
+            bool loaded = elf_objects_find(objects, object_count, (uintptr_t)s.slot) != NULL &&
                           maps_readable(&maps, (uintptr_t)s.slot, sizeof *s.slot);
             uintptr_t have = loaded ? __atomic_load_n(s.slot, __ATOMIC_ACQUIRE) : 0;
-            if (!loaded || !is_ours(sym, have, gone))
+            if (!loaded || !was_ours(sym, have, gone, n))
                 keep = false;
             else if (sym->top)
                 slot_write(&maps, s.slot, (uintptr_t)sym->top->replacement);
@@ -214,7 +223,9 @@ static void retarget_locked(struct hooked_symbol *sym, const struct got_hook *go
     maps_release(&maps);
 }
 
-static int install_locked(struct got_hook *hook)
+/* Put `hook` at the head of its symbol's chain; the slots are written by
+ * the next pass. */
+static int chain_locked(struct got_hook *hook)
 {
     if (hook->installed)
         return 0;
@@ -236,27 +247,22 @@ static int install_locked(struct got_hook *hook)
     __atomic_store_n(hook->next, chain_target(sym, hook->under), __ATOMIC_RELEASE);
     sym->top = hook;
     hook->installed = true;
-    int err = patch_all_locked();
-    if (err) {
-        /* All or nothing: give back the slots this pass already wrote. */
-        set_error(strerror(err), hook->symbol);
-        remove_locked(hook);
-        return -1;
-    }
     return 0;
 }
 
-static void remove_locked(struct got_hook *hook)
+/* Take `hook` out of its chain. True when it was the head: its slots must be
+ * pointed elsewhere (retarget_locked). */
+static bool unchain_locked(struct got_hook *hook)
 {
     if (!hook->installed)
-        return;
+        return false;
     struct hooked_symbol *sym = find_symbol(hook->symbol);
     hook->installed = false;
     if (!sym)
-        return;
-    if (sym->top == hook) {
+        return false;
+    bool was_top = sym->top == hook;
+    if (was_top) {
         sym->top = hook->under;
-        retarget_locked(sym, hook);
     } else {
         for (struct got_hook *above = sym->top; above; above = above->under)
             if (above->under == hook) {
@@ -266,28 +272,68 @@ static void remove_locked(struct got_hook *hook)
             }
     }
     hook->under = NULL;
+    return was_top;
 }
 
-int got_hook_install(struct got_hook *hook)
+static void remove_all_locked(struct got_hook *hooks, size_t n)
+{
+    struct got_hook *heads[MAX_SYMBOLS + 1];
+    size_t head_count = 0;
+    for (size_t i = n; i-- > 0;)
+        if (unchain_locked(&hooks[i]) && head_count < sizeof heads / sizeof heads[0])
+            heads[head_count++] = &hooks[i];
+    if (dlopen_hook.installed && !user_hooks_active() && unchain_locked(&dlopen_hook) &&
+        head_count < sizeof heads / sizeof heads[0])
+        heads[head_count++] = &dlopen_hook;
+    if (head_count)
+        retarget_locked(heads, head_count);
+}
+
+/* All of `hooks` or none: one pass over the objects' slots for all. */
+static int install_all_locked(struct got_hook *hooks, size_t n)
+{
+    size_t chained = 0;
+    int rc = 0;
+    while (chained < n && (rc = chain_locked(&hooks[chained])) == 0)
+        chained++;
+    /* Objects that dlopen brings in later must be patched too. */
+    if (rc == 0 && !dlopen_hook.installed)
+        rc = chain_locked(&dlopen_hook);
+    if (rc == 0) {
+        int err = patch_all_locked();
+        if (err) {
+            set_error(strerror(err), hooks[0].symbol);
+            rc = -1;
+        }
+    }
+    if (rc != 0)   /* give back the slots this pass already wrote */
+        remove_all_locked(hooks, chained);
+    return rc;
+}
+
+int got_hooks_install(struct got_hook *hooks, size_t n)
 {
     pthread_mutex_lock(&got_lock);
-    int rc = install_locked(hook);
-    /* Objects that dlopen brings in later must be patched too. */
-    if (rc == 0 && !dlopen_hook.installed && install_locked(&dlopen_hook) != 0) {
-        remove_locked(hook);
-        rc = -1;
-    }
+    int rc = install_all_locked(hooks, n);
     pthread_mutex_unlock(&got_lock);
     return rc;
 }
 
-void got_hook_remove(struct got_hook *hook)
+void got_hooks_remove(struct got_hook *hooks, size_t n)
 {
     pthread_mutex_lock(&got_lock);
-    remove_locked(hook);
-    if (dlopen_hook.installed && !user_hooks_active())
-        remove_locked(&dlopen_hook);
+    remove_all_locked(hooks, n);
     pthread_mutex_unlock(&got_lock);
+}
+
+int got_hook_install(struct got_hook *hook)
+{
+    return got_hooks_install(hook, 1);
+}
+
+void got_hook_remove(struct got_hook *hook)
+{
+    got_hooks_remove(hook, 1);
 }
 
 void got_hook_refresh(void)

@@ -25,6 +25,10 @@ int got_hook_install(struct got_hook *hook);
 /* Unchain the hook. When it was the last on its symbol, every slot that still
  * points into the chain gets back the value it had before memprof wrote it. */
 void got_hook_remove(struct got_hook *hook);
+/* The same for an array of hooks, with one pass over the objects' slots (a
+ * pass reads every loaded object's relocations): all are installed or none. */
+int got_hooks_install(struct got_hook *hooks, size_t n);
+void got_hooks_remove(struct got_hook *hooks, size_t n);
 /* Patch objects loaded since the last pass (called after dlopen). */
 void got_hook_refresh(void);
 

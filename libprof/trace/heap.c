@@ -563,13 +563,8 @@ enum heap_status heap_tracer_start(void)
     prepare_backtraces();
     heap_ruby_enable();
     pthread_once(&atfork_once, prepare_once);
-    for (size_t i = 0; i < HOOK_COUNT; i++) {
-        if (got_hook_install(&hooks[i]) != 0) {
-            while (i-- > 0)
-                got_hook_remove(&hooks[i]);
-            return HEAP_HOOK_FAILED;
-        }
-    }
+    if (got_hooks_install(hooks, HOOK_COUNT) != 0)
+        return HEAP_HOOK_FAILED;
     __atomic_store_n(&heap.running, true, __ATOMIC_RELEASE);
     return HEAP_OK;
 }
@@ -579,8 +574,7 @@ void heap_tracer_stop(void)
     if (!heap.running)
         return;
     __atomic_store_n(&heap.running, false, __ATOMIC_RELEASE);
-    for (size_t i = HOOK_COUNT; i-- > 0;)
-        got_hook_remove(&hooks[i]);
+    got_hooks_remove(hooks, HOOK_COUNT);
 }
 
 bool heap_tracer_running(void)

@@ -310,13 +310,6 @@ static void register_atfork(void)
     pthread_atfork(NULL, NULL, ruby_tracer_after_fork);
 }
 
-static void remove_hooks(size_t count)
-{
-    while (count-- > 0)
-        got_hook_remove(&hooks[count]);
-    got_hook_remove(&define_alloc_hook);
-}
-
 enum ruby_status ruby_tracer_start(void (*at_exit)(void))
 {
     static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -329,11 +322,9 @@ enum ruby_status ruby_tracer_start(void (*at_exit)(void))
     ruby_site_configure();
     if (got_hook_install(&define_alloc_hook) != 0)
         return RUBY_HOOK_FAILED;
-    for (size_t i = 0; i < HOOK_COUNT; i++) {
-        if (got_hook_install(&hooks[i]) != 0) {
-            remove_hooks(i);
-            return RUBY_HOOK_FAILED;
-        }
+    if (got_hooks_install(hooks, HOOK_COUNT) != 0) {
+        got_hook_remove(&define_alloc_hook);
+        return RUBY_HOOK_FAILED;
     }
     wrap_allocators();
     __atomic_store_n(&running, true, __ATOMIC_RELEASE);
@@ -349,7 +340,8 @@ void ruby_tracer_stop(void)
     __atomic_store_n(&running, false, __ATOMIC_RELEASE);
     ruby_tracer.gc_count_at_stop = ruby_tracer.api.rb_gc_count();
     unwrap_allocators();
-    remove_hooks(HOOK_COUNT);
+    got_hooks_remove(hooks, HOOK_COUNT);
+    got_hook_remove(&define_alloc_hook);
 }
 
 bool ruby_tracer_running(void)

@@ -13,8 +13,8 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static int (*next_a)(int, int), (*next_b)(int, int);
-static long calls[2];
+static int (*next_a)(int, int), (*next_b)(int, int), (*next_c)(int, int), (*next_missing)(void);
+static long calls[3];
 static char trail[8];
 static size_t trail_len;
 
@@ -39,6 +39,17 @@ static int hook_b(int x, int y)
     return next_b(x, y);
 }
 
+static int hook_c(int x, int y)
+{
+    calls[PROBE_C]++;
+    note('C');
+    return next_c(x, y);
+}
+
+static void hook_missing(void)
+{
+}
+
 static struct got_hook hooks[2] = {
     { .symbol = "target_add", .replacement = (void *)hook_a, .next = (void **)&next_a },
     { .symbol = "target_add", .replacement = (void *)hook_b, .next = (void **)&next_b },
@@ -52,6 +63,22 @@ EXPORT int probe_hook(int which)
 EXPORT void probe_unhook(int which)
 {
     got_hook_remove(&hooks[which]);
+}
+
+/* A batch whose second hook names a function no object defines. */
+static struct got_hook batch[2] = {
+    { .symbol = "target_add", .replacement = (void *)hook_c, .next = (void **)&next_c },
+    { .symbol = "memprof_no_such_function", .replacement = (void *)hook_missing, .next = (void **)&next_missing },
+};
+
+EXPORT int probe_hook_batch(size_t n)
+{
+    return got_hooks_install(batch, n);
+}
+
+EXPORT void probe_unhook_batch(size_t n)
+{
+    got_hooks_remove(batch, n);
 }
 
 EXPORT long probe_calls(int which)

@@ -44,6 +44,8 @@ int main(void)
     probe_patched_fn *patched = need("probe_patched");
     probe_file_slots_fn *file_slots = need("probe_file_slots");
     probe_lookup_fn *lookup = need("probe_lookup");
+    probe_hook_batch_fn *hook_batch = need("probe_hook_batch");
+    probe_unhook_batch_fn *unhook_batch = need("probe_unhook_batch");
 
     /* The walker finds exactly the slots the files' relocations name. */
     struct probe_slot before[MAX_SLOTS];
@@ -124,5 +126,14 @@ int main(void)
     /* Only now call again (which lets lazy binding resolve the slots). */
     ok(target_add(1, 2) == 3 && plugin_call(1, 2) == 3 && calls(PROBE_A) == 4 && calls(PROBE_B) == 3,
        "after removing all hooks calls go straight through");
+
+    /* Several hooks in one pass: all or none. */
+    ok(hook_batch(2) == -1 && patched() == 0, "a batch with an unknown function installs none of its hooks");
+    ok(target_add(2, 2) == 4 && calls(PROBE_C) == 0, "the batch's other hook is not called");
+    ok(hook_batch(1) == 0 && patched() >= nbefore, "a batch of known functions installs (%zu slots)", patched());
+    ok(target_add(2, 2) == 4 && plugin_call(2, 2) == 4 && calls(PROBE_C) == 2,
+       "the batch's hook sees the program's and the plugin's calls");
+    unhook_batch(1);
+    ok(patched() == 0 && target_add(1, 1) == 2 && calls(PROBE_C) == 2, "removing the batch restores every slot");
     return tap_done();
 }
