@@ -23,6 +23,8 @@ static void emit_all(struct emitter *e)
         emit_push(e, r);
     for (int r = R15; r >= RAX; r--)
         emit_pop(e, r);
+    for (size_t i = 0; i < N_IMMS; i++)
+        emit_push_imm(e, immediates[i]);
     emit_pushfq(e);
     emit_popfq(e);
     emit_mov_imm64(e, RAX, 0x1122334455667788u);

@@ -7,6 +7,9 @@
         .irp r, r15,r14,r13,r12,r11,r10,r9,r8,rdi,rsi,rbp,rsp,rbx,rdx,rcx,rax
         pop %\r
         .endr
+        .irp imm, 8,-8,127,-128,128,0x1000,-0x12345678
+        pushq $\imm
+        .endr
         pushfq
         popfq
         movabs $0x1122334455667788, %rax

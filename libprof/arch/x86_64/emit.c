@@ -113,6 +113,19 @@ void emit_pop(struct emitter *e, enum reg r)
         rex(e, false, 0, r), byte(e, (uint8_t)(0x58 | (r & 7)));
 }
 
+void emit_push_imm(struct emitter *e, int32_t imm)
+{
+    if (!room(e, 5))
+        return;
+    if (fits_int8(imm)) {
+        byte(e, 0x6A);
+        byte(e, (uint8_t)(int8_t)imm);
+    } else {
+        byte(e, 0x68);
+        imm32(e, imm);
+    }
+}
+
 void emit_pushfq(struct emitter *e)
 {
     one_byte(e, 0x9C);

@@ -38,6 +38,7 @@ static inline uintptr_t emit_here(const struct emitter *e) { return e->pc + e->l
 
 void emit_push(struct emitter *e, enum reg r);
 void emit_pop(struct emitter *e, enum reg r);
+void emit_push_imm(struct emitter *e, int32_t imm);                /* pushq $imm (sign-extended) */
 void emit_pushfq(struct emitter *e);
 void emit_popfq(struct emitter *e);
 void emit_mov_imm64(struct emitter *e, enum reg dst, uint64_t imm);     /* movabs $imm, %dst */
