@@ -59,8 +59,8 @@ static void measure(const char *name, long (*volatile fn)(long, long))
 int main(void)
 {
     struct intercept_stub entry, full;
-    if (intercept_entry_stub(1, pre, (uintptr_t)&target, &entry) != 0 ||
-        intercept_full_stub(2, pre, post, (uintptr_t)&target, &full) != 0) {
+    if (intercept_entry_stub(1, "target", pre, (uintptr_t)&target, &entry) != 0 ||
+        intercept_full_stub(2, "target", pre, post, (uintptr_t)&target, &full) != 0) {
         fputs("stubs: cannot make the stubs\n", stderr);
         return 1;
     }

@@ -9,8 +9,8 @@
  *     movdqu 64..176(%rsp), %xmm0..7     the registers, as the handler left them
  *     mov 0..48(%rsp), %rdi..%rax
  *     mov %rbp, %rsp; pop %rbp
- *     jmp *original(%rip)                the original, as if called directly
- *     original: .quad 0
+ *     movabs $original, %r11; mov (%r11), %r11; jmp *%r11
+ *                                        the original, as if called directly
  *
  * On entry %rsp is 8 mod 16 (the return address); after push %rbp it is 0,
  * and FRAME is a multiple of 16, so the handler is called aligned. Only
@@ -18,9 +18,12 @@
 #include "intercept.h"
 #include "pool.h"
 #include "got.h"
+#include "jit.h"
 #include "../arch/x86_64/emit.h"
 #include "../util/pages.h"
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -46,7 +49,11 @@ static struct mem xmm_slot(int i)
  * the hooked function may be malloc itself). Each frame remembers where the
  * caller's return address was on the stack: frames whose place is at or
  * below a newer one's, or below the stack pointer at a return, were left by
- * longjmp or an exception, and are dropped. */
+ * longjmp or an exception, and are dropped.
+ *
+ * Every thread's shadow stack is on one list, which the JIT symfile points
+ * at: GDB's reader finds the real return address of a return stub from the
+ * stack address it was at, without this thread's TLS (doc/jit-symfile.md). */
 #define SHADOW_FRAMES 4096
 
 struct shadow_frame {
@@ -57,11 +64,39 @@ struct shadow_frame {
 };
 
 struct shadow_stack {
-    size_t depth;
+    struct shadow_stack *next;   /* every thread's, for debuggers */
+    uint64_t depth;
     struct shadow_frame frames[SHADOW_FRAMES];
 };
 
 static __thread struct shadow_stack *shadow __attribute__((tls_model("initial-exec")));
+static struct shadow_stack *shadow_stacks;
+
+static struct shadow_stack *new_shadow_stack(void)
+{
+    struct shadow_stack *s = pages_alloc(sizeof *s);
+    if (!s)
+        return NULL;
+    struct shadow_stack *top = __atomic_load_n(&shadow_stacks, __ATOMIC_ACQUIRE);
+    do
+        s->next = top;
+    while (!__atomic_compare_exchange_n(&shadow_stacks, &top, s, true, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE));
+    return s;
+}
+
+static void describe_shadow_stacks(void)
+{
+    jit_set_shadow_layout(&(struct jit_symfile_header){
+        .shadow_list = (uintptr_t)&shadow_stacks,
+        .shadow_next = offsetof(struct shadow_stack, next),
+        .shadow_depth = offsetof(struct shadow_stack, depth),
+        .shadow_frames = offsetof(struct shadow_stack, frames),
+        .shadow_capacity = SHADOW_FRAMES,
+        .shadow_frame_size = sizeof(struct shadow_frame),
+        .shadow_slot = offsetof(struct shadow_frame, slot),
+        .shadow_return_to = offsetof(struct shadow_frame, return_to),
+    });
+}
 
 size_t intercept_shadow_depth(void)
 {
@@ -75,7 +110,7 @@ struct full_hook { uint32_t id; intercept_pre_fn *pre; intercept_post_fn *post; 
 static void enter_full(const struct full_hook *h, struct intercept_regs *regs, uintptr_t *slot)
 {
     if (!shadow)
-        shadow = pages_alloc(sizeof *shadow);
+        shadow = new_shadow_stack();
     struct shadow_stack *s = shadow;
     if (s) {
         while (s->depth > 0 && s->frames[s->depth - 1].slot <= (uintptr_t)slot)
@@ -89,7 +124,8 @@ static void enter_full(const struct full_hook *h, struct intercept_regs *regs, u
 }
 
 /* Called by the return stub with the return value and the stack pointer
- * just above where the return address was; returns where to go. */
+ * just above where the return address was; puts the return address back
+ * there (for debuggers: the frame is popped next) and returns it. */
 static uintptr_t leave_full(const struct intercept_return *ret, uintptr_t sp)
 {
     struct shadow_stack *s = shadow;
@@ -102,7 +138,9 @@ static uintptr_t leave_full(const struct intercept_return *ret, uintptr_t sp)
         (void)n;
         abort();           /* nowhere right to return to */
     }
-    struct shadow_frame f = s->frames[--s->depth];
+    struct shadow_frame f = s->frames[s->depth - 1];
+    *(uintptr_t *)slot = f.return_to;
+    s->depth--;
     f.post(f.id, ret);
     return f.return_to;
 }
@@ -155,48 +193,110 @@ static void hook_unwinder(void)
         got_hook_install(&unwind_hooks[i]);   /* already hooked: nothing to do */
 }
 
-/* The return stub (one per full stub):
+/* Frame ranges of a stub, for GDB (jit.h): each instruction that moves the
+ * stack pointer or the frame pointer starts a new one. */
+#define MAX_RANGES 16
+
+struct frame_ranges {
+    uintptr_t start;                  /* the stub's first byte */
+    struct jit_symfile_range r[MAX_RANGES];
+    size_t count;
+};
+
+/* From `here` on (to the next one, or the stub's end), the frame is so. */
+static void frame_from(struct frame_ranges *f, uintptr_t here, uint8_t cfa_reg, int32_t cfa_offset,
+                       enum jit_ra_rule ra, enum jit_rbp_rule rbp, int32_t rbp_offset)
+{
+    uint32_t at = (uint32_t)(here - f->start);
+    if (f->count > 0)
+        f->r[f->count - 1].end = at;
+    if (f->count < MAX_RANGES)
+        f->r[f->count++] = (struct jit_symfile_range){ .start = at, .cfa_reg = cfa_reg, .ra_rule = (uint8_t)ra,
+                                                       .rbp_rule = (uint8_t)rbp, .cfa_offset = cfa_offset,
+                                                       .rbp_offset = rbp_offset };
+}
+
+static void describe(const struct frame_ranges *f, const struct code_chunk *chunk, uintptr_t end,
+                     enum jit_stub_kind kind, const char *what, const char *name)
+{
+    struct frame_ranges done = *f;
+    done.r[done.count - 1].end = (uint32_t)(end - f->start);
+    char text[160];
+    snprintf(text, sizeof text, "memprof %s for %s", what, name && *name ? name : "?");
+    jit_add_stub(chunk->region, chunk->cookie, f->start, end - f->start, kind, text, done.r, done.count);
+}
+
+/* The return stub (one per full stub). Its first byte is never run: the
+ * return address written over the caller's is the stub's start + 1, so that
+ * a debugger, which looks up a caller's frame at its return address - 1,
+ * finds this stub.
  *
+ *     nop
+ *     push $0                            where the return address was: put back by leave_full
+ *     sub $8, %rsp                       alignment
  *     push %rax; push %rdx               the return value
  *     sub $32, %rsp; movdqu %xmm0, (%rsp); movdqu %xmm1, 16(%rsp)
- *     mov %rsp, %rdi; lea 48(%rsp), %rsi  leave_full(ret, sp)
+ *     mov %rsp, %rdi; lea 64(%rsp), %rsi  leave_full(ret, sp)
  *     movabs $leave_full, %r11; call *%r11
  *     mov %rax, %r11                     where to return
  *     movdqu (%rsp), %xmm0; movdqu 16(%rsp), %xmm1; add $32, %rsp
- *     pop %rdx; pop %rax
+ *     pop %rdx; pop %rax; add $16, %rsp
  *     jmp *%r11
  *
- * After the original's ret the stack is 16-aligned; 48 bytes keep it so. */
-static void emit_return_stub(struct emitter *e)
+ * After the original's ret the stack is 16-aligned; 64 bytes keep it so. */
+static uintptr_t emit_return_stub(struct emitter *e, struct frame_ranges *f)
 {
+    const enum jit_ra_rule ra = JIT_RA_SLOT_OR_SHADOW;
+    f->start = emit_here(e);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
+    emit_nop(e);
+    uintptr_t entry = emit_here(e);
+    emit_push_imm(e, 0);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
+    emit_sub_imm(e, RSP, 8);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 16, ra, JIT_RBP_SAME, 0);
     emit_push(e, RAX);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 24, ra, JIT_RBP_SAME, 0);
     emit_push(e, RDX);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 32, ra, JIT_RBP_SAME, 0);
     emit_sub_imm(e, RSP, 32);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 64, ra, JIT_RBP_SAME, 0);
     emit_movdqu_store(e, MEM(RSP, 0), XMM0);
     emit_movdqu_store(e, MEM(RSP, 16), XMM1);
     emit_mov(e, RDI, RSP);
-    emit_lea(e, RSI, MEM(RSP, 48));
+    emit_lea(e, RSI, MEM(RSP, 64));
     emit_mov_imm64(e, R11, (uint64_t)(uintptr_t)leave_full);
     emit_call_reg(e, R11);
     emit_mov(e, R11, RAX);
     emit_movdqu_load(e, XMM0, MEM(RSP, 0));
     emit_movdqu_load(e, XMM1, MEM(RSP, 16));
     emit_add_imm(e, RSP, 32);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 32, ra, JIT_RBP_SAME, 0);
     emit_pop(e, RDX);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 24, ra, JIT_RBP_SAME, 0);
     emit_pop(e, RAX);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 16, ra, JIT_RBP_SAME, 0);
+    emit_add_imm(e, RSP, 16);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
     emit_jmp_reg(e, R11);
+    return entry;
 }
 _Static_assert(offsetof(struct intercept_return, rdx) == 32 && offsetof(struct intercept_return, rax) == 40,
                "the return stub's pushes lay out struct intercept_return");
 
-/* Emit the stub for code at `pc`; returns where its original slot runs.
- * With `full`, the handler called is enter_full(full, regs, &return
- * address) instead of pre(id, regs). */
-static uintptr_t emit_entry_stub(struct emitter *e, uint32_t id, intercept_pre_fn *pre,
-                                 const struct full_hook *full)
+/* Emit the stub, which goes on to the function in *original. With `full`,
+ * the handler called is enter_full(full, regs, &return address) instead of
+ * pre(id, regs). */
+static void emit_entry_stub(struct emitter *e, uint32_t id, intercept_pre_fn *pre, const struct full_hook *full,
+                            void **original, struct frame_ranges *f)
 {
+    const enum jit_ra_rule ra = JIT_RA_AT_CFA;
+    f->start = emit_here(e);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
     emit_push(e, RBP);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 16, ra, JIT_RBP_AT_CFA, -16);
     emit_mov(e, RBP, RSP);
+    frame_from(f, emit_here(e), JIT_DWARF_RBP, 16, ra, JIT_RBP_AT_CFA, -16);
     emit_sub_imm(e, RSP, FRAME);
     for (size_t i = 0; i < SAVED_REGS; i++)
         emit_mov_store(e, MEM(RSP, (int32_t)saved_regs[i].offset), saved_regs[i].reg);
@@ -219,55 +319,91 @@ static uintptr_t emit_entry_stub(struct emitter *e, uint32_t id, intercept_pre_f
         emit_mov_load(e, saved_regs[i].reg, MEM(RSP, (int32_t)saved_regs[i].offset));
     emit_mov(e, RSP, RBP);
     emit_pop(e, RBP);
-    /* The slot follows the jump through it, 8-aligned. */
-    uintptr_t jmp_end = emit_here(e) + 6;
-    uintptr_t slot = (jmp_end + 7) & ~(uintptr_t)7;
-    emit_jmp_rip(e, slot);
-    while (emit_here(e) < slot)
-        emit_int3(e);
-    emit_quad(e, 0);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
+    /* The original, through a slot outside the code (a page a debugger set
+     * a breakpoint in is a private copy, which later writes through the
+     * pool's writing view would not reach). r11 is scratch here. */
+    emit_mov_imm64(e, R11, (uint64_t)(uintptr_t)original);
+    emit_mov_load(e, R11, MEM(R11, 0));
+    emit_jmp_reg(e, R11);
+}
+
+/* Slots for the originals stubs jump to: plain memory, never freed. */
+static void **new_original_slot(void)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static void **page;
+    static size_t used, per_page;
+    pthread_mutex_lock(&lock);
+    per_page = (size_t)sysconf(_SC_PAGESIZE) / sizeof *page;
+    if (!page || used == per_page) {
+        page = pages_alloc(per_page * sizeof *page);
+        used = 0;
+    }
+    void **slot = page ? &page[used++] : NULL;
+    pthread_mutex_unlock(&lock);
     return slot;
 }
 
-int intercept_entry_stub(uint32_t id, intercept_pre_fn *pre, uintptr_t near, struct intercept_stub *out)
+int intercept_entry_stub(uint32_t id, const char *name, intercept_pre_fn *pre, uintptr_t near,
+                         struct intercept_stub *out)
 {
     enum { STUB_MAX = 256 };
     struct code_chunk chunk;
     int err = pool_reserve(near, STUB_MAX, &chunk);
     if (err)
         return err;
+    void **original = new_original_slot();
+    if (!original)
+        return ENOMEM;
     struct emitter e;
+    struct frame_ranges f = { 0 };
     emit_init(&e, chunk.write, chunk.size, chunk.exec);
-    uintptr_t slot = emit_entry_stub(&e, id, pre, NULL);
+    emit_entry_stub(&e, id, pre, NULL, original, &f);
     if (e.error)
         return ENOMEM;   /* STUB_MAX is too small: a bug, caught by the tests */
-    *out = (struct intercept_stub){ chunk.exec, (void **)(chunk.write + (slot - chunk.exec)), e.len };
+    if ((err = pool_publish(&chunk, e.len)) != 0)
+        return err;
+    describe(&f, &chunk, emit_here(&e), JIT_STUB_ENTRY, "entry stub", name);
+    *out = (struct intercept_stub){ chunk.exec, original, e.len, 0 };
     return 0;
 }
 
-int intercept_full_stub(uint32_t id, intercept_pre_fn *pre, intercept_post_fn *post, uintptr_t near,
-                        struct intercept_stub *out)
+int intercept_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, intercept_post_fn *post,
+                        uintptr_t near, struct intercept_stub *out)
 {
     /* The chunk holds the hook's data (read by enter_full where the code
      * runs), then the return stub, then the entry stub. */
     enum { DATA = (sizeof(struct full_hook) + 15) & ~15, STUB_MAX = DATA + 384 };
+    static pthread_once_t shadow_described = PTHREAD_ONCE_INIT;
+    pthread_once(&shadow_described, describe_shadow_stacks);
     hook_unwinder();
+    void **original = new_original_slot();
+    if (!original)
+        return ENOMEM;
     struct code_chunk chunk;
     int err = pool_reserve(near, STUB_MAX, &chunk);
     if (err)
         return err;
     const struct full_hook *h = (const struct full_hook *)chunk.exec;
     struct emitter e;
+    struct frame_ranges return_ranges = { 0 }, entry_ranges = { 0 };
     emit_init(&e, chunk.write + DATA, chunk.size - DATA, chunk.exec + DATA);
-    uintptr_t return_stub = emit_here(&e);
-    emit_return_stub(&e);
+    uintptr_t return_stub = emit_return_stub(&e, &return_ranges);
+    uintptr_t return_end = emit_here(&e);
     while (emit_here(&e) % 16)
         emit_int3(&e);
     uintptr_t entry = emit_here(&e);
     *(struct full_hook *)chunk.write = (struct full_hook){ id, pre, post, return_stub };
-    uintptr_t slot = emit_entry_stub(&e, id, pre, h);
+    emit_entry_stub(&e, id, pre, h, original, &entry_ranges);
     if (e.error)
         return ENOMEM;
-    *out = (struct intercept_stub){ entry, (void **)(chunk.write + (slot - chunk.exec)), e.len };
+    if ((err = pool_publish(&chunk, DATA + e.len)) != 0)
+        return err;
+    jit_hold();
+    describe(&return_ranges, &chunk, return_end, JIT_STUB_RETURN, "return stub", name);
+    describe(&entry_ranges, &chunk, emit_here(&e), JIT_STUB_FULL_ENTRY, "entry stub", name);
+    jit_release();
+    *out = (struct intercept_stub){ entry, original, emit_here(&e) - entry, return_stub };
     return 0;
 }

@@ -24,12 +24,15 @@ typedef void intercept_pre_fn(uint32_t id, struct intercept_regs *regs);
 struct intercept_stub {
     uintptr_t entry;     /* where to send calls */
     void **original;     /* where the stub finds the original (writable) */
-    size_t size;         /* bytes of code */
+    size_t size;         /* bytes of the entry stub's code */
+    uintptr_t return_stub;   /* a full stub's return stub: where its hooked function returns (else 0) */
 };
 
 /* Generate an entry stub in a trampoline pool near `near` (0: anywhere).
- * 0, or an errno (ENOSPC, ENOMEM). The stub lives for the process. */
-int intercept_entry_stub(uint32_t id, intercept_pre_fn *pre, uintptr_t near, struct intercept_stub *out);
+ * 0, or an errno (ENOSPC, ENOMEM). The stub lives for the process. It is
+ * registered with GDB's JIT interface as "memprof entry stub for NAME". */
+int intercept_entry_stub(uint32_t id, const char *name, intercept_pre_fn *pre, uintptr_t near,
+                         struct intercept_stub *out);
 
 /* What a hooked function returned: rax and rdx (integers, pointers), xmm0
  * and xmm1 (floating point). */
@@ -46,8 +49,8 @@ typedef void intercept_post_fn(uint32_t id, const struct intercept_return *ret);
  * longjmp or an exception are dropped from the shadow stack by stack pointer
  * (never returned to). A call nested deeper than the shadow stack holds
  * (4096 frames) runs without its post-handler. */
-int intercept_full_stub(uint32_t id, intercept_pre_fn *pre, intercept_post_fn *post, uintptr_t near,
-                        struct intercept_stub *out);
+int intercept_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, intercept_post_fn *post,
+                        uintptr_t near, struct intercept_stub *out);
 /* Frames on this thread's shadow stack (for tests and status). */
 size_t intercept_shadow_depth(void);
 #endif

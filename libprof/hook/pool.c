@@ -2,6 +2,12 @@
  * /proc/self/maps nearest `near`, then mapped there with MAP_FIXED_NOREPLACE
  * (which fails rather than replace a mapping made meanwhile).
  *
+ * The view where code runs is a private mapping of the memfd: it shows what
+ * the writing view wrote, except in a page a debugger wrote a breakpoint
+ * into, which the kernel copies (a debugger cannot write into a shared
+ * read-only mapping at all, so breakpoints in stubs would fail).
+ * pool_publish brings new code into such a copy.
+ *
  * fork: a MAP_SHARED memfd stays shared with the child, so code written by
  * one process would change the other's. The child gives each region a memfd
  * of its own, with the same contents, at the same addresses (only the
@@ -9,6 +15,7 @@
 #include "pool.h"
 #include "../util/maps.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
@@ -27,6 +34,7 @@ struct region {
     uint8_t *write;
     uintptr_t exec;
     size_t used;
+    uint64_t cookie;
 };
 
 static void after_fork_in_child(void);
@@ -110,7 +118,7 @@ static int map_region(uintptr_t near, struct region *out)
             break;
         }
         exec = mmap((void *)at, POOL_REGION_BYTES, PROT_READ | PROT_EXEC,
-                    MAP_SHARED | (at ? MAP_FIXED_NOREPLACE : 0), fd, 0);
+                    MAP_PRIVATE | (at ? MAP_FIXED_NOREPLACE : 0), fd, 0);
         if (exec != MAP_FAILED && at && (uintptr_t)exec != at) {
             /* A kernel without MAP_FIXED_NOREPLACE took it as a hint. */
             munmap(exec, POOL_REGION_BYTES);
@@ -128,15 +136,38 @@ static int map_region(uintptr_t near, struct region *out)
         munmap(exec, POOL_REGION_BYTES);
     }
     close(fd);
-    if (!err)
-        *out = (struct region){ write, (uintptr_t)exec, 0 };
+    if (!err) {
+        /* The cookie differs between regions and between runs. */
+        uint64_t cookie = ((uint64_t)(uintptr_t)exec ^ (uint64_t)getpid() << 32) * 0x9E3779B97F4A7C15ull ^
+                          __builtin_ia32_rdtsc();
+        memcpy(write, POOL_REGION_MAGIC, 8);
+        memcpy((uint8_t *)write + 8, &cookie, 8);
+        *out = (struct region){ write, (uintptr_t)exec, POOL_REGION_HEADER, cookie };
+    }
+    return err;
+}
+
+int pool_publish(const struct code_chunk *c, size_t len)
+{
+    if (len > c->size)
+        return EINVAL;
+    if (memcmp((const void *)c->exec, c->write, len) == 0)
+        return 0;
+    /* A debugger's breakpoint made a private copy of a page this code is
+     * in: write the new bytes into it the way the debugger did. */
+    int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    ssize_t n = pwrite(fd, c->write, len, (off_t)c->exec);
+    int err = n == (ssize_t)len ? 0 : n < 0 ? errno : EIO;
+    close(fd);
     return err;
 }
 
 int pool_reserve(uintptr_t near, size_t size, struct code_chunk *out)
 {
     size = (size + 15) & ~(size_t)15;
-    if (size == 0 || size > POOL_REGION_BYTES)
+    if (size == 0 || size > POOL_REGION_BYTES - POOL_REGION_HEADER)
         return EINVAL;
     pthread_mutex_lock(&pools.lock);
     struct region *r = NULL;
@@ -154,7 +185,7 @@ int pool_reserve(uintptr_t near, size_t size, struct code_chunk *out)
             r = &pools.regions[pools.count++];
     }
     if (r) {
-        *out = (struct code_chunk){ r->write + r->used, r->exec + r->used, size };
+        *out = (struct code_chunk){ r->write + r->used, r->exec + r->used, size, r->exec, r->cookie };
         r->used += size;
     }
     pthread_mutex_unlock(&pools.lock);
@@ -184,7 +215,7 @@ static void after_fork_in_child(void)
         bool ok = fd >= 0 && pwrite(fd, r->write, r->used, 0) == (ssize_t)r->used &&
                   mmap(r->write, POOL_REGION_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) !=
                       MAP_FAILED &&
-                  mmap((void *)r->exec, POOL_REGION_BYTES, PROT_READ | PROT_EXEC, MAP_SHARED | MAP_FIXED, fd, 0) !=
+                  mmap((void *)r->exec, POOL_REGION_BYTES, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0) !=
                       MAP_FAILED;
         if (!ok)
             r->used = POOL_REGION_BYTES;   /* add no code to a region in doubt */

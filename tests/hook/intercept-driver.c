@@ -26,7 +26,7 @@ __attribute__((visibility("default"))) int driver_hook(const char *symbol, uint3
                                                         uintptr_t near, size_t *stub_size)
 {
     struct intercept_stub stub = { 0 };
-    int made = intercept_entry_stub(id, pre, near, &stub);
+    int made = intercept_entry_stub(id, symbol, pre, near, &stub);
     *stub_size = stub.size;
     return install(symbol, made, &stub);
 }
@@ -42,7 +42,7 @@ __attribute__((visibility("default"))) int driver_hook_full(const char *symbol, 
                                                              intercept_post_fn *post, uintptr_t near)
 {
     struct intercept_stub stub = { 0 };
-    return install(symbol, intercept_full_stub(id, pre, post, near, &stub), &stub);
+    return install(symbol, intercept_full_stub(id, symbol, pre, post, near, &stub), &stub);
 }
 
 __attribute__((visibility("default"))) size_t driver_shadow_depth(void)
