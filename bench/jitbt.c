@@ -23,9 +23,9 @@ __attribute__((noinline)) long level(long depth, long stride)
     return next(depth - 1, stride) + 1;
 }
 
-static void post(uint32_t id, const struct intercept_return *ret)
+static void post(uint32_t id, const struct intercept_return *ret, const uint64_t data[2])
 {
-    (void)id, (void)ret;
+    (void)id, (void)ret, (void)data;
 }
 
 static void pre(uint32_t id, struct intercept_regs *regs)

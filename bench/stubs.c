@@ -18,7 +18,7 @@ __attribute__((noinline)) long target(long a, long b)
 }
 
 static void pre(uint32_t id, struct intercept_regs *regs) { (void)id, (void)regs; }
-static void post(uint32_t id, const struct intercept_return *ret) { (void)id, (void)ret; }
+static void post(uint32_t id, const struct intercept_return *ret, const uint64_t data[2]) { (void)id, (void)ret, (void)data; }
 
 static uint64_t fenced_rdtsc(void)
 {

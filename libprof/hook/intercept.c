@@ -61,6 +61,7 @@ struct shadow_frame {
     uintptr_t return_to;     /* the caller's return address */
     uint32_t id;
     intercept_post_fn *post;
+    uint64_t data[2];        /* the pre-handler's, for the post-handler */
 };
 
 struct shadow_stack {
@@ -116,11 +117,27 @@ static void enter_full(const struct full_hook *h, struct intercept_regs *regs, u
         while (s->depth > 0 && s->frames[s->depth - 1].slot <= (uintptr_t)slot)
             s->depth--;    /* left by longjmp: this call's frame is at or above it */
         if (s->depth < SHADOW_FRAMES) {
-            s->frames[s->depth++] = (struct shadow_frame){ (uintptr_t)slot, *slot, h->id, h->post };
+            s->frames[s->depth++] = (struct shadow_frame){ (uintptr_t)slot, *slot, h->id, h->post, { 0, 0 } };
             *slot = h->return_stub;
         }
     }
     h->pre(h->id, regs);
+}
+
+uintptr_t intercept_caller(const struct intercept_regs *regs)
+{
+    /* The entry stub's frame: the registers, its saved rbp, the return address. */
+    uintptr_t slot = (uintptr_t)regs + sizeof *regs + sizeof(uintptr_t);
+    struct shadow_stack *s = shadow;
+    if (s && s->depth > 0 && s->frames[s->depth - 1].slot == slot)
+        return s->frames[s->depth - 1].return_to;
+    return *(const uintptr_t *)slot;
+}
+
+uint64_t *intercept_call_data(void)
+{
+    struct shadow_stack *s = shadow;
+    return s && s->depth > 0 ? s->frames[s->depth - 1].data : NULL;
 }
 
 /* Called by the return stub with the return value and the stack pointer
@@ -141,7 +158,7 @@ static uintptr_t leave_full(const struct intercept_return *ret, uintptr_t sp)
     struct shadow_frame f = s->frames[s->depth - 1];
     *(uintptr_t *)slot = f.return_to;
     s->depth--;
-    f.post(f.id, ret);
+    f.post(f.id, ret, f.data);
     return f.return_to;
 }
 

@@ -40,7 +40,8 @@ struct intercept_return {
     struct { uint64_t lo, hi; } xmm[2];
     uint64_t rdx, rax;
 };
-typedef void intercept_post_fn(uint32_t id, const struct intercept_return *ret);
+/* `data`: the two words the pre-handler left in intercept_call_data(). */
+typedef void intercept_post_fn(uint32_t id, const struct intercept_return *ret, const uint64_t data[2]);
 
 /* An entry stub that also sees the return: before the original runs, the
  * caller's return address is kept on this thread's shadow stack and replaced
@@ -51,6 +52,13 @@ typedef void intercept_post_fn(uint32_t id, const struct intercept_return *ret);
  * (4096 frames) runs without its post-handler. */
 int intercept_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, intercept_post_fn *post,
                         uintptr_t near, struct intercept_stub *out);
+/* In a pre-handler: the address the hooked function will return to (its
+ * caller), also when a full stub has replaced it. */
+uintptr_t intercept_caller(const struct intercept_regs *regs);
+/* In a full stub's pre-handler: two words kept with this call and given to
+ * its post-handler; NULL when the shadow stack is full (the post-handler
+ * then does not run for this call). */
+uint64_t *intercept_call_data(void);
 /* Frames on this thread's shadow stack (for tests and status). */
 size_t intercept_shadow_depth(void);
 #endif

@@ -18,10 +18,14 @@ static uint32_t last_id;
 static unsigned long calls;
 static bool change_first;
 
+static uintptr_t pre_caller;
+uintptr_t driver_caller(const struct intercept_regs *regs);
+
 static void pre(uint32_t id, struct intercept_regs *regs)
 {
     last = *regs;
     last_id = id;
+    pre_caller = driver_caller(regs);
     __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     if (change_first)
         regs->rdi = 100;
@@ -39,6 +43,7 @@ int driver_hook(const char *symbol, uint32_t id, intercept_pre_fn *pre, uintptr_
 void driver_unhook_all(void);
 int driver_hook_full(const char *symbol, uint32_t id, intercept_pre_fn *pre, intercept_post_fn *post, uintptr_t near);
 size_t driver_shadow_depth(void);
+uint64_t *driver_call_data(void);
 long target_via(long n, long (*back)(long));
 int target_call(void (*cb)(void));
 
@@ -47,11 +52,40 @@ static unsigned long returns;
 static struct intercept_return last_return;
 static uint32_t last_return_id;
 
-static void post(uint32_t id, const struct intercept_return *ret)
+static uint64_t last_data[2];
+
+static void post(uint32_t id, const struct intercept_return *ret, const uint64_t data[2])
 {
     __atomic_fetch_add(&returns, 1, __ATOMIC_RELAXED);
     last_return = *ret;
     last_return_id = id;
+    last_data[0] = data[0];
+    last_data[1] = data[1];
+}
+
+/* A pre-handler that keeps the caller, and words for the post-handler. */
+static void pre_keeping(uint32_t id, struct intercept_regs *regs)
+{
+    pre_caller = driver_caller(regs);
+    uint64_t *data = driver_call_data();
+    if (data) {
+        data[0] = id * 7u;
+        data[1] = pre_caller;
+    }
+}
+
+__attribute__((noinline)) static double sum_doubles_from_here(void)
+{
+    double d = target_sum_doubles(2, 1.0, 2.0);
+    __asm__ volatile("" ::: "memory");
+    return d;
+}
+
+__attribute__((noinline)) static long sum6_from_here(void)
+{
+    long r = target_sum6(1, 2, 3, 4, 5, 6);
+    __asm__ volatile("" ::: "memory");
+    return r;
 }
 
 static void pre_quiet(uint32_t id, struct intercept_regs *regs)
@@ -107,8 +141,10 @@ int main(void)
            driver_hook("target_sum_doubles", 9, pre, near, &size) == 0,
        "three functions hooked through the GOT with entry stubs (%zu bytes each)", size);
 
-    long r = target_sum6(1, 2, 3, 4, 5, 6);
+    long r = sum6_from_here();
     ok(r == 91, "target_sum6 still returns 91 (%ld)", r);
+    ok(pre_caller > (uintptr_t)sum6_from_here && pre_caller < (uintptr_t)sum6_from_here + 64,
+       "the pre-handler is told its caller: sum6_from_here + %ld", (long)(pre_caller - (uintptr_t)sum6_from_here));
     ok(last_id == 7, "the handler gets the hook's id (%u)", last_id);
     ok(last.rdi == 1 && last.rsi == 2 && last.rdx == 3 && last.rcx == 4 && last.r8 == 5 && last.r9 == 6,
        "and the six integer arguments");
@@ -148,6 +184,14 @@ int main(void)
     r = target_sum6(1, 2, 3, 4, 5, 6);
     ok(r == 91 && returns == 1 && last_return_id == 17 && last_return.rax == 91,
        "the post-handler sees the integer result in rax (%lu)", (unsigned long)last_return.rax);
+    ok(driver_hook_full("target_sum_doubles", 21, pre_keeping, post, near) == 0, "a full stub whose pre-handler keeps data");
+    pre_caller = 0;
+    r = (long)sum_doubles_from_here();
+    ok(r == 3 && pre_caller > (uintptr_t)sum_doubles_from_here && pre_caller < (uintptr_t)sum_doubles_from_here + 64,
+       "a full stub's pre-handler is told the real caller, not the return stub");
+    ok(last_return_id == 21 && last_data[0] == 21 * 7 && last_data[1] == pre_caller,
+       "the post-handler gets the two words its pre-handler kept");
+    returns = 1;
     d = target_scale(2.5, 4.0);
     double x0;
     memcpy(&x0, &last_return.xmm[0].lo, sizeof x0);

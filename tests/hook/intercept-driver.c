@@ -49,3 +49,13 @@ __attribute__((visibility("default"))) size_t driver_shadow_depth(void)
 {
     return intercept_shadow_depth();
 }
+
+__attribute__((visibility("default"))) uintptr_t driver_caller(const struct intercept_regs *regs)
+{
+    return intercept_caller(regs);
+}
+
+__attribute__((visibility("default"))) uint64_t *driver_call_data(void)
+{
+    return intercept_call_data();
+}

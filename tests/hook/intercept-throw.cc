@@ -16,7 +16,7 @@ void driver_unhook_all(void);
 
 static unsigned long returns, entries;
 static void pre(uint32_t, struct intercept_regs *) { entries++; }
-static void post(uint32_t, const struct intercept_return *) { returns++; }
+static void post(uint32_t, const struct intercept_return *, const uint64_t *) { returns++; }
 
 static int count, failed;
 static void ok(bool cond, const char *what)

@@ -19,7 +19,7 @@ __attribute__((noinline)) void pre_handler(uint32_t id, struct intercept_regs *r
     regs->rsi += 1;   /* the hooked function sees b + 1 */
 }
 
-__attribute__((noinline)) void post_handler(uint32_t id, const struct intercept_return *ret)
+__attribute__((noinline)) void post_handler(uint32_t id, const struct intercept_return *ret, const uint64_t data[2])
 {
     post_calls += id + (long)ret->rax;
 }

@@ -22,9 +22,9 @@ static void pre(uint32_t id, struct intercept_regs *regs)
     (void)id, (void)regs;
 }
 
-static void post(uint32_t id, const struct intercept_return *ret)
+static void post(uint32_t id, const struct intercept_return *ret, const uint64_t data[2])
 {
-    (void)id, (void)ret;
+    (void)id, (void)ret, (void)data;
 }
 
 static unsigned char copy[1 << 16];
