@@ -76,6 +76,19 @@ const char *memprof_where(uintptr_t addr);
  * "#" header line; `memprof symbolize` names the sites. */
 int memprof_heap_start(void);
 int memprof_heap_stop(void);
+
+/* A custom allocator's blocks in the heap report: hook the function `spec`
+ * names, "FUNCTION size=argN ptr=ret" (an allocator), "FUNCTION ptr=argN"
+ * (its free) or "FUNCTION ptr=argN size=argM" (memory handed to it), with
+ * arguments counted from 0. Starts the heap tracer. MEMPROF_BAD_ARGUMENT for
+ * a bad spec or an unknown function; memprof_hook_message() says what was
+ * done or why not, in one line. */
+int memprof_hook(const char *spec);
+const char *memprof_hook_message(void);
+/* For GDB: memprof_hook on the text GDB wrote into memprof_gdb_text. */
+#define MEMPROF_GDB_TEXT_SIZE 1024
+extern char memprof_gdb_text[MEMPROF_GDB_TEXT_SIZE];
+int memprof_hook_gdb_text(void);
 int memprof_heap_report(int fd, unsigned long top);
 const char *memprof_heap_report_text(unsigned long top);
 /* With MEMPROF_HEAP_BY_THREAD in `flags`: a row per site and allocating

@@ -4,6 +4,7 @@
 #include "memprof.h"
 #include "hook/got.h"
 #include "trace/heap.h"
+#include "trace/heap_custom.h"
 #include "trace/ruby.h"
 #include "util/atomic_file.h"
 #include "util/out.h"
@@ -277,6 +278,37 @@ EXPORT int memprof_heap_start(void)
     if (s == HEAP_HOOK_FAILED)
         say("memprof: could not hook the heap functions: ", got_error(), (char *)NULL);
     return set_status(from_heap(s));
+}
+
+/* memprof_hook's message, and the text GDB's memprof-hook writes (GDB
+ * passes no string to a call: that would call the target's malloc). */
+static char hook_message[512];
+EXPORT char memprof_gdb_text[MEMPROF_GDB_TEXT_SIZE];
+
+EXPORT int memprof_hook(const char *spec)
+{
+    switch (heap_custom_hook(spec, hook_message, sizeof hook_message)) {
+    case CUSTOM_OK:
+        return set_status(MEMPROF_OK);
+    case CUSTOM_BAD_SPEC:
+        return set_status(MEMPROF_BAD_ARGUMENT);
+    case CUSTOM_NO_MEMORY:
+        return set_status(MEMPROF_NO_MEMORY);
+    case CUSTOM_HOOK_FAILED:
+    default:
+        return set_status(MEMPROF_HOOK_FAILED);
+    }
+}
+
+EXPORT int memprof_hook_gdb_text(void)
+{
+    memprof_gdb_text[sizeof memprof_gdb_text - 1] = '\0';
+    return memprof_hook(memprof_gdb_text);
+}
+
+EXPORT const char *memprof_hook_message(void)
+{
+    return hook_message;
 }
 
 EXPORT int memprof_heap_stop(void)

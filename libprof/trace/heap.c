@@ -370,6 +370,31 @@ static void finish_free(const struct free_plan *f, void *p)
     }
 }
 
+/* A custom allocator's block is keyed by its address with this bit set
+ * (user addresses have 47 bits): never a malloc block's key. */
+#define CUSTOM_BLOCK_TAG ((uintptr_t)1 << 62)
+
+void heap_note_custom_alloc(void *p, size_t size, void *site)
+{
+    if (!p || !reentry_enter())
+        return;
+    note_alloc((void *)((uintptr_t)p | CUSTOM_BLOCK_TAG), size, site);
+    reentry_leave();
+}
+
+/* Recorded before the real free runs (a number is taken before, as for
+ * free), and as done: a custom free does not fail. */
+void heap_note_custom_free(void *p)
+{
+    if (!p || !reentry_enter())
+        return;
+    void *key = (void *)((uintptr_t)p | CUSTOM_BLOCK_TAG);
+    struct free_plan f;
+    if (plan_free(&f, key))
+        finish_free(&f, key);
+    reentry_leave();
+}
+
 #define HEAP_HOOKS(X)                                                                          \
     X(malloc, void *, (size_t size), (size))                                                   \
     X(calloc, void *, (size_t n, size_t size), (n, size))                                      \

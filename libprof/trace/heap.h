@@ -5,6 +5,7 @@
 #define MEMPROF_TRACE_HEAP_H
 #include "../util/out.h"
 #include <stdbool.h>
+#include <stddef.h>
 
 enum heap_status { HEAP_OK = 0, HEAP_BUSY, HEAP_HOOK_FAILED, HEAP_NO_MEMORY, HEAP_OFF };
 
@@ -25,4 +26,11 @@ enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_th
 /* Live blocks held and bytes of the tracer's tables. */
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes);
 void heap_tracer_after_fork(void);
+
+/* Blocks of an allocator memprof does not know (trace/heap_custom.c): made
+ * at `site` (a return address), and freed. Kept apart from malloc's blocks
+ * at the same address (an allocator that carves its blocks out of a malloc
+ * block starts one at that block's address). Callable from a hook. */
+void heap_note_custom_alloc(void *p, size_t size, void *site);
+void heap_note_custom_free(void *p);
 #endif

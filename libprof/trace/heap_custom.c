@@ -1,0 +1,160 @@
+/* Custom allocators (see heap_custom.h). Each named function gets an
+ * interceptor stub (hook/intercept.c), reached through the GOT slots of every
+ * object that calls it; its pre-handler (and for an allocator, its
+ * post-handler, which sees the returned address) records the block in the
+ * heap tracer's tables with the caller of the function as its site. */
+#include "heap_custom.h"
+#include "heap.h"
+#include "../hook/got.h"
+#include "../hook/intercept.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CUSTOM 32
+#define MAX_ARG 5
+#define ARG_RET (-1)     /* the returned value */
+#define ARG_NONE (-2)
+
+struct custom_hook {
+    char name[128];
+    int size_arg, ptr_arg;
+    struct got_hook got;
+};
+
+static pthread_mutex_t custom_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct custom_hook hooks[MAX_CUSTOM];
+static unsigned hook_count;
+
+static uint64_t argument(const struct intercept_regs *r, int n)
+{
+    const uint64_t args[MAX_ARG + 1] = { r->rdi, r->rsi, r->rdx, r->rcx, r->r8, r->r9 };
+    return n >= 0 && n <= MAX_ARG ? args[n] : 0;
+}
+
+static void custom_pre(uint32_t id, struct intercept_regs *regs)
+{
+    const struct custom_hook *h = &hooks[id];
+    if (h->ptr_arg == ARG_RET) {   /* the block is known at the return */
+        uint64_t *data = intercept_call_data();
+        if (data) {
+            data[0] = argument(regs, h->size_arg);
+            data[1] = intercept_caller(regs);
+        }
+    } else if (h->size_arg == ARG_NONE) {
+        heap_note_custom_free((void *)(uintptr_t)argument(regs, h->ptr_arg));
+    } else {
+        heap_note_custom_alloc((void *)(uintptr_t)argument(regs, h->ptr_arg), argument(regs, h->size_arg),
+                               (void *)intercept_caller(regs));
+    }
+}
+
+static void custom_post(uint32_t id, const struct intercept_return *ret, const uint64_t data[2])
+{
+    (void)id;
+    heap_note_custom_alloc((void *)(uintptr_t)ret->rax, data[0], (void *)(uintptr_t)data[1]);
+}
+
+/* "argN" (N 0-5), or "ret" where `ret_ok`. */
+static bool parse_arg(const char *value, bool ret_ok, int *out)
+{
+    if (ret_ok && strcmp(value, "ret") == 0) {
+        *out = ARG_RET;
+        return true;
+    }
+    if (strncmp(value, "arg", 3) != 0 || value[3] < '0' || value[3] > '0' + MAX_ARG || value[4])
+        return false;
+    *out = value[3] - '0';
+    return true;
+}
+
+static bool parse(const char *spec, struct custom_hook *h)
+{
+    char words[4][128];
+    int n = sscanf(spec, "%127s %127s %127s %127s", words[0], words[1], words[2], words[3]);
+    if (n < 2 || n > 3)
+        return false;
+    snprintf(h->name, sizeof h->name, "%s", words[0]);
+    h->size_arg = h->ptr_arg = ARG_NONE;
+    for (int i = 1; i < n; i++) {
+        if (strncmp(words[i], "size=", 5) == 0 && h->size_arg == ARG_NONE) {
+            if (!parse_arg(words[i] + 5, false, &h->size_arg))
+                return false;
+        } else if (strncmp(words[i], "ptr=", 4) == 0 && h->ptr_arg == ARG_NONE) {
+            if (!parse_arg(words[i] + 4, true, &h->ptr_arg))
+                return false;
+        } else {
+            return false;
+        }
+    }
+    /* An allocator says where its size is; a free has no size. */
+    return h->ptr_arg != ARG_NONE && (h->ptr_arg != ARG_RET || h->size_arg != ARG_NONE);
+}
+
+static void describe(const struct custom_hook *h, size_t slots, char *message, size_t size)
+{
+    char what[96];
+    if (h->ptr_arg == ARG_RET)
+        snprintf(what, sizeof what, "a block of arg%d bytes at the address it returns", h->size_arg);
+    else if (h->size_arg == ARG_NONE)
+        snprintf(what, sizeof what, "a free of the block at arg%d", h->ptr_arg);
+    else
+        snprintf(what, sizeof what, "a block of arg%d bytes at arg%d", h->size_arg, h->ptr_arg);
+    snprintf(message, size, "memprof: %s hooked in %zu GOT slot%s: each call is %s%s", h->name, slots,
+             slots == 1 ? "" : "s", what,
+             slots ? "" : " (but no object calls it through its GOT: calls inside its own object are not seen)");
+}
+
+enum custom_status heap_custom_hook(const char *spec, char *message, size_t message_size)
+{
+    struct custom_hook h = { 0 };
+    if (!spec || !parse(spec, &h)) {
+        snprintf(message, message_size, "memprof: usage: memprof-hook FUNCTION size=argN ptr=ret, "
+                                        "FUNCTION ptr=argN [size=argM] (N: 0-5)");
+        return CUSTOM_BAD_SPEC;
+    }
+    pthread_mutex_lock(&custom_lock);
+    enum custom_status status = CUSTOM_OK;
+    for (unsigned i = 0; i < hook_count && status == CUSTOM_OK; i++)
+        if (strcmp(hooks[i].name, h.name) == 0) {
+            snprintf(message, message_size, "memprof: %s is already hooked", h.name);
+            status = CUSTOM_BAD_SPEC;
+        }
+    if (status == CUSTOM_OK && hook_count == MAX_CUSTOM) {
+        snprintf(message, message_size, "memprof: at most %d functions can be hooked", MAX_CUSTOM);
+        status = CUSTOM_BAD_SPEC;
+    }
+    if (status == CUSTOM_OK && heap_tracer_start() != HEAP_OK) {
+        snprintf(message, message_size, "memprof: could not start the heap tracer");
+        status = CUSTOM_HOOK_FAILED;
+    }
+    struct intercept_stub stub;
+    uint32_t id = hook_count;
+    if (status == CUSTOM_OK) {
+        int err = h.ptr_arg == ARG_RET ? intercept_full_stub(id, h.name, custom_pre, custom_post, 0, &stub)
+                                       : intercept_entry_stub(id, h.name, custom_pre, 0, &stub);
+        if (err) {
+            snprintf(message, message_size, "memprof: cannot make a stub for %s: %s", h.name, strerror(err));
+            status = err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_HOOK_FAILED;
+        }
+    }
+    if (status == CUSTOM_OK) {
+        struct custom_hook *slot = &hooks[id];
+        *slot = h;
+        slot->got = (struct got_hook){ .symbol = slot->name, .replacement = (void *)stub.entry,
+                                       .next = stub.original };
+        size_t before = got_patched_slot_count();
+        if (got_hook_install(&slot->got) != 0) {
+            /* The stub stays (a pool never gives code back); the id is reused. */
+            snprintf(message, message_size, "memprof: cannot hook %s", got_error());
+            status = CUSTOM_BAD_SPEC;
+        } else {
+            hook_count++;
+            describe(slot, got_patched_slot_count() - before, message, message_size);
+        }
+    }
+    pthread_mutex_unlock(&custom_lock);
+    return status;
+}

@@ -1,0 +1,18 @@
+/* Allocators memprof does not know, named by the user (memprof-hook in GDB,
+ * memprof_hook() in C), whose blocks go into the C heap report. */
+#ifndef MEMPROF_TRACE_HEAP_CUSTOM_H
+#define MEMPROF_TRACE_HEAP_CUSTOM_H
+#include <stddef.h>
+
+enum custom_status { CUSTOM_OK = 0, CUSTOM_BAD_SPEC, CUSTOM_HOOK_FAILED, CUSTOM_NO_MEMORY };
+
+/* Hook the function `spec` names:
+ *   "FUNCTION size=argN ptr=ret"    an allocator: a block of argument N's
+ *                                   bytes at the address it returns
+ *   "FUNCTION ptr=argN"             its free: the block at argument N
+ *   "FUNCTION ptr=argN size=argM"   a block given to it at argument N
+ * (arguments counted from 0, the first six). Starts the heap tracer if it
+ * is not running. A one-line message for the user in `message`. Not for
+ * hooks: it maps memory and reads /proc/self/maps. */
+enum custom_status heap_custom_hook(const char *spec, char *message, size_t message_size);
+#endif
