@@ -56,6 +56,7 @@ int main(int argc, char **argv)
     }
     jit_release();
     printf("stubs %ld regions %zu\n", stubs, jit_registered_regions());
+    fflush(stdout);
     printf("levels %ld\n", level(depth, 97));
     return 0;
 }
