@@ -7,6 +7,7 @@
 #include "heap.h"
 #include "../hook/got.h"
 #include "../hook/intercept.h"
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -107,6 +108,24 @@ static void describe(const struct custom_hook *h, size_t slots, char *message, s
              slots ? "" : " (but no object calls it through its GOT: calls inside its own object are not seen)");
 }
 
+/* A function given by address ("0x..."): the name of the exported symbol
+ * that starts there (the GOT slots that call it are found by name). */
+static bool name_address(struct custom_hook *h, char *message, size_t message_size)
+{
+    if (strncmp(h->name, "0x", 2) != 0)
+        return true;
+    char *end;
+    unsigned long long address = strtoull(h->name, &end, 16);
+    Dl_info info;
+    if (*end || !dladdr((void *)(uintptr_t)address, &info) || !info.dli_sname ||
+        (uintptr_t)info.dli_saddr != address) {
+        snprintf(message, message_size, "memprof: no exported function starts at %s", h->name);
+        return false;
+    }
+    snprintf(h->name, sizeof h->name, "%s", info.dli_sname);
+    return true;
+}
+
 enum custom_status heap_custom_hook(const char *spec, char *message, size_t message_size)
 {
     struct custom_hook h = { 0 };
@@ -115,6 +134,8 @@ enum custom_status heap_custom_hook(const char *spec, char *message, size_t mess
                                         "FUNCTION ptr=argN [size=argM] (N: 0-5)");
         return CUSTOM_BAD_SPEC;
     }
+    if (!name_address(&h, message, message_size))
+        return CUSTOM_BAD_SPEC;
     pthread_mutex_lock(&custom_lock);
     enum custom_status status = CUSTOM_OK;
     for (unsigned i = 0; i < hook_count && status == CUSTOM_OK; i++)

@@ -11,7 +11,8 @@ enum custom_status { CUSTOM_OK = 0, CUSTOM_BAD_SPEC, CUSTOM_HOOK_FAILED, CUSTOM_
  *                                   bytes at the address it returns
  *   "FUNCTION ptr=argN"             its free: the block at argument N
  *   "FUNCTION ptr=argN size=argM"   a block given to it at argument N
- * (arguments counted from 0, the first six). Starts the heap tracer if it
+ * (arguments counted from 0, the first six). FUNCTION may be an address
+ * ("0x..."), where an exported function starts. Starts the heap tracer if it
  * is not running. A one-line message for the user in `message`. Not for
  * hooks: it maps memory and reads /proc/self/maps. */
 enum custom_status heap_custom_hook(const char *spec, char *message, size_t message_size);
