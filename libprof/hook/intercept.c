@@ -1,10 +1,12 @@
 /* The entry stub, instruction by instruction (see intercept.h):
  *
  *     push %rbp; mov %rsp, %rbp          frame pointer chain
- *     sub $FRAME, %rsp                   struct intercept_regs (16-aligned)
+ *     and $-16, %rsp                     the caller may not have aligned it
+ *     sub $FRAME, %rsp                   struct intercept_regs
  *     mov %rdi..%rax, 0..48(%rsp)        the argument registers
  *     movdqu %xmm0..7, 64..176(%rsp)
- *     movabs $id, %rdi; mov %rsp, %rsi   handler(id, regs)
+ *     lea 8(%rbp), %r11; mov %r11, 56(%rsp)   where the return address is
+ *     movabs $id, %rdi; lea (%rsp), %rsi handler(id, regs)
  *     movabs $pre, %r11; call *%r11
  *     movdqu 64..176(%rsp), %xmm0..7     the registers, as the handler left them
  *     mov 0..48(%rsp), %rdi..%rax
@@ -12,9 +14,10 @@
  *     movabs $original, %r11; mov (%r11), %r11; jmp *%r11
  *                                        the original, as if called directly
  *
- * On entry %rsp is 8 mod 16 (the return address); after push %rbp it is 0,
- * and FRAME is a multiple of 16, so the handler is called aligned. Only
- * caller-saved registers are used (r11 for the handler's address). */
+ * Only caller-saved registers are used (r11 for the handler's address).
+ * The stub that keeps every register (intercept_keeping_stub) also saves
+ * r10, r11 and xmm8-15 below the registers the handler sees, and ends with
+ * jmp *slot(%rip) to a target fixed in the stub. */
 #include "intercept.h"
 #include "pool.h"
 #include "got.h"
@@ -38,11 +41,6 @@ static const struct { enum reg reg; size_t offset; } saved_regs[] = {
     { RAX, offsetof(struct intercept_regs, rax) },
 };
 #define SAVED_REGS (sizeof saved_regs / sizeof *saved_regs)
-
-static struct mem xmm_slot(int i)
-{
-    return MEM(RSP, (int32_t)(offsetof(struct intercept_regs, xmm) + 16 * (size_t)i));
-}
 
 /* --- the shadow stack of return addresses ---------------------------------
  * Per thread, one pointer in initial-exec TLS to an mmap'd array (no malloc:
@@ -126,8 +124,7 @@ static void enter_full(const struct full_hook *h, struct intercept_regs *regs, u
 
 uintptr_t intercept_caller(const struct intercept_regs *regs)
 {
-    /* The entry stub's frame: the registers, its saved rbp, the return address. */
-    uintptr_t slot = (uintptr_t)regs + sizeof *regs + sizeof(uintptr_t);
+    uintptr_t slot = regs->caller_slot;
     struct shadow_stack *s = shadow;
     if (s && s->depth > 0 && s->frames[s->depth - 1].slot == slot)
         return s->frames[s->depth - 1].return_to;
@@ -250,18 +247,26 @@ static void describe(const struct frame_ranges *f, const struct code_chunk *chun
  *
  *     nop
  *     push $0                            where the return address was: put back by leave_full
- *     sub $8, %rsp                       alignment
+ *     push %rbp; mov %rsp, %rbp; and $-16, %rsp
+ *    [push %r11 ... %rdi; sub $232, %rsp; movdqu %xmm2..15]   with `all`
  *     push %rax; push %rdx               the return value
  *     sub $32, %rsp; movdqu %xmm0, (%rsp); movdqu %xmm1, 16(%rsp)
- *     mov %rsp, %rdi; lea 64(%rsp), %rsi  leave_full(ret, sp)
+ *     mov %rsp, %rdi; lea 16(%rbp), %rsi  leave_full(ret, sp)
  *     movabs $leave_full, %r11; call *%r11
- *     mov %rax, %r11                     where to return
  *     movdqu (%rsp), %xmm0; movdqu 16(%rsp), %xmm1; add $32, %rsp
- *     pop %rdx; pop %rax; add $16, %rsp
- *     jmp *%r11
+ *     pop %rdx; pop %rax
+ *    [movdqu %xmm2..15; add $232, %rsp; pop %rdi ... %r11]
+ *     mov %rbp, %rsp; pop %rbp           to the slot, which holds the return address again
+ *     ret
  *
- * After the original's ret the stack is 16-aligned; 64 bytes keep it so. */
-static uintptr_t emit_return_stub(struct emitter *e, struct frame_ranges *f)
+ * With `all`, every register but the return value's is as the original
+ * left it (a caller built with -fipa-ra may rely on registers its callee
+ * is known not to touch). */
+static const enum reg return_saved[] = { R11, R10, R9, R8, RCX, RSI, RDI };
+#define RETURN_SAVED (sizeof return_saved / sizeof *return_saved)
+#define RETURN_XMM_AREA (14 * 16 + 8)   /* xmm2-15, and 8 to keep the alignment */
+
+static uintptr_t emit_return_stub(struct emitter *e, struct frame_ranges *f, bool all)
 {
     const enum jit_ra_rule ra = JIT_RA_SLOT_OR_SHADOW;
     f->start = emit_here(e);
@@ -270,73 +275,120 @@ static uintptr_t emit_return_stub(struct emitter *e, struct frame_ranges *f)
     uintptr_t entry = emit_here(e);
     emit_push_imm(e, 0);
     frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
-    emit_sub_imm(e, RSP, 8);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 16, ra, JIT_RBP_SAME, 0);
+    emit_push(e, RBP);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 16, ra, JIT_RBP_AT_CFA, -16);
+    emit_mov(e, RBP, RSP);
+    frame_from(f, emit_here(e), JIT_DWARF_RBP, 16, ra, JIT_RBP_AT_CFA, -16);
+    emit_and_imm(e, RSP, -16);
+    if (all) {
+        for (size_t i = 0; i < RETURN_SAVED; i++)
+            emit_push(e, return_saved[i]);
+        emit_sub_imm(e, RSP, RETURN_XMM_AREA);
+        for (int x = 2; x < 16; x++)
+            emit_movdqu_store(e, MEM(RSP, 16 * (x - 2)), (enum xmm)x);
+    }
     emit_push(e, RAX);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 24, ra, JIT_RBP_SAME, 0);
     emit_push(e, RDX);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 32, ra, JIT_RBP_SAME, 0);
     emit_sub_imm(e, RSP, 32);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 64, ra, JIT_RBP_SAME, 0);
     emit_movdqu_store(e, MEM(RSP, 0), XMM0);
     emit_movdqu_store(e, MEM(RSP, 16), XMM1);
     emit_mov(e, RDI, RSP);
-    emit_lea(e, RSI, MEM(RSP, 64));
+    emit_lea(e, RSI, MEM(RBP, 16));   /* the CFA: just above the return address's slot */
     emit_mov_imm64(e, R11, (uint64_t)(uintptr_t)leave_full);
     emit_call_reg(e, R11);
-    emit_mov(e, R11, RAX);
     emit_movdqu_load(e, XMM0, MEM(RSP, 0));
     emit_movdqu_load(e, XMM1, MEM(RSP, 16));
     emit_add_imm(e, RSP, 32);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 32, ra, JIT_RBP_SAME, 0);
     emit_pop(e, RDX);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 24, ra, JIT_RBP_SAME, 0);
     emit_pop(e, RAX);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 16, ra, JIT_RBP_SAME, 0);
-    emit_add_imm(e, RSP, 16);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
-    emit_jmp_reg(e, R11);
+    if (all) {
+        for (int x = 2; x < 16; x++)
+            emit_movdqu_load(e, (enum xmm)x, MEM(RSP, 16 * (x - 2)));
+        emit_add_imm(e, RSP, RETURN_XMM_AREA);
+        for (size_t i = RETURN_SAVED; i-- > 0;)
+            emit_pop(e, return_saved[i]);
+    }
+    emit_mov(e, RSP, RBP);
+    emit_pop(e, RBP);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
+    emit_ret(e);   /* to the slot, which holds the return address again */
     return entry;
 }
 _Static_assert(offsetof(struct intercept_return, rdx) == 32 && offsetof(struct intercept_return, rax) == 40,
                "the return stub's pushes lay out struct intercept_return");
 
-/* Emit the stub, which goes on to the function in *original. With `full`,
- * the handler called is enter_full(full, regs, &return address) instead of
- * pre(id, regs). */
+/* With `all`, the entry stub also keeps r10, r11 and xmm8-15, below the
+ * registers the handler sees. */
+#define ENTRY_EXTRA (2 * 8 + 8 * 16)
+
+static struct mem xmm_slot(int32_t base, int i)
+{
+    return MEM(RSP, base + (int32_t)(offsetof(struct intercept_regs, xmm) + 16 * (size_t)i));
+}
+
+/* Emit the stub, which goes on to the function in *original; with a fixed
+ * `target` (and `all`), through a slot in the stub itself, so that no
+ * register is touched on the way. With `full`, the handler called is
+ * enter_full(full, regs, &return address) instead of pre(id, regs). */
 static void emit_entry_stub(struct emitter *e, uint32_t id, intercept_pre_fn *pre, const struct full_hook *full,
-                            void **original, struct frame_ranges *f)
+                            void **original, uintptr_t target, bool all, struct frame_ranges *f)
 {
     const enum jit_ra_rule ra = JIT_RA_AT_CFA;
+    const int32_t base = all ? ENTRY_EXTRA : 0;   /* where struct intercept_regs starts */
     f->start = emit_here(e);
     frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
     emit_push(e, RBP);
     frame_from(f, emit_here(e), JIT_DWARF_RSP, 16, ra, JIT_RBP_AT_CFA, -16);
     emit_mov(e, RBP, RSP);
     frame_from(f, emit_here(e), JIT_DWARF_RBP, 16, ra, JIT_RBP_AT_CFA, -16);
-    emit_sub_imm(e, RSP, FRAME);
+    emit_and_imm(e, RSP, -16);
+    emit_sub_imm(e, RSP, FRAME + base);
+    if (all) {
+        emit_mov_store(e, MEM(RSP, 0), R10);
+        emit_mov_store(e, MEM(RSP, 8), R11);
+        for (int x = 8; x < 16; x++)
+            emit_movdqu_store(e, MEM(RSP, 16 + 16 * (x - 8)), (enum xmm)x);
+    }
     for (size_t i = 0; i < SAVED_REGS; i++)
-        emit_mov_store(e, MEM(RSP, (int32_t)saved_regs[i].offset), saved_regs[i].reg);
+        emit_mov_store(e, MEM(RSP, base + (int32_t)saved_regs[i].offset), saved_regs[i].reg);
     for (int i = 0; i < 8; i++)
-        emit_movdqu_store(e, xmm_slot(i), (enum xmm)i);
+        emit_movdqu_store(e, xmm_slot(base, i), (enum xmm)i);
+    emit_lea(e, R11, MEM(RBP, 8));   /* the return address's slot, for intercept_caller */
+    emit_mov_store(e, MEM(RSP, base + (int32_t)offsetof(struct intercept_regs, caller_slot)), R11);
     if (full) {
         emit_mov_imm64(e, RDI, (uint64_t)(uintptr_t)full);
-        emit_mov(e, RSI, RSP);
+        emit_lea(e, RSI, MEM(RSP, base));
         emit_lea(e, RDX, MEM(RBP, 8));   /* the return address */
         emit_mov_imm64(e, R11, (uint64_t)(uintptr_t)enter_full);
     } else {
         emit_mov_imm64(e, RDI, id);
-        emit_mov(e, RSI, RSP);
+        emit_lea(e, RSI, MEM(RSP, base));
         emit_mov_imm64(e, R11, (uint64_t)(uintptr_t)pre);
     }
     emit_call_reg(e, R11);
     for (int i = 0; i < 8; i++)
-        emit_movdqu_load(e, (enum xmm)i, xmm_slot(i));
+        emit_movdqu_load(e, (enum xmm)i, xmm_slot(base, i));
     for (size_t i = 0; i < SAVED_REGS; i++)
-        emit_mov_load(e, saved_regs[i].reg, MEM(RSP, (int32_t)saved_regs[i].offset));
+        emit_mov_load(e, saved_regs[i].reg, MEM(RSP, base + (int32_t)saved_regs[i].offset));
+    if (all) {
+        for (int x = 8; x < 16; x++)
+            emit_movdqu_load(e, (enum xmm)x, MEM(RSP, 16 + 16 * (x - 8)));
+        emit_mov_load(e, R10, MEM(RSP, 0));
+        emit_mov_load(e, R11, MEM(RSP, 8));
+    }
     emit_mov(e, RSP, RBP);
     emit_pop(e, RBP);
     frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
+    if (target) {
+        /* jmp *slot(%rip), the slot 8-aligned after it: written now, never
+         * changed, so a page a debugger copied keeps it right. */
+        uintptr_t slot = (emit_here(e) + 6 + 7) & ~(uintptr_t)7;
+        emit_jmp_rip(e, slot);
+        while (emit_here(e) < slot)
+            emit_int3(e);
+        emit_quad(e, target);
+        return;
+    }
     /* The original, through a slot outside the code (a page a debugger set
      * a breakpoint in is a private copy, which later writes through the
      * pool's writing view would not reach). r11 is scratch here. */
@@ -365,7 +417,7 @@ static void **new_original_slot(void)
 int intercept_entry_stub(uint32_t id, const char *name, intercept_pre_fn *pre, uintptr_t near,
                          struct intercept_stub *out)
 {
-    enum { STUB_MAX = 256 };
+    enum { STUB_MAX = 320 };
     struct code_chunk chunk;
     int err = pool_reserve(near, STUB_MAX, &chunk);
     if (err)
@@ -376,7 +428,7 @@ int intercept_entry_stub(uint32_t id, const char *name, intercept_pre_fn *pre, u
     struct emitter e;
     struct frame_ranges f = { 0 };
     emit_init(&e, chunk.write, chunk.size, chunk.exec);
-    emit_entry_stub(&e, id, pre, NULL, original, &f);
+    emit_entry_stub(&e, id, pre, NULL, original, 0, false, &f);
     if (e.error)
         return ENOMEM;   /* STUB_MAX is too small: a bug, caught by the tests */
     if ((err = pool_publish(&chunk, e.len)) != 0)
@@ -386,17 +438,20 @@ int intercept_entry_stub(uint32_t id, const char *name, intercept_pre_fn *pre, u
     return 0;
 }
 
-int intercept_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, intercept_post_fn *post,
-                        uintptr_t near, struct intercept_stub *out)
+/* A full stub; with a fixed `target`, one that keeps every register
+ * (`all`) and jumps there through a slot of its own. */
+static int make_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, intercept_post_fn *post,
+                          uintptr_t target, uintptr_t near, struct intercept_stub *out)
 {
     /* The chunk holds the hook's data (read by enter_full where the code
      * runs), then the return stub, then the entry stub. */
-    enum { DATA = (sizeof(struct full_hook) + 15) & ~15, STUB_MAX = DATA + 384 };
+    enum { DATA = (sizeof(struct full_hook) + 15) & ~15, STUB_MAX = DATA + 1024 };
     static pthread_once_t shadow_described = PTHREAD_ONCE_INIT;
     pthread_once(&shadow_described, describe_shadow_stacks);
     hook_unwinder();
-    void **original = new_original_slot();
-    if (!original)
+    bool all = target != 0;
+    void **original = all ? NULL : new_original_slot();
+    if (!all && !original)
         return ENOMEM;
     struct code_chunk chunk;
     int err = pool_reserve(near, STUB_MAX, &chunk);
@@ -406,15 +461,15 @@ int intercept_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, in
     struct emitter e;
     struct frame_ranges return_ranges = { 0 }, entry_ranges = { 0 };
     emit_init(&e, chunk.write + DATA, chunk.size - DATA, chunk.exec + DATA);
-    uintptr_t return_stub = emit_return_stub(&e, &return_ranges);
+    uintptr_t return_stub = emit_return_stub(&e, &return_ranges, all);
     uintptr_t return_end = emit_here(&e);
     while (emit_here(&e) % 16)
         emit_int3(&e);
     uintptr_t entry = emit_here(&e);
     *(struct full_hook *)chunk.write = (struct full_hook){ id, pre, post, return_stub };
-    emit_entry_stub(&e, id, pre, h, original, &entry_ranges);
+    emit_entry_stub(&e, id, pre, h, original, target, all, &entry_ranges);
     if (e.error)
-        return ENOMEM;
+        return ENOMEM;   /* STUB_MAX is too small: a bug, caught by the tests */
     if ((err = pool_publish(&chunk, DATA + e.len)) != 0)
         return err;
     jit_hold();
@@ -423,4 +478,18 @@ int intercept_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, in
     jit_release();
     *out = (struct intercept_stub){ entry, original, emit_here(&e) - entry, return_stub };
     return 0;
+}
+
+int intercept_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, intercept_post_fn *post,
+                        uintptr_t near, struct intercept_stub *out)
+{
+    return make_full_stub(id, name, pre, post, 0, near, out);
+}
+
+int intercept_keeping_stub(uint32_t id, const char *name, intercept_pre_fn *pre, intercept_post_fn *post,
+                           uintptr_t target, uintptr_t near, struct intercept_stub *out)
+{
+    if (!target)
+        return EINVAL;
+    return make_full_stub(id, name, pre, post, target, near, out);
 }

@@ -4,8 +4,9 @@
  * the registers as the handler left them.
  *
  * The stub keeps a frame pointer chain (push %rbp; mov %rsp, %rbp) so that
- * debuggers and unwinders walk through it, and keeps the stack 16-byte
- * aligned at the call. */
+ * debuggers and unwinders walk through it, and aligns the stack to 16 bytes
+ * for the call (a caller of a static function need not have: compilers
+ * know when the callee does not care). */
 #ifndef MEMPROF_HOOK_INTERCEPT_H
 #define MEMPROF_HOOK_INTERCEPT_H
 #include <stddef.h>
@@ -15,7 +16,7 @@
  * may change them: the original then gets the new values. */
 struct intercept_regs {
     uint64_t rdi, rsi, rdx, rcx, r8, r9, rax;   /* rax: vector count for varargs */
-    uint64_t pad;
+    uint64_t caller_slot;   /* where the return address is (intercept_caller reads it) */
     struct { uint64_t lo, hi; } xmm[8];
 };
 
@@ -52,6 +53,13 @@ typedef void intercept_post_fn(uint32_t id, const struct intercept_return *ret, 
  * (4096 frames) runs without its post-handler. */
 int intercept_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, intercept_post_fn *post,
                         uintptr_t near, struct intercept_stub *out);
+/* A full stub for `target` that keeps every register but the return
+ * value's (rax, rdx, xmm0, xmm1) as the caller and `target` leave them:
+ * for calls rewritten in code built with -fipa-ra, whose callers may rely
+ * on any register their callee is known not to change. It jumps to
+ * `target` itself (`original` is NULL). */
+int intercept_keeping_stub(uint32_t id, const char *name, intercept_pre_fn *pre, intercept_post_fn *post,
+                           uintptr_t target, uintptr_t near, struct intercept_stub *out);
 /* In a pre-handler: the address the hooked function will return to (its
  * caller), also when a full stub has replaced it. */
 uintptr_t intercept_caller(const struct intercept_regs *regs);
