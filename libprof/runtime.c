@@ -527,6 +527,24 @@ static void heap_report_at_exit(void)
     heap_tracer_stop();
 }
 
+/* MEMPROF_HOOKS: memprof_hook specs separated by ';' (memprof run --hook). */
+static void hooks_from_environment(void)
+{
+    const char *specs = getenv("MEMPROF_HOOKS");
+    for (const char *at = specs; at && *at;) {
+        const char *end = strchr(at, ';');
+        size_t len = end ? (size_t)(end - at) : strlen(at);
+        char spec[MEMPROF_GDB_TEXT_SIZE];
+        if (len > 0 && len < sizeof spec) {
+            memcpy(spec, at, len);
+            spec[len] = '\0';
+            if (memprof_hook(spec) != MEMPROF_OK)
+                say(hook_message, (char *)NULL);
+        }
+        at = end ? end + 1 : NULL;
+    }
+}
+
 static void memprof_init_inside(void);
 
 /* memprof's own start-up (dlsym, atexit...) allocates: not the program's. */
@@ -548,6 +566,7 @@ static void memprof_init_inside(void)
                 "recording call sites only", (char *)NULL);
         heap_started_by = getpid();
         atexit(heap_report_at_exit);
+        hooks_from_environment();
     }
     if (!ruby_tracer_available())
         return;

@@ -46,6 +46,10 @@ static void usage(FILE *f)
           "  --heap              trace the C heap instead (any program): when COMMAND\n"
           "                      exits, print its live malloc blocks by call site\n"
           "  --by-thread         with --heap: a row per call site and allocating thread\n"
+          "  --hook SPEC         with the C heap (implies --heap): a custom allocator's\n"
+          "                      blocks too, SPEC as for GDB's memprof-hook, e.g.\n"
+          "                      'pool_alloc size=arg1 ptr=ret', 'pool_free ptr=arg1',\n"
+          "                      '--calls newobj ptr=ret' (repeat for several)\n"
           "  --site nearest|user attribute each object to the nearest Ruby frame (default),\n"
           "                      or to the first frame outside gems and the standard library\n"
           "  --frames N          record N Ruby frames per site (1-64; default 1)\n"
@@ -292,6 +296,17 @@ static int cmd_run(int argc, char **argv)
             i++;
             break;
         } else if (strcmp(a, "--heap") == 0) {
+            heap = true;
+        } else if (strcmp(a, "--hook") == 0) {
+            /* SPEC, as memprof-hook's words; several are joined with ';'. */
+            if (i + 1 >= argc || !*argv[i + 1] || strchr(argv[i + 1], ';'))
+                return fail("%s needs a hook spec, e.g. --hook 'pool_alloc size=arg1 ptr=ret'", a, NULL);
+            const char *old = getenv("MEMPROF_HOOKS");
+            char *joined = NULL;
+            if (asprintf(&joined, "%s%s%s", old && *old ? old : "", old && *old ? ";" : "", argv[++i]) < 0)
+                return fail("%s", "out of memory", NULL);
+            setenv("MEMPROF_HOOKS", joined, 1);
+            free(joined);
             heap = true;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             if (i + 1 >= argc)

@@ -5,11 +5,14 @@
  * heap tracer's tables with the caller of the function as its site. */
 #include "heap_custom.h"
 #include "heap.h"
+#include "../elf/disk_symbols.h"
+#include "../hook/callsite.h"
 #include "../hook/got.h"
 #include "../hook/intercept.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +25,9 @@
 struct custom_hook {
     char name[128];
     int size_arg, ptr_arg;
+    bool calls;                      /* --calls: the calls rewritten, not the GOT */
     struct got_hook got;
+    struct callsite_patch patch;
 };
 
 static pthread_mutex_t custom_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,7 +46,7 @@ static void custom_pre(uint32_t id, struct intercept_regs *regs)
     if (h->ptr_arg == ARG_RET) {   /* the block is known at the return */
         uint64_t *data = intercept_call_data();
         if (data) {
-            data[0] = argument(regs, h->size_arg);
+            data[0] = h->size_arg == ARG_NONE ? 0 : argument(regs, h->size_arg);
             data[1] = intercept_caller(regs);
         }
     } else if (h->size_arg == ARG_NONE) {
@@ -73,13 +78,18 @@ static bool parse_arg(const char *value, bool ret_ok, int *out)
 
 static bool parse(const char *spec, struct custom_hook *h)
 {
-    char words[4][128];
-    int n = sscanf(spec, "%127s %127s %127s %127s", words[0], words[1], words[2], words[3]);
-    if (n < 2 || n > 3)
+    char words[5][128];
+    int n = sscanf(spec, "%127s %127s %127s %127s %127s", words[0], words[1], words[2], words[3], words[4]);
+    int first = 0;
+    if (n >= 1 && strcmp(words[0], "--calls") == 0) {
+        h->calls = true;
+        first = 1;
+    }
+    if (n - first < 2 || n - first > 3)
         return false;
-    snprintf(h->name, sizeof h->name, "%s", words[0]);
+    snprintf(h->name, sizeof h->name, "%s", words[first]);
     h->size_arg = h->ptr_arg = ARG_NONE;
-    for (int i = 1; i < n; i++) {
+    for (int i = first + 1; i < n; i++) {
         if (strncmp(words[i], "size=", 5) == 0 && h->size_arg == ARG_NONE) {
             if (!parse_arg(words[i] + 5, false, &h->size_arg))
                 return false;
@@ -90,22 +100,31 @@ static bool parse(const char *spec, struct custom_hook *h)
             return false;
         }
     }
-    /* An allocator says where its size is; a free has no size. */
+    /* An allocator says where its size is (one whose calls are rewritten
+     * may make blocks of no stated size: objects); a free has no size. */
+    if (h->calls)
+        return h->ptr_arg == ARG_RET;
     return h->ptr_arg != ARG_NONE && (h->ptr_arg != ARG_RET || h->size_arg != ARG_NONE);
 }
 
 static void describe(const struct custom_hook *h, size_t slots, char *message, size_t size)
 {
     char what[96];
-    if (h->ptr_arg == ARG_RET)
+    if (h->ptr_arg == ARG_RET && h->size_arg == ARG_NONE)
+        snprintf(what, sizeof what, "an object at the address it returns");
+    else if (h->ptr_arg == ARG_RET)
         snprintf(what, sizeof what, "a block of arg%d bytes at the address it returns", h->size_arg);
     else if (h->size_arg == ARG_NONE)
         snprintf(what, sizeof what, "a free of the block at arg%d", h->ptr_arg);
     else
         snprintf(what, sizeof what, "a block of arg%d bytes at arg%d", h->size_arg, h->ptr_arg);
-    snprintf(message, size, "memprof: %s hooked in %zu GOT slot%s: each call is %s%s", h->name, slots,
-             slots == 1 ? "" : "s", what,
-             slots ? "" : " (but no object calls it through its GOT: calls inside its own object are not seen)");
+    if (h->calls)
+        snprintf(message, size, "memprof: %zu call%s of %s rewritten: each call is %s", slots, slots == 1 ? "" : "s",
+                 h->name, what);
+    else
+        snprintf(message, size, "memprof: %s hooked in %zu GOT slot%s: each call is %s%s", h->name, slots,
+                 slots == 1 ? "" : "s", what,
+                 slots ? "" : " (but no object calls it through its GOT: calls inside its own object are not seen)");
 }
 
 /* A function given by address ("0x..."): the name of the exported symbol
@@ -126,12 +145,42 @@ static bool name_address(struct custom_hook *h, char *message, size_t message_si
     return true;
 }
 
+/* --calls: every call rel32 to the function (found by its object's symbols
+ * on disk) pointed at a stub that keeps every register. */
+static enum custom_status rewrite_calls(uint32_t id, struct custom_hook *h, char *message, size_t message_size)
+{
+    struct disk_function_set set;
+    int err = disk_symbols_find(h->name, &set, message, message_size);
+    if (err)
+        return err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_BAD_SPEC;
+    struct intercept_stub stub;
+    err = callsite_find(set.functions, set.count, set.address, &h->patch);
+    if (!err && h->patch.count == 0) {
+        snprintf(message, message_size, "memprof: no call rel32 of %s found in its object", h->name);
+        disk_symbols_free(&set);
+        callsite_free(&h->patch);
+        return CUSTOM_BAD_SPEC;
+    }
+    if (!err)
+        err = intercept_keeping_stub(id, h->name, custom_pre, custom_post, set.address, set.address, &stub);
+    if (!err)
+        err = callsite_apply(&h->patch, stub.entry, 0);
+    disk_symbols_free(&set);
+    if (err) {
+        snprintf(message, message_size, "memprof: cannot rewrite the calls of %s: %s", h->name,
+                 err == EXDEV ? "a call's displacement crosses a cache line" : strerror(err));
+        callsite_free(&h->patch);
+        return err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_HOOK_FAILED;
+    }
+    return CUSTOM_OK;
+}
+
 enum custom_status heap_custom_hook(const char *spec, char *message, size_t message_size)
 {
     struct custom_hook h = { 0 };
     if (!spec || !parse(spec, &h)) {
         snprintf(message, message_size, "memprof: usage: memprof-hook FUNCTION size=argN ptr=ret, "
-                                        "FUNCTION ptr=argN [size=argM] (N: 0-5)");
+                                        "FUNCTION ptr=argN [size=argM], --calls FUNCTION ptr=ret [size=argN] (N: 0-5)");
         return CUSTOM_BAD_SPEC;
     }
     if (!name_address(&h, message, message_size))
@@ -151,8 +200,17 @@ enum custom_status heap_custom_hook(const char *spec, char *message, size_t mess
         snprintf(message, message_size, "memprof: could not start the heap tracer");
         status = CUSTOM_HOOK_FAILED;
     }
-    struct intercept_stub stub;
     uint32_t id = hook_count;
+    if (status == CUSTOM_OK && h.calls) {
+        status = rewrite_calls(id, &h, message, message_size);
+        if (status == CUSTOM_OK) {
+            hooks[hook_count++] = h;
+            describe(&h, h.patch.count, message, message_size);
+        }
+        pthread_mutex_unlock(&custom_lock);
+        return status;
+    }
+    struct intercept_stub stub;
     if (status == CUSTOM_OK) {
         int err = h.ptr_arg == ARG_RET ? intercept_full_stub(id, h.name, custom_pre, custom_post, 0, &stub)
                                        : intercept_entry_stub(id, h.name, custom_pre, 0, &stub);

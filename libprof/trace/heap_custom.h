@@ -11,6 +11,10 @@ enum custom_status { CUSTOM_OK = 0, CUSTOM_BAD_SPEC, CUSTOM_HOOK_FAILED, CUSTOM_
  *                                   bytes at the address it returns
  *   "FUNCTION ptr=argN"             its free: the block at argument N
  *   "FUNCTION ptr=argN size=argM"   a block given to it at argument N
+ *   "--calls FUNCTION ptr=ret [size=argN]"
+ *                                   every call rel32 of FUNCTION in its
+ *                                   object rewritten (a static function,
+ *                                   found in the symbol table on disk)
  * (arguments counted from 0, the first six). FUNCTION may be an address
  * ("0x..."), where an exported function starts. Starts the heap tracer if it
  * is not running. A one-line message for the user in `message`. Not for

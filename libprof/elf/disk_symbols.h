@@ -1,0 +1,24 @@
+/* Function symbols of the loaded objects from their files on disk (.symtab,
+ * or a separate debug file), for hooks on functions no object exports: read
+ * by libmemprof-elf.so, which is loaded from the runtime's own directory on
+ * first use (it brings libelf and libdwarf, which the runtime does not link).
+ * Reads files and calls malloc: not for hooks. */
+#ifndef MEMPROF_ELF_DISK_SYMBOLS_H
+#define MEMPROF_ELF_DISK_SYMBOLS_H
+#include "../hook/callsite.h"
+#include <stddef.h>
+#include <stdint.h>
+
+struct disk_function_set {
+    uintptr_t address;             /* of the function asked for */
+    struct code_range *functions;  /* every function of its object, run-time addresses */
+    size_t count, bytes;
+};
+
+/* The first loaded object whose symbols name a function `name`. 0, or an
+ * errno with a one-line `message`: ENOENT (no object's symbols name it: say
+ * which had no symbol table), ELIBACC (the helper library cannot be
+ * loaded), ENOMEM. */
+int disk_symbols_find(const char *name, struct disk_function_set *out, char *message, size_t size);
+void disk_symbols_free(struct disk_function_set *set);
+#endif
