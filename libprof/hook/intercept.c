@@ -240,6 +240,27 @@ static void describe(const struct frame_ranges *f, const struct code_chunk *chun
     jit_add_stub(chunk->region, chunk->cookie, f->start, end - f->start, kind, text, done.r, done.count);
 }
 
+/* Both stubs' frame, with its ranges: the caller's CFA is 8 above the
+ * return address (wherever that is), rbp saved below it, and the stack
+ * aligned to 16 bytes however the caller left it (a caller of a static
+ * function need not align it: compilers know when the callee does not
+ * care). */
+static void enter_aligned_frame(struct emitter *e, struct frame_ranges *f, enum jit_ra_rule ra)
+{
+    emit_push(e, RBP);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 16, ra, JIT_RBP_AT_CFA, -16);
+    emit_mov(e, RBP, RSP);
+    frame_from(f, emit_here(e), JIT_DWARF_RBP, 16, ra, JIT_RBP_AT_CFA, -16);
+    emit_and_imm(e, RSP, -16);
+}
+
+static void leave_aligned_frame(struct emitter *e, struct frame_ranges *f, enum jit_ra_rule ra)
+{
+    emit_mov(e, RSP, RBP);
+    emit_pop(e, RBP);
+    frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
+}
+
 /* The return stub (one per full stub). Its first byte is never run: the
  * return address written over the caller's is the stub's start + 1, so that
  * a debugger, which looks up a caller's frame at its return address - 1,
@@ -275,11 +296,7 @@ static uintptr_t emit_return_stub(struct emitter *e, struct frame_ranges *f, boo
     uintptr_t entry = emit_here(e);
     emit_push_imm(e, 0);
     frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
-    emit_push(e, RBP);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 16, ra, JIT_RBP_AT_CFA, -16);
-    emit_mov(e, RBP, RSP);
-    frame_from(f, emit_here(e), JIT_DWARF_RBP, 16, ra, JIT_RBP_AT_CFA, -16);
-    emit_and_imm(e, RSP, -16);
+    enter_aligned_frame(e, f, ra);
     if (all) {
         for (size_t i = 0; i < RETURN_SAVED; i++)
             emit_push(e, return_saved[i]);
@@ -308,9 +325,7 @@ static uintptr_t emit_return_stub(struct emitter *e, struct frame_ranges *f, boo
         for (size_t i = RETURN_SAVED; i-- > 0;)
             emit_pop(e, return_saved[i]);
     }
-    emit_mov(e, RSP, RBP);
-    emit_pop(e, RBP);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
+    leave_aligned_frame(e, f, ra);
     emit_ret(e);   /* to the slot, which holds the return address again */
     return entry;
 }
@@ -337,11 +352,7 @@ static void emit_entry_stub(struct emitter *e, uint32_t id, intercept_pre_fn *pr
     const int32_t base = all ? ENTRY_EXTRA : 0;   /* where struct intercept_regs starts */
     f->start = emit_here(e);
     frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
-    emit_push(e, RBP);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 16, ra, JIT_RBP_AT_CFA, -16);
-    emit_mov(e, RBP, RSP);
-    frame_from(f, emit_here(e), JIT_DWARF_RBP, 16, ra, JIT_RBP_AT_CFA, -16);
-    emit_and_imm(e, RSP, -16);
+    enter_aligned_frame(e, f, ra);
     emit_sub_imm(e, RSP, FRAME + base);
     if (all) {
         emit_mov_store(e, MEM(RSP, 0), R10);
@@ -376,9 +387,7 @@ static void emit_entry_stub(struct emitter *e, uint32_t id, intercept_pre_fn *pr
         emit_mov_load(e, R10, MEM(RSP, 0));
         emit_mov_load(e, R11, MEM(RSP, 8));
     }
-    emit_mov(e, RSP, RBP);
-    emit_pop(e, RBP);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
+    leave_aligned_frame(e, f, ra);
     if (target) {
         /* jmp *slot(%rip), the slot 8-aligned after it: written now, never
          * changed, so a page a debugger copied keeps it right. */
