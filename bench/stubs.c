@@ -58,9 +58,10 @@ static void measure(const char *name, long (*volatile fn)(long, long))
 
 int main(void)
 {
-    struct intercept_stub entry, full;
+    struct intercept_stub entry, full, keeping;
     if (intercept_entry_stub(1, "target", pre, (uintptr_t)&target, &entry) != 0 ||
-        intercept_full_stub(2, "target", pre, post, (uintptr_t)&target, &full) != 0) {
+        intercept_full_stub(2, "target", pre, post, (uintptr_t)&target, &full) != 0 ||
+        intercept_keeping_stub(3, "target", pre, post, (uintptr_t)target, (uintptr_t)&target, &keeping) != 0) {
         fputs("stubs: cannot make the stubs\n", stderr);
         return 1;
     }
@@ -71,5 +72,6 @@ int main(void)
     measure("direct call", target);
     measure("entry stub", (long (*)(long, long))entry.entry);
     measure("entry + return stubs", (long (*)(long, long))full.entry);
+    measure("keeping every register", (long (*)(long, long))keeping.entry);
     return 0;
 }

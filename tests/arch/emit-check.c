@@ -64,6 +64,8 @@ static void emit_all(struct emitter *e)
     emit_call_reg(e, R11);
     emit_jmp_reg(e, RCX);
     emit_jmp_reg(e, R15);
+    for (size_t i = 0; i < N_MEMS; i++)
+        emit_jmp_mem(e, bases_and_disps[i]);
     emit_ret(e);
     emit_int3(e);
     emit_nop(e);

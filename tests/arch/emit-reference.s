@@ -81,6 +81,9 @@
         call *%r11
         jmp *%rcx
         jmp *%r15
+        .irp m, (%rax),(%rsp),(%rbp),(%r12),(%r13),(%r15),8(%rsp),-8(%rbp),0x7f(%r12),-0x80(%rdi),0x80(%rsp),-0x81(%rbx),0x1000(%r13),-0x12345678(%rsi)
+        jmp *\m
+        .endr
         ret
         int3
         nop

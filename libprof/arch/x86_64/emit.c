@@ -259,6 +259,12 @@ void emit_jmp_reg(struct emitter *e, enum reg r)
         rex(e, false, 0, r), byte(e, 0xFF), modrm_reg(e, 4, r);
 }
 
+void emit_jmp_mem(struct emitter *e, struct mem m)
+{
+    if (room(e, 8))
+        rex(e, false, 0, (unsigned)m.base), byte(e, 0xFF), modrm_mem(e, 4, m);
+}
+
 void emit_call_rip(struct emitter *e, uintptr_t slot)
 {
     int32_t rel;

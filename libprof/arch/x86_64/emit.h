@@ -56,6 +56,7 @@ void emit_call(struct emitter *e, uintptr_t target);      /* call rel32 */
 void emit_jmp(struct emitter *e, uintptr_t target);       /* jmp rel32 */
 void emit_call_reg(struct emitter *e, enum reg r);        /* call *%r */
 void emit_jmp_reg(struct emitter *e, enum reg r);         /* jmp *%r */
+void emit_jmp_mem(struct emitter *e, struct mem m);       /* jmp *disp(%base) */
 void emit_jmp_rip(struct emitter *e, uintptr_t slot);     /* jmp *slot(%rip) */
 void emit_call_rip(struct emitter *e, uintptr_t slot);    /* call *slot(%rip) */
 void emit_ret(struct emitter *e);
