@@ -461,16 +461,18 @@ static int make_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, 
 {
     /* The chunk holds the hook's data (read by enter_full where the code
      * runs), then the return stub, then the entry stub. */
-    enum { DATA = (sizeof(struct full_hook) + 15) & ~15, STUB_MAX = DATA + 1024 };
+    bool all = target != 0;
+    /* Room for the code (the tests fail if it is short: e.error). */
+    enum { DATA = (sizeof(struct full_hook) + 15) & ~15 };
+    const size_t stub_max = DATA + (all ? 960 : 400);
     static pthread_once_t shadow_described = PTHREAD_ONCE_INIT;
     pthread_once(&shadow_described, describe_shadow_stacks);
     hook_unwinder();
-    bool all = target != 0;
     void **original = all ? NULL : new_original_slot();
     if (!all && !original)
         return ENOMEM;
     struct code_chunk chunk;
-    int err = pool_reserve(near, STUB_MAX, &chunk);
+    int err = pool_reserve(near, stub_max, &chunk);
     if (err)
         return err;
     const struct full_hook *h = (const struct full_hook *)chunk.exec;
