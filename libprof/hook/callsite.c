@@ -55,18 +55,26 @@ int callsite_find(const struct code_range *functions, size_t n, uintptr_t target
 {
     memset(out, 0, sizeof *out);
     out->target = target;
+    struct maps maps;
+    int err = maps_load(&maps);
+    if (err)
+        return err;
     for (size_t f = 0; f < n; f++) {
         uintptr_t pc = functions[f].start, end = functions[f].start + functions[f].size;
+        if (!maps_readable(&maps, pc, functions[f].size))
+            continue;   /* a symbol that is not mapped code (a stale symbol file) */
         struct insn in;
         while (pc < end && decode_insn((const void *)pc, end - pc, pc, &in)) {
             if (in.kind == INSN_CALL_REL32 && in.length == CALL_REL32_LENGTH && in.target == target &&
                 !add_site(out, pc)) {
+                maps_release(&maps);
                 callsite_free(out);
                 return ENOMEM;
             }
             pc += in.length;
         }
     }
+    maps_release(&maps);
     /* Functions come in any order: the sites go ascending. */
     for (size_t i = 1; i < out->count; i++)
         for (size_t j = i; j > 0 && out->sites[j - 1] > out->sites[j]; j--) {

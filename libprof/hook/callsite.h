@@ -24,8 +24,9 @@ struct callsite_patch {
 };
 
 /* Every call rel32 to `target` in `functions` (decoded from each start to
- * its end; a function whose bytes stop decoding is read up to there). 0,
- * or an errno (ENOMEM); out->count may be 0. Not for hooks. */
+ * its end; a function whose bytes stop decoding is read up to there, one
+ * not readable in memory is skipped). 0, or an errno (ENOMEM, or the memory
+ * map's); out->count may be 0. Not for hooks. */
 int callsite_find(const struct code_range *functions, size_t n, uintptr_t target, struct callsite_patch *out);
 /* Point every call at `stub`: all or none. Each site is checked first: it
  * must still call `target`, `stub` must be in rel32 reach, and its 4-byte

@@ -202,10 +202,12 @@ enum custom_status heap_custom_hook(const char *spec, char *message, size_t mess
     }
     uint32_t id = hook_count;
     if (status == CUSTOM_OK && h.calls) {
-        status = rewrite_calls(id, &h, message, message_size);
+        /* The handlers read the hook as soon as the first call is rewritten. */
+        hooks[id] = h;
+        status = rewrite_calls(id, &hooks[id], message, message_size);
         if (status == CUSTOM_OK) {
-            hooks[hook_count++] = h;
-            describe(&h, h.patch.count, message, message_size);
+            hook_count++;
+            describe(&hooks[id], hooks[id].patch.count, message, message_size);
         }
         pthread_mutex_unlock(&custom_lock);
         return status;
