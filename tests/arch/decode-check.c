@@ -1,7 +1,7 @@
 /* Walks a file of machine code (all instructions, then 8 bytes of data)
  * with the decoder, as if it ran at 0x400000: one line per instruction,
  * "offset length kind target field_offset" in hex (kind: call, jmp, branch,
- * ret, rip, other). emit.test compares the walk with objdump's. */
+ * ret, store, rip, other), and for a store the register and width. emit.test compares the walk with objdump's. */
 #include "arch/x86_64/decode.h"
 #include <stdio.h>
 
@@ -24,9 +24,12 @@ int main(int argc, char **argv)
         }
         const char *kind = in.kind == INSN_CALL_REL32 ? "call" : in.kind == INSN_JMP_REL32 ? "jmp"
                          : in.kind == INSN_BRANCH_REL ? "branch" : in.kind == INSN_RET ? "ret"
-                         : in.rip_relative ? "rip" : "other";
+                         : in.stores_register ? "store" : in.rip_relative ? "rip" : "other";
         uintptr_t target = in.rip_relative ? in.rip_address : in.target;
-        printf("%zx %x %s %lx %x\n", at, in.length, kind, (unsigned long)(target ? target - PC : 0), in.field_offset);
+        printf("%zx %x %s %lx %x", at, in.length, kind, (unsigned long)(target ? target - PC : 0), in.field_offset);
+        if (in.stores_register)
+            printf(" %u %u", in.store_register, in.store_width);
+        printf("\n");
         at += in.length;
     }
     return 0;

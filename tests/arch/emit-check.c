@@ -60,6 +60,8 @@ static void emit_all(struct emitter *e)
     emit_jmp_rip(e, emit_here(e) + 6 - 0x40);
     emit_mov_load_rip(e, RAX, emit_here(e) + 7 + 0x200);
     emit_mov_load_rip(e, R12, emit_here(e) + 7 - 0x10);
+    emit_mov_store_rip(e, emit_here(e) + 7 + 0x300, RCX);
+    emit_mov_store_rip(e, emit_here(e) + 7 - 0x20, R9);
     emit_call_reg(e, RAX);
     emit_call_reg(e, R11);
     emit_jmp_reg(e, RCX);

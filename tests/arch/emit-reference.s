@@ -77,6 +77,8 @@
         jmp *-0x40(%rip)
         mov 0x200(%rip), %rax
         mov -0x10(%rip), %r12
+        mov %rcx, 0x300(%rip)
+        mov %r9, -0x20(%rip)
         call *%rax
         call *%r11
         jmp *%rcx

@@ -2,12 +2,32 @@
 #include "decode.h"
 #include <Zydis/Zydis.h>
 
+/* mov %reg, [rip + disp32]: the first operand memory, the second a 32- or
+ * 64-bit general register. */
+static void find_register_store(const ZydisDecoder *decoder, const ZydisDecoderContext *context,
+                                const ZydisDecodedInstruction *in, struct insn *out)
+{
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeOperands(decoder, context, in, ops, in->operand_count_visible)))
+        return;
+    if (ops[0].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[0].mem.base != ZYDIS_REGISTER_RIP ||
+        ops[1].type != ZYDIS_OPERAND_TYPE_REGISTER)
+        return;
+    ZydisRegisterClass class = ZydisRegisterGetClass(ops[1].reg.value);
+    if (class != ZYDIS_REGCLASS_GPR64 && class != ZYDIS_REGCLASS_GPR32)
+        return;
+    out->stores_register = true;
+    out->store_register = (uint8_t)ZydisRegisterGetId(ops[1].reg.value);
+    out->store_width = class == ZYDIS_REGCLASS_GPR64 ? 8 : 4;
+}
+
 bool decode_insn(const void *code, size_t avail, uintptr_t pc, struct insn *out)
 {
     ZydisDecoder decoder;
+    ZydisDecoderContext context;
     ZydisDecodedInstruction in;
     if (!ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) ||
-        !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, NULL, code, avail, &in)))
+        !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, &context, code, avail, &in)))
         return false;
     *out = (struct insn){ .length = in.length };
     uintptr_t next = pc + in.length;
@@ -29,6 +49,8 @@ bool decode_insn(const void *code, size_t avail, uintptr_t pc, struct insn *out)
         out->rip_relative = true;
         out->rip_address = next + (uintptr_t)in.raw.disp.value;
         out->field_offset = in.raw.disp.offset;
+        if (in.mnemonic == ZYDIS_MNEMONIC_MOV && in.operand_count_visible == 2)
+            find_register_store(&decoder, &context, &in, out);
     }
     return true;
 }

@@ -163,15 +163,26 @@ void emit_mov_load(struct emitter *e, enum reg dst, struct mem src)
         rex(e, true, dst, src.base), byte(e, 0x8B), modrm_mem(e, dst, src);
 }
 
-void emit_mov_load_rip(struct emitter *e, enum reg dst, uintptr_t addr)
+/* mov between a register and [rip + disp32]: `opcode` 8B loads, 89 stores. */
+static void mov_rip(struct emitter *e, uint8_t opcode, enum reg r, uintptr_t addr)
 {
     int32_t rel;
     if (!rel32_for(e, 7, addr, &rel))
         return;
-    byte(e, (uint8_t)(0x48 | (dst >> 3 & 1) << 2));   /* REX.W, R */
-    byte(e, 0x8B);
-    byte(e, (uint8_t)((dst & 7) << 3 | 5));   /* mod 00, rm 101: rip + disp32 */
+    byte(e, (uint8_t)(0x48 | (r >> 3 & 1) << 2));   /* REX.W, R */
+    byte(e, opcode);
+    byte(e, (uint8_t)((r & 7) << 3 | 5));   /* mod 00, rm 101: rip + disp32 */
     imm32(e, rel);
+}
+
+void emit_mov_load_rip(struct emitter *e, enum reg dst, uintptr_t addr)
+{
+    mov_rip(e, 0x8B, dst, addr);
+}
+
+void emit_mov_store_rip(struct emitter *e, uintptr_t addr, enum reg src)
+{
+    mov_rip(e, 0x89, src, addr);
 }
 
 void emit_lea(struct emitter *e, enum reg dst, struct mem src)
