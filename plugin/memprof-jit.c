@@ -189,6 +189,10 @@ static bool return_address(struct gdb_unwind_callbacks *cb, const struct stub_fr
     uint64_t slot = f->cfa - 8;
     if (!read_u64(cb, slot, ra))
         return false;
+    if (f->range->ra_rule == JIT_RA_RESUME) {
+        *ra = f->stub->resume;
+        return true;
+    }
     if (f->range->ra_rule == JIT_RA_AT_CFA)
         return true;
     /* JIT_RA_SLOT_OR_SHADOW: put back in the slot, or still on a shadow stack. */

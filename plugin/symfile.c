@@ -53,7 +53,7 @@ static bool check_ranges(const struct symfile *s, const struct jit_symfile_stub 
             return refuse(why, why_size, "stub %zu: frame range %u does not follow the previous one", index, i);
         if (r->cfa_reg != JIT_DWARF_RSP && r->cfa_reg != JIT_DWARF_RBP)
             return refuse(why, why_size, "stub %zu: frame range %u: bad CFA register %u", index, i, r->cfa_reg);
-        if (r->ra_rule != JIT_RA_AT_CFA && r->ra_rule != JIT_RA_SLOT_OR_SHADOW)
+        if (r->ra_rule != JIT_RA_AT_CFA && r->ra_rule != JIT_RA_SLOT_OR_SHADOW && r->ra_rule != JIT_RA_RESUME)
             return refuse(why, why_size, "stub %zu: frame range %u: bad return address rule", index, i);
         if (r->rbp_rule != JIT_RBP_SAME && r->rbp_rule != JIT_RBP_AT_CFA)
             return refuse(why, why_size, "stub %zu: frame range %u: bad rbp rule", index, i);
@@ -78,7 +78,7 @@ static bool check_stubs(const struct symfile *s, char *why, size_t why_size)
             return refuse(why, why_size, "stub %zu: outside the region or overlapping the previous one", i);
         if (stub->name >= h->strings_size || s->strings[stub->name] == '\0')
             return refuse(why, why_size, "stub %zu: bad name", i);
-        if (stub->kind < JIT_STUB_ENTRY || stub->kind > JIT_STUB_RETURN)
+        if (stub->kind < JIT_STUB_ENTRY || stub->kind > JIT_STUB_STORE)
             return refuse(why, why_size, "stub %zu: unknown kind %u", i, stub->kind);
         if (!check_ranges(s, stub, i, why, why_size))
             return false;

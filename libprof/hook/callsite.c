@@ -1,22 +1,13 @@
-/* Caller-side hooking (see callsite.h).
- *
- * A displacement is written with one 4-byte store while its page is
- * read+write+execute for a moment (the code keeps running meanwhile, so it
- * cannot lose execute); x86 makes a store that does not cross a cache line
- * atomic, and a core that fetches the instruction sees one displacement or
- * the other. Afterwards every thread of the process is made to serialize its
- * instruction stream (membarrier SYNC_CORE), as cross-modifying code asks. */
+/* Caller-side hooking (see callsite.h). A displacement is written with one
+ * 4-byte store (hook/code_write.c). */
 #include "callsite.h"
+#include "code_write.h"
 #include "../arch/x86_64/decode.h"
 #include "../util/maps.h"
 #include "../util/pages.h"
 #include <errno.h>
-#include <linux/membarrier.h>
 #include <stdbool.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #define CALL_REL32_LENGTH 5
 
@@ -86,52 +77,15 @@ int callsite_find(const struct code_range *functions, size_t n, uintptr_t target
     return 0;
 }
 
-/* One 4-byte store: a single instruction, whatever the alignment. */
-static void store_displacement(uintptr_t site, int32_t value)
-{
-    __asm__ volatile("movl %1, %0" : "=m"(*(int32_t *)(site + 1)) : "r"(value) : "memory");
-}
-
-static bool within_cache_line(uintptr_t site)
-{
-    uintptr_t field = site + 1;
-    return (field & 63) <= 60;
-}
-
-static void serialize_all_threads(void)
-{
-    static int registered;   /* 1 registered, -1 not available */
-    if (!registered)
-        registered = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0 ? 1 : -1;
-    if (registered > 0)
-        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
-}
-
-/* Write values[i] into each site's displacement; each page made writable
- * for it and given back the protection the memory map shows. */
+/* Write values[i] into each site's displacement. */
 static int write_sites(const struct callsite_patch *p, const int32_t *values)
 {
-    struct maps maps;
+    struct maps maps = { 0 };
     int err = maps_load(&maps);
-    if (err)
-        return err;
-    uintptr_t page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (size_t i = 0; i < p->count && !err; i++) {
-        uintptr_t first = (p->sites[i] + 1) & ~(page_size - 1);
-        uintptr_t last = (p->sites[i] + 4) & ~(page_size - 1);
-        const struct maps_range *r = maps_find(&maps, p->sites[i] + 1);
-        int prot = r ? r->prot : PROT_READ | PROT_EXEC;
-        size_t len = last - first + page_size;
-        if (!(prot & PROT_WRITE) && mprotect((void *)first, len, prot | PROT_WRITE | PROT_EXEC) != 0) {
-            err = errno;
-            break;
-        }
-        store_displacement(p->sites[i], values[i]);
-        if (!(prot & PROT_WRITE) && mprotect((void *)first, len, prot) != 0)
-            err = errno;
-    }
+    for (size_t i = 0; i < p->count && !err; i++)
+        err = code_write(&maps, p->sites[i] + 1, (uint32_t)values[i], 4);
+    code_write_done();
     maps_release(&maps);
-    serialize_all_threads();
     return err;
 }
 
@@ -148,7 +102,7 @@ int callsite_apply(struct callsite_patch *p, uintptr_t stub, size_t expected)
             return EINVAL;
         if (d < INT32_MIN || d > INT32_MAX)
             return ERANGE;
-        if (!within_cache_line(site))
+        if (!code_write_atomic(site + 1, 4))
             return EXDEV;
     }
     /* One displacement each: computed before any is written. */

@@ -22,6 +22,7 @@
 #include "pool.h"
 #include "got.h"
 #include "jit.h"
+#include "stub_frames.h"
 #include "../arch/x86_64/emit.h"
 #include "../util/pages.h"
 #include <errno.h>
@@ -209,32 +210,11 @@ static void hook_unwinder(void)
 
 /* Frame ranges of a stub, for GDB (jit.h): each instruction that moves the
  * stack pointer or the frame pointer starts a new one. */
-#define MAX_RANGES 16
-
-struct frame_ranges {
-    uintptr_t start;                  /* the stub's first byte */
-    struct jit_symfile_range r[MAX_RANGES];
-    size_t count;
-};
-
-/* From `here` on (to the next one, or the stub's end), the frame is so. */
-static void frame_from(struct frame_ranges *f, uintptr_t here, uint8_t cfa_reg, int32_t cfa_offset,
-                       enum jit_ra_rule ra, enum jit_rbp_rule rbp, int32_t rbp_offset)
-{
-    uint32_t at = (uint32_t)(here - f->start);
-    if (f->count > 0)
-        f->r[f->count - 1].end = at;
-    if (f->count < MAX_RANGES)
-        f->r[f->count++] = (struct jit_symfile_range){ .start = at, .cfa_reg = cfa_reg, .ra_rule = (uint8_t)ra,
-                                                       .rbp_rule = (uint8_t)rbp, .cfa_offset = cfa_offset,
-                                                       .rbp_offset = rbp_offset };
-}
-
-static void describe(const struct frame_ranges *f, const struct code_chunk *chunk, uintptr_t end,
+static void describe(const struct stub_frames *f, const struct code_chunk *chunk, uintptr_t end,
                      enum jit_stub_kind kind, const char *what, const char *name)
 {
-    struct frame_ranges done = *f;
-    done.r[done.count - 1].end = (uint32_t)(end - f->start);
+    struct stub_frames done = *f;
+    stub_frames_end(&done, end);
     char text[160];
     snprintf(text, sizeof text, "memprof %s for %s", what, name && *name ? name : "?");
     jit_add_stub(chunk->region, chunk->cookie, f->start, end - f->start, kind, text, done.r, done.count);
@@ -245,20 +225,20 @@ static void describe(const struct frame_ranges *f, const struct code_chunk *chun
  * aligned to 16 bytes however the caller left it (a caller of a static
  * function need not align it: compilers know when the callee does not
  * care). */
-static void enter_aligned_frame(struct emitter *e, struct frame_ranges *f, enum jit_ra_rule ra)
+static void enter_aligned_frame(struct emitter *e, struct stub_frames *f, enum jit_ra_rule ra)
 {
     emit_push(e, RBP);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 16, ra, JIT_RBP_AT_CFA, -16);
+    stub_frame_from(f, emit_here(e), JIT_DWARF_RSP, 16, ra, JIT_RBP_AT_CFA, -16);
     emit_mov(e, RBP, RSP);
-    frame_from(f, emit_here(e), JIT_DWARF_RBP, 16, ra, JIT_RBP_AT_CFA, -16);
+    stub_frame_from(f, emit_here(e), JIT_DWARF_RBP, 16, ra, JIT_RBP_AT_CFA, -16);
     emit_and_imm(e, RSP, -16);
 }
 
-static void leave_aligned_frame(struct emitter *e, struct frame_ranges *f, enum jit_ra_rule ra)
+static void leave_aligned_frame(struct emitter *e, struct stub_frames *f, enum jit_ra_rule ra)
 {
     emit_mov(e, RSP, RBP);
     emit_pop(e, RBP);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
+    stub_frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
 }
 
 /* The return stub (one per full stub). Its first byte is never run: the
@@ -287,15 +267,15 @@ static const enum reg return_saved[] = { R11, R10, R9, R8, RCX, RSI, RDI };
 #define RETURN_SAVED (sizeof return_saved / sizeof *return_saved)
 #define RETURN_XMM_AREA (14 * 16 + 8)   /* xmm2-15, and 8 to keep the alignment */
 
-static uintptr_t emit_return_stub(struct emitter *e, struct frame_ranges *f, bool all)
+static uintptr_t emit_return_stub(struct emitter *e, struct stub_frames *f, bool all)
 {
     const enum jit_ra_rule ra = JIT_RA_SLOT_OR_SHADOW;
     f->start = emit_here(e);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
+    stub_frame_from(f, emit_here(e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
     emit_nop(e);
     uintptr_t entry = emit_here(e);
     emit_push_imm(e, 0);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
+    stub_frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
     enter_aligned_frame(e, f, ra);
     if (all) {
         for (size_t i = 0; i < RETURN_SAVED; i++)
@@ -332,7 +312,7 @@ static uintptr_t emit_return_stub(struct emitter *e, struct frame_ranges *f, boo
      * below the stack pointer then, in the red zone, which signal delivery
      * leaves alone. */
     emit_add_imm(e, RSP, 8);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
+    stub_frame_from(f, emit_here(e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
     emit_jmp_mem(e, MEM(RSP, -8));
     return entry;
 }
@@ -353,12 +333,12 @@ static struct mem xmm_slot(int32_t base, int i)
  * register is touched on the way. With `full`, the handler called is
  * enter_full(full, regs, &return address) instead of pre(id, regs). */
 static void emit_entry_stub(struct emitter *e, uint32_t id, intercept_pre_fn *pre, const struct full_hook *full,
-                            void **original, uintptr_t target, bool all, struct frame_ranges *f)
+                            void **original, uintptr_t target, bool all, struct stub_frames *f)
 {
     const enum jit_ra_rule ra = JIT_RA_AT_CFA;
     const int32_t base = all ? ENTRY_EXTRA : 0;   /* where struct intercept_regs starts */
     f->start = emit_here(e);
-    frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
+    stub_frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
     enter_aligned_frame(e, f, ra);
     emit_sub_imm(e, RSP, FRAME + base);
     if (all) {
@@ -442,7 +422,7 @@ int intercept_entry_stub(uint32_t id, const char *name, intercept_pre_fn *pre, u
     if (!original)
         return ENOMEM;
     struct emitter e;
-    struct frame_ranges f = { 0 };
+    struct stub_frames f = { 0 };
     emit_init(&e, chunk.write, chunk.size, chunk.exec);
     emit_entry_stub(&e, id, pre, NULL, original, 0, false, &f);
     if (e.error)
@@ -477,7 +457,7 @@ static int make_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, 
         return err;
     const struct full_hook *h = (const struct full_hook *)chunk.exec;
     struct emitter e;
-    struct frame_ranges return_ranges = { 0 }, entry_ranges = { 0 };
+    struct stub_frames return_ranges = { 0 }, entry_ranges = { 0 };
     emit_init(&e, chunk.write + DATA, chunk.size - DATA, chunk.exec + DATA);
     uintptr_t return_stub = emit_return_stub(&e, &return_ranges, all);
     uintptr_t return_end = emit_here(&e);

@@ -150,8 +150,8 @@ static int publish(struct region *r)
     return 0;
 }
 
-int jit_add_stub(uintptr_t region, uint64_t cookie, uintptr_t start, size_t size, enum jit_stub_kind kind,
-                 const char *name, const struct jit_symfile_range *ranges, size_t range_count)
+static int add_stub(uintptr_t region, uint64_t cookie, uintptr_t start, size_t size, enum jit_stub_kind kind,
+                    const char *name, const struct jit_symfile_range *ranges, size_t range_count, uintptr_t resume)
 {
     size_t name_len = strlen(name) + 1;
     if (start < region || start + size > region + POOL_REGION_BYTES || size == 0 || range_count == 0)
@@ -172,6 +172,7 @@ int jit_add_stub(uintptr_t region, uint64_t cookie, uintptr_t start, size_t size
         r->stubs[at] = (struct jit_symfile_stub){
             .start = start, .size = (uint32_t)size, .name = (uint32_t)r->strings_size,
             .first_range = (uint32_t)r->range_count, .range_count = (uint32_t)range_count, .kind = kind,
+            .resume = resume,
         };
         r->stub_count++;
         memcpy(&r->ranges[r->range_count], ranges, range_count * sizeof *ranges);
@@ -185,6 +186,18 @@ int jit_add_stub(uintptr_t region, uint64_t cookie, uintptr_t start, size_t size
     }
     pthread_mutex_unlock(&jit_lock);
     return err;
+}
+
+int jit_add_stub(uintptr_t region, uint64_t cookie, uintptr_t start, size_t size, enum jit_stub_kind kind,
+                 const char *name, const struct jit_symfile_range *ranges, size_t range_count)
+{
+    return add_stub(region, cookie, start, size, kind, name, ranges, range_count, 0);
+}
+
+int jit_add_resuming_stub(uintptr_t region, uint64_t cookie, uintptr_t start, size_t size, const char *name,
+                          const struct jit_symfile_range *ranges, size_t range_count, uintptr_t resume)
+{
+    return add_stub(region, cookie, start, size, JIT_STUB_STORE, name, ranges, range_count, resume);
 }
 
 void jit_set_shadow_layout(const struct jit_symfile_header *layout)

@@ -17,6 +17,10 @@
  * 0, or an errno (ENOMEM, EINVAL). */
 int jit_add_stub(uintptr_t region, uint64_t cookie, uintptr_t start, size_t size, enum jit_stub_kind kind,
                  const char *name, const struct jit_symfile_range *ranges, size_t range_count);
+/* The same for a stub that goes back into the middle of a function at
+ * `resume` (JIT_RA_RESUME). */
+int jit_add_resuming_stub(uintptr_t region, uint64_t cookie, uintptr_t start, size_t size, const char *name,
+                          const struct jit_symfile_range *ranges, size_t range_count, uintptr_t resume);
 
 /* Where the plugin finds the shadow stacks of return addresses. */
 void jit_set_shadow_layout(const struct jit_symfile_header *layout);

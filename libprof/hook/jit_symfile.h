@@ -20,6 +20,10 @@ enum jit_ra_rule {
      * (a return stub puts the real one back there); otherwise the shadow
      * stack frame whose slot is CFA - 8 has it. */
     JIT_RA_SLOT_OR_SHADOW = 2,
+    /* The stub was jumped to from the middle of a function, and goes back to
+     * the stub's `resume` address: the caller's frame is that function's,
+     * at that address. */
+    JIT_RA_RESUME = 3,
 };
 
 /* Where the caller's rbp is. */
@@ -32,6 +36,7 @@ enum jit_stub_kind {
     JIT_STUB_ENTRY = 1,     /* the interceptor's entry stub */
     JIT_STUB_FULL_ENTRY = 2,   /* an entry stub that also sees the return */
     JIT_STUB_RETURN = 3,    /* a full stub's return stub */
+    JIT_STUB_STORE = 4,     /* a patched store's stub (inline-site hooking) */
 };
 
 /* DWARF register numbers of x86-64 used here. */
@@ -70,6 +75,7 @@ struct jit_symfile_stub {
     uint32_t first_range, range_count;   /* its frame ranges, in order */
     uint32_t kind;                 /* enum jit_stub_kind */
     uint32_t reserved;
+    uint64_t resume;               /* for JIT_RA_RESUME: where the stub goes back to */
 };
 
 /* The frame at offsets [start, end) of a stub: the CFA (the caller's rsp)

@@ -1,0 +1,220 @@
+/* Inline-site hooking (see store_site.h). A site's stub, near it in a pool:
+ *
+ *     mov %reg, VAR(%rip)                the store, replayed
+ *     lea -128(%rsp), %rsp               over the red zone the function may use
+ *     push %rbp; mov %rsp, %rbp
+ *     pushfq; push %rax ... %r11         the flags and caller-saved registers
+ *     and $-16, %rsp; sub $256, %rsp; movdqu %xmm0..15
+ *     movabs $id, %rdi; mov VAR(%rip), %rsi; movabs $handler, %rax; call *%rax
+ *     movdqu %xmm0..15; lea -80(%rbp), %rsp; pop %r11 ... %rax; popfq
+ *     pop %rbp; lea 128(%rsp), %rsp
+ *     jmp back                           to the instruction after the store
+ *
+ * The site becomes `jmp stub` and int3 padding up to the store's length, in
+ * one 8-byte store with the bytes after it unchanged (hook/code_write.c). */
+#include "store_site.h"
+#include "code_write.h"
+#include "jit.h"
+#include "pool.h"
+#include "stub_frames.h"
+#include "../arch/x86_64/decode.h"
+#include "../arch/x86_64/emit.h"
+#include "../util/maps.h"
+#include "../util/pages.h"
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define RED_ZONE 128
+#define STUB_MAX 384
+#define JMP_REL32_LENGTH 5
+#define WINDOW 8          /* the bytes one patch replaces */
+
+static const enum reg saved[] = { RAX, RCX, RDX, RSI, RDI, R8, R9, R10, R11 };
+#define SAVED (sizeof saved / sizeof *saved)
+
+static bool add_site(struct store_patch *p, const struct store_site *site)
+{
+    if ((p->count + 1) * sizeof *p->sites > p->bytes) {
+        size_t bytes = p->bytes ? p->bytes * 2 : 4096;
+        struct store_site *sites = pages_resize(p->sites, p->bytes, bytes);
+        if (!sites)
+            return false;
+        p->sites = sites;
+        p->bytes = bytes;
+    }
+    p->sites[p->count++] = *site;
+    return true;
+}
+
+int store_sites_find(const struct code_range *code, size_t n, uintptr_t variable, struct store_patch *out)
+{
+    memset(out, 0, sizeof *out);
+    out->variable = variable;
+    struct maps maps;
+    int err = maps_load(&maps);
+    if (err)
+        return err;
+    for (size_t f = 0; f < n && !err; f++) {
+        uintptr_t pc = code[f].start, end = code[f].start + code[f].size;
+        if (!maps_readable(&maps, pc, code[f].size + WINDOW))
+            continue;
+        struct insn in;
+        while (pc < end && decode_insn((const void *)pc, end - pc, pc, &in)) {
+            if (in.stores_register && in.rip_address == variable && in.store_width == 8) {
+                struct store_site site = { .at = pc, .length = in.length, .reg = in.store_register };
+                memcpy(site.original, (const void *)pc, WINDOW);
+                if (!add_site(out, &site))
+                    err = ENOMEM;
+            }
+            pc += in.length;
+        }
+    }
+    maps_release(&maps);
+    if (err)
+        store_sites_free(out);
+    return err;
+}
+
+/* The stub for one site; its entry in *entry. */
+static int make_stub(const struct store_patch *p, const struct store_site *site, uint32_t id, const char *name,
+                     store_handler_fn *handler, uintptr_t *entry)
+{
+    struct code_chunk chunk;
+    int err = pool_reserve(site->at, STUB_MAX, &chunk);
+    if (err)
+        return err;
+    struct emitter e;
+    struct stub_frames f = { .start = chunk.exec };
+    const enum jit_ra_rule ra = JIT_RA_RESUME;
+    const int32_t frame = RED_ZONE + 8;   /* the CFA above rbp, once it is set */
+    emit_init(&e, chunk.write, chunk.size, chunk.exec);
+    stub_frame_from(&f, emit_here(&e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
+    emit_mov_store_rip(&e, p->variable, (enum reg)site->reg);
+    emit_lea(&e, RSP, MEM(RSP, -RED_ZONE));
+    stub_frame_from(&f, emit_here(&e), JIT_DWARF_RSP, RED_ZONE, ra, JIT_RBP_SAME, 0);
+    emit_push(&e, RBP);
+    stub_frame_from(&f, emit_here(&e), JIT_DWARF_RSP, frame, ra, JIT_RBP_AT_CFA, -frame);
+    emit_mov(&e, RBP, RSP);
+    stub_frame_from(&f, emit_here(&e), JIT_DWARF_RBP, frame, ra, JIT_RBP_AT_CFA, -frame);
+    emit_pushfq(&e);
+    for (size_t i = 0; i < SAVED; i++)
+        emit_push(&e, saved[i]);
+    emit_and_imm(&e, RSP, -16);
+    emit_sub_imm(&e, RSP, 16 * 16);
+    for (int x = 0; x < 16; x++)
+        emit_movdqu_store(&e, MEM(RSP, 16 * x), (enum xmm)x);
+    emit_mov_imm64(&e, RDI, id);
+    emit_mov_load_rip(&e, RSI, p->variable);   /* the value stored */
+    emit_mov_imm64(&e, RAX, (uint64_t)(uintptr_t)handler);
+    emit_call_reg(&e, RAX);
+    for (int x = 0; x < 16; x++)
+        emit_movdqu_load(&e, (enum xmm)x, MEM(RSP, 16 * x));
+    emit_lea(&e, RSP, MEM(RBP, -(int32_t)(8 * (SAVED + 1))));
+    for (size_t i = SAVED; i-- > 0;)
+        emit_pop(&e, saved[i]);
+    emit_popfq(&e);
+    emit_pop(&e, RBP);
+    stub_frame_from(&f, emit_here(&e), JIT_DWARF_RSP, RED_ZONE, ra, JIT_RBP_SAME, 0);
+    emit_lea(&e, RSP, MEM(RSP, RED_ZONE));
+    stub_frame_from(&f, emit_here(&e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
+    emit_jmp(&e, site->at + site->length);
+    if (e.error)
+        return e.error == EMIT_OUT_OF_REACH ? ERANGE : ENOMEM;
+    if ((err = pool_publish(&chunk, e.len)) != 0)
+        return err;
+    stub_frames_end(&f, emit_here(&e));
+    char text[160];
+    snprintf(text, sizeof text, "memprof store stub for %s", name && *name ? name : "?");
+    jit_add_resuming_stub(chunk.region, chunk.cookie, chunk.exec, e.len, text, f.r, f.count,
+                          site->at + site->length);
+    *entry = chunk.exec;
+    return 0;
+}
+
+/* The 8 bytes that send the site to `stub`: jmp rel32, int3 up to the
+ * store's length, then the bytes that were there. */
+static uint64_t patched_window(const struct store_site *site, uintptr_t stub)
+{
+    uint8_t bytes[WINDOW];
+    memcpy(bytes, site->original, WINDOW);
+    int32_t rel = (int32_t)(int64_t)(stub - (site->at + JMP_REL32_LENGTH));
+    bytes[0] = 0xE9;
+    memcpy(bytes + 1, &rel, sizeof rel);
+    memset(bytes + JMP_REL32_LENGTH, 0xCC, site->length - JMP_REL32_LENGTH);
+    uint64_t window;
+    memcpy(&window, bytes, sizeof window);
+    return window;
+}
+
+static int write_windows(const struct store_patch *p, const uint64_t *windows)
+{
+    struct maps maps = { 0 };
+    int err = maps_load(&maps);
+    for (size_t i = 0; i < p->count && !err; i++)
+        err = code_write(&maps, p->sites[i].at, windows[i], WINDOW);
+    code_write_done();
+    maps_release(&maps);
+    return err;
+}
+
+int store_sites_apply(struct store_patch *p, uint32_t id, const char *name, store_handler_fn *handler,
+                      size_t expected)
+{
+    if (p->applied)
+        return EEXIST;
+    if (p->count == 0 || (expected && p->count != expected))
+        return ENOENT;
+    for (size_t i = 0; i < p->count; i++) {
+        const struct store_site *s = &p->sites[i];
+        if (s->length < JMP_REL32_LENGTH || s->length > WINDOW || memcmp((const void *)s->at, s->original, WINDOW))
+            return EINVAL;
+        if (!code_write_atomic(s->at, WINDOW))
+            return EXDEV;
+    }
+    /* Every stub first: a site is patched only once all have one. */
+    size_t bytes = p->count * 2 * sizeof(uint64_t);
+    uint64_t *windows = pages_alloc(bytes), *originals = windows ? windows + p->count : NULL;
+    if (!windows)
+        return ENOMEM;
+    int err = 0;
+    for (size_t i = 0; i < p->count && !err; i++) {
+        uintptr_t stub;
+        err = make_stub(p, &p->sites[i], id, name, handler, &stub);
+        if (!err) {
+            windows[i] = patched_window(&p->sites[i], stub);
+            memcpy(&originals[i], p->sites[i].original, WINDOW);
+        }
+    }
+    if (!err) {
+        err = write_windows(p, windows);
+        if (err)
+            write_windows(p, originals);   /* none, then */
+        else
+            p->applied = 1;
+    }
+    pages_free(windows, bytes);
+    return err;
+}
+
+int store_sites_restore(struct store_patch *p)
+{
+    if (!p->applied)
+        return 0;
+    uint64_t *originals = pages_alloc(p->count * sizeof *originals);
+    if (!originals)
+        return ENOMEM;
+    for (size_t i = 0; i < p->count; i++)
+        memcpy(&originals[i], p->sites[i].original, WINDOW);
+    int err = write_windows(p, originals);
+    if (!err)
+        p->applied = 0;
+    pages_free(originals, p->count * sizeof *originals);
+    return err;
+}
+
+void store_sites_free(struct store_patch *p)
+{
+    pages_free(p->sites, p->bytes);
+    memset(p, 0, sizeof *p);
+}

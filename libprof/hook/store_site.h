@@ -1,0 +1,43 @@
+/* Inline-site hooking, the seeds' stage 2: the instructions that store a
+ * register to a given static variable (`mov %reg, VAR(%rip)`), inside given
+ * code (a function's copy, or its inlined instances), each replaced by a
+ * `jmp rel32` to a stub that replays the store and calls a handler with the
+ * stored value. All sites are checked before any is patched, and each patch
+ * is one 8-byte store; restoring puts the original bytes back. */
+#ifndef MEMPROF_HOOK_STORE_SITE_H
+#define MEMPROF_HOOK_STORE_SITE_H
+#include "callsite.h"
+#include <stddef.h>
+#include <stdint.h>
+
+typedef void store_handler_fn(uint32_t id, uint64_t value);
+
+struct store_site {
+    uintptr_t at;            /* the store instruction */
+    uint8_t length, reg;     /* its length; the register stored (0-15) */
+    uint8_t original[8];     /* the 8 bytes from `at` before patching */
+};
+
+struct store_patch {
+    uintptr_t variable;
+    size_t count;
+    struct store_site *sites;
+    size_t bytes;            /* of the sites' mapping */
+    int applied;
+};
+
+/* Every 8-byte store of a general register to `variable` in `code`. 0, or
+ * an errno (ENOMEM, or the memory map's); out->count may be 0. */
+int store_sites_find(const struct code_range *code, size_t n, uintptr_t variable, struct store_patch *out);
+/* Patch every site: `handler(id, value)` after each store. All or none:
+ * `expected` (0: any) must be the count, and each site's 8 bytes must lie in
+ * one cache line. The stubs are registered for GDB as "memprof store stub
+ * for NAME". 0, or an errno: EEXIST, ENOENT (the count), EXDEV (a site
+ * across a cache line), EINVAL (a site changed), or one of the pool's. */
+int store_sites_apply(struct store_patch *p, uint32_t id, const char *name, store_handler_fn *handler,
+                      size_t expected);
+/* The original bytes back (a thread inside a stub goes back to code that is
+ * the same). 0, or an errno. */
+int store_sites_restore(struct store_patch *p);
+void store_sites_free(struct store_patch *p);
+#endif

@@ -1,0 +1,140 @@
+/* The seeds' free path in a small C "VM": add_freelist() stores a freed
+ * object into a static `freelist`. memprof finds the stores to `freelist`
+ * inside add_freelist by decoding it, sends each through a stub that replays
+ * the store and calls a handler with the stored value, and restores the code
+ * byte for byte. Built -O0 and -O2 by store-site.test (add_freelist kept out
+ * of line: its inlined copies need DWARF). (TAP) */
+#include "elf/symbolizer.h"
+#include "elf/symbols.h"
+#include "hook/store_site.h"
+#include "../tap.h"
+#include <errno.h>
+#include <link.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct obj {
+    struct obj *next;
+    long kind, value;
+};
+
+#define ARENA 4096
+static struct obj arena[ARENA];
+static long arena_used, freed_by_program;
+static struct obj *freelist;
+
+__attribute__((noinline)) static struct obj *newobj(long kind)
+{
+    struct obj *o = freelist;
+    if (o)
+        freelist = o->next;
+    else
+        o = &arena[arena_used++ % ARENA];
+    o->kind = kind;
+    o->value = kind * 3;
+    return o;
+}
+
+__attribute__((noinline, noclone)) static void add_freelist(struct obj *o)
+{
+    o->next = freelist;
+    freelist = o;
+    freed_by_program++;
+}
+
+__attribute__((noinline)) long run_vm(long n)
+{
+    long a = 1, b = 2;
+    for (long i = 0; i < n; i++) {
+        struct obj *x = newobj(1);
+        a += x->value + i;
+        if (i % 3 == 0) {
+            struct obj *y = newobj(2);
+            b ^= y->value + a;
+            add_freelist(y);
+        }
+        add_freelist(x);
+    }
+    return a + b;
+}
+
+/* --- the hook: every value stored ---------------------------------------- */
+static long stored, stored_nonzero_sum;
+static uintptr_t last_stored;
+static bool stop_in_handler;
+
+__attribute__((noinline)) static void on_store(uint32_t id, uint64_t value)
+{
+    stored += id;
+    last_stored = value;
+    stored_nonzero_sum += value != 0;
+    if (stop_in_handler) {
+        stop_in_handler = false;
+        raise(SIGTRAP);   /* for GDB: bt here */
+    }
+}
+
+static uintptr_t bias;
+static int find_bias(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size, (void)arg;
+    bias = info->dlpi_addr;
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    long n = argc > 1 ? atol(argv[1]) : 1000;
+    stop_in_handler = argc > 2;
+    dl_iterate_phdr(find_bias, NULL);
+    char err[256];
+    struct symbolizer *sym = symbolizer_open("/proc/self/exe", err, sizeof err);
+    ok(sym != NULL, "the program's symbols");
+    if (!sym)
+        return tap_done();
+    const struct elf_symbols *table = symbolizer_symbols(sym);
+    struct code_range in = { 0 }, all = { 0 };
+    for (size_t i = 0; i < elf_symbols_count(table); i++) {
+        const char *name;
+        uint64_t start, size;
+        elf_symbols_get(table, i, &name, &start, &size);
+        if (strcmp(name, "add_freelist") == 0)
+            in = (struct code_range){ bias + start, size };
+        if (strcmp(name, "newobj") == 0)
+            all = (struct code_range){ bias + start, size };
+    }
+    ok(in.size > 0, "add_freelist found in the symbol table (%zu bytes)", in.size);
+
+    long plain = run_vm(n), freed = freed_by_program;
+    unsigned char *before = malloc(in.size + 8);
+    memcpy(before, (const void *)in.start, in.size + 8);
+
+    struct store_patch patch, in_newobj;
+    ok(store_sites_find(&in, 1, (uintptr_t)&freelist, &patch) == 0 && patch.count == 1,
+       "one store to freelist in add_freelist (%zu)", patch.count);
+    ok(store_sites_find(&all, 1, (uintptr_t)&freelist, &in_newobj) == 0 && in_newobj.count == 1,
+       "and one in newobj, which is not asked for (%zu)", in_newobj.count);
+    store_sites_free(&in_newobj);
+    ok(store_sites_apply(&patch, 1, "freelist", on_store, 2) == ENOENT &&
+       memcmp(before, (const void *)in.start, in.size + 8) == 0,
+       "expecting another number of sites patches nothing");
+    ok(store_sites_apply(&patch, 1, "freelist", on_store, 1) == 0, "the store goes through a stub");
+
+    freed_by_program = 0;
+    long hooked = run_vm(n);
+    ok(hooked == plain, "the VM computes the same through the stub (%ld, %ld)", hooked, plain);
+    ok(stored == freed && stored == freed_by_program, "every store seen once: %ld (the program freed %ld)", stored,
+       freed_by_program);
+    ok(stored_nonzero_sum == stored && last_stored == (uintptr_t)freelist,
+       "the handler gets the value stored (the last: the free list's head)");
+
+    ok(store_sites_restore(&patch) == 0, "restored");
+    ok(memcmp(before, (const void *)in.start, in.size + 8) == 0, "add_freelist's bytes equal the original's");
+    long seen = stored;
+    ok(run_vm(n) == plain && stored == seen, "after restoring, no store goes through the stub");
+    store_sites_free(&patch);
+    symbolizer_close(sym);
+    return tap_done();
+}
