@@ -12,6 +12,10 @@
 typedef int memprof_elf_function_fn(void *ctx, const char *name, uint64_t address, uint64_t size);
 typedef int memprof_elf_functions_fn(const char *path, memprof_elf_function_fn *each, void *ctx, char *message,
                                      size_t size);
+typedef int memprof_elf_variable_fn(const char *path, const char *name, uint64_t *address, char *message,
+                                    size_t size);
+
+static memprof_elf_variable_fn *variable_helper;
 
 /* The helper, next to this library: the build tree's .libs or pkglibdir. */
 static memprof_elf_functions_fn *load_helper(char *message, size_t size)
@@ -30,7 +34,8 @@ static memprof_elf_functions_fn *load_helper(char *message, size_t size)
              slash ? self.dli_fname : ".");
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     helper = lib ? (memprof_elf_functions_fn *)dlsym(lib, "memprof_elf_functions") : NULL;
-    if (!helper)
+    variable_helper = lib ? (memprof_elf_variable_fn *)dlsym(lib, "memprof_elf_variable") : NULL;
+    if (!helper || !variable_helper)
         snprintf(message, size, "memprof: cannot load %s: %s", path, dlerror());
     return helper;
 }
@@ -114,6 +119,35 @@ int disk_symbols_find(const char *name, struct disk_function_set *out, char *mes
         snprintf(message, size, "memprof: out of memory");
     if (err)
         disk_symbols_free(out);
+    return err;
+}
+
+int disk_symbols_variable(const char *name, uintptr_t *address, char *message, size_t size)
+{
+    if (!load_helper(message, size))
+        return ELIBACC;
+    enum { MAX_OBJECTS = 512 };
+    struct elf_object *objects = pages_alloc(MAX_OBJECTS * sizeof *objects);
+    if (!objects)
+        return ENOMEM;
+    size_t n = elf_objects_snapshot(objects, MAX_OBJECTS);
+    const struct elf_object *self = elf_objects_find(objects, n, (uintptr_t)disk_symbols_variable);
+    int err = ENOENT;
+    char why[PATH_MAX + 256];
+    for (size_t i = 0; i < n && i < MAX_OBJECTS && err == ENOENT; i++) {
+        const struct elf_object *o = &objects[i];
+        if (o == self || (o->kind != ELF_OBJECT_PROGRAM && o->kind != ELF_OBJECT_LIBRARY))
+            continue;
+        uint64_t at;
+        if (variable_helper(o->kind == ELF_OBJECT_PROGRAM ? "/proc/self/exe" : o->name, name, &at, why,
+                            sizeof why) == 0) {
+            *address = o->base + at;
+            err = 0;
+        }
+    }
+    pages_free(objects, MAX_OBJECTS * sizeof *objects);
+    if (err)
+        snprintf(message, size, "memprof: no symbol table of the loaded objects names a variable %s", name);
     return err;
 }
 

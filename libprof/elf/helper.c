@@ -3,6 +3,7 @@
  * hook needs symbols no loaded object exports (elf/disk_symbols.c). The
  * symbols come from the file's .symtab or from its separate debug file
  * (build-id, .gnu_debuglink), as the symbolizer finds them. */
+#include "debugfile.h"
 #include "symbolizer.h"
 #include "symbols.h"
 #include <stdio.h>
@@ -30,4 +31,32 @@ __attribute__((visibility("default"))) int memprof_elf_functions(const char *pat
     }
     symbolizer_close(s);
     return 0;
+}
+
+/* The file address of the data object `name` (a static variable), from the
+ * file's .symtab or its debug file's. 0, or -1 with why in `message`. */
+__attribute__((visibility("default"))) int memprof_elf_variable(const char *path, const char *name,
+                                                               uint64_t *address, char *message, size_t size)
+{
+    char debug[4096];
+    struct debugfile_search search;
+    const char *paths[2] = { path, debugfile_find(path, debug, sizeof debug, &search) ? debug : NULL };
+    for (int i = 0; i < 2 && paths[i]; i++) {
+        struct elf_symbols *s = elf_symbols_read_data(paths[i], message, size);
+        if (!s)
+            continue;
+        for (size_t k = 0; k < elf_symbols_count(s); k++) {
+            const char *sym;
+            uint64_t start, length;
+            elf_symbols_get(s, k, &sym, &start, &length);
+            if (strcmp(sym, name) == 0) {
+                *address = start;
+                elf_symbols_free(s);
+                return 0;
+            }
+        }
+        elf_symbols_free(s);
+    }
+    snprintf(message, size, "no symbol table of %s names a variable %s", path, name);
+    return -1;
 }

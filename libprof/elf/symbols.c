@@ -24,8 +24,9 @@ static int by_address(const void *a, const void *b)
     return x->size > y->size ? -1 : x->size < y->size;   /* the larger alias first */
 }
 
-/* Copy the function symbols of one symbol table section. */
-static bool read_table(Elf *elf, Elf_Scn *scn, GElf_Shdr *shdr, struct elf_symbols *s)
+/* Copy the function symbols (or, with `objects`, the data objects) of one
+ * symbol table section. */
+static bool read_table(Elf *elf, Elf_Scn *scn, GElf_Shdr *shdr, struct elf_symbols *s, bool objects)
 {
     Elf_Data *data = elf_getdata(scn, NULL);
     if (!data || shdr->sh_entsize == 0)
@@ -43,7 +44,8 @@ static bool read_table(Elf *elf, Elf_Scn *scn, GElf_Shdr *shdr, struct elf_symbo
         if (!gelf_getsym(data, (int)i, &sym))
             continue;
         int type = GELF_ST_TYPE(sym.st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
+        bool wanted = objects ? type == STT_OBJECT : type == STT_FUNC || type == STT_GNU_IFUNC;
+        if (!wanted || sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
             continue;
         const char *name = elf_strptr(elf, shdr->sh_link, sym.st_name);
         if (!name || !*name)
@@ -66,7 +68,7 @@ static bool read_table(Elf *elf, Elf_Scn *scn, GElf_Shdr *shdr, struct elf_symbo
     return true;
 }
 
-struct elf_symbols *elf_symbols_read(const char *path, char *err, size_t errlen)
+static struct elf_symbols *read_symbols(const char *path, bool objects, char *err, size_t errlen)
 {
     struct elf_symbols *s = calloc(1, sizeof *s);
     if (!s) {
@@ -103,7 +105,7 @@ struct elf_symbols *elf_symbols_read(const char *path, char *err, size_t errlen)
             s->source = shdr.sh_type == SHT_SYMTAB ? ".symtab" : ".dynsym";
         }
     }
-    if (chosen && !read_table(elf, chosen, &chosen_shdr, s)) {
+    if (chosen && !read_table(elf, chosen, &chosen_shdr, s, objects)) {
         snprintf(err, errlen, "cannot read the symbols of %s", path);
         elf_end(elf);
         close(fd);
@@ -113,6 +115,16 @@ struct elf_symbols *elf_symbols_read(const char *path, char *err, size_t errlen)
     elf_end(elf);
     close(fd);
     return s;
+}
+
+struct elf_symbols *elf_symbols_read(const char *path, char *err, size_t errlen)
+{
+    return read_symbols(path, false, err, errlen);
+}
+
+struct elf_symbols *elf_symbols_read_data(const char *path, char *err, size_t errlen)
+{
+    return read_symbols(path, true, err, errlen);
 }
 
 const char *elf_symbols_lookup(const struct elf_symbols *s, uint64_t addr, uint64_t *offset)

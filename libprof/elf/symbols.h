@@ -12,6 +12,8 @@ struct elf_symbols;
 /* NULL with `err` set (one line) when the file cannot be read as ELF. A file
  * with no function symbols gives an empty table, not an error. */
 struct elf_symbols *elf_symbols_read(const char *path, char *err, size_t errlen);
+/* The same for the data objects (static and global variables). */
+struct elf_symbols *elf_symbols_read_data(const char *path, char *err, size_t errlen);
 /* The function whose [start, start + size) holds `addr` (a file address:
  * for a shared object, the run-time address minus the load bias), and the
  * offset into it; NULL if none does: never the nearest other function. */

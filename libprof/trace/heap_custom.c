@@ -8,6 +8,7 @@
 #include "../elf/disk_symbols.h"
 #include "../hook/callsite.h"
 #include "../hook/got.h"
+#include "../hook/store_site.h"
 #include "../hook/intercept.h"
 #include <dlfcn.h>
 #include <errno.h>
@@ -26,8 +27,11 @@ struct custom_hook {
     char name[128];
     int size_arg, ptr_arg;
     bool calls;                      /* --calls: the calls rewritten, not the GOT */
+    bool stores;                     /* --stores VARIABLE --in FUNCTION free=value */
+    char in[128];
     struct got_hook got;
     struct callsite_patch patch;
+    struct store_patch store;
 };
 
 static pthread_mutex_t custom_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -57,6 +61,13 @@ static void custom_pre(uint32_t id, struct intercept_regs *regs)
     }
 }
 
+/* --stores: the value stored is a block freed. */
+static void custom_store(uint32_t id, uint64_t value)
+{
+    (void)id;
+    heap_note_custom_free((void *)(uintptr_t)value);
+}
+
 static void custom_post(uint32_t id, const struct intercept_return *ret, const uint64_t data[2])
 {
     (void)id;
@@ -81,6 +92,12 @@ static bool parse(const char *spec, struct custom_hook *h)
     char words[5][128];
     int n = sscanf(spec, "%127s %127s %127s %127s %127s", words[0], words[1], words[2], words[3], words[4]);
     int first = 0;
+    if (n == 5 && strcmp(words[0], "--stores") == 0) {
+        h->stores = true;
+        snprintf(h->name, sizeof h->name, "%s", words[1]);
+        snprintf(h->in, sizeof h->in, "%s", words[3]);
+        return strcmp(words[2], "--in") == 0 && strcmp(words[4], "free=value") == 0;
+    }
     if (n >= 1 && strcmp(words[0], "--calls") == 0) {
         h->calls = true;
         first = 1;
@@ -109,6 +126,11 @@ static bool parse(const char *spec, struct custom_hook *h)
 
 static void describe(const struct custom_hook *h, size_t slots, char *message, size_t size)
 {
+    if (h->stores) {
+        snprintf(message, size, "memprof: %zu store%s to %s in %s hooked: each stores a freed block", slots,
+                 slots == 1 ? "" : "s", h->name, h->in);
+        return;
+    }
     char what[96];
     if (h->ptr_arg == ARG_RET && h->size_arg == ARG_NONE)
         snprintf(what, sizeof what, "an object at the address it returns");
@@ -175,12 +197,48 @@ static enum custom_status rewrite_calls(uint32_t id, struct custom_hook *h, char
     return CUSTOM_OK;
 }
 
+/* --stores: the stores to the variable inside the function's own copy. */
+static enum custom_status patch_stores(uint32_t id, struct custom_hook *h, char *message, size_t message_size)
+{
+    uintptr_t variable;
+    if (disk_symbols_variable(h->name, &variable, message, message_size) != 0)
+        return CUSTOM_BAD_SPEC;
+    struct disk_function_set set;
+    int err = disk_symbols_find(h->in, &set, message, message_size);
+    if (err == ENOENT)
+        snprintf(message, message_size,
+                 "memprof: no copy of %s of its own in the symbol tables (inlined copies are not found yet)", h->in);
+    if (err)
+        return err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_BAD_SPEC;
+    struct code_range own = { 0 };
+    for (size_t i = 0; i < set.count; i++)
+        if (set.functions[i].start == set.address)
+            own = set.functions[i];
+    disk_symbols_free(&set);
+    err = store_sites_find(&own, 1, variable, &h->store);
+    if (!err && h->store.count == 0) {
+        snprintf(message, message_size, "memprof: no store of a register to %s in %s", h->name, h->in);
+        store_sites_free(&h->store);
+        return CUSTOM_BAD_SPEC;
+    }
+    if (!err)
+        err = store_sites_apply(&h->store, id, h->name, custom_store, 0);
+    if (err) {
+        snprintf(message, message_size, "memprof: cannot patch the stores to %s: %s", h->name,
+                 err == EXDEV ? "a store lies across a cache line" : strerror(err));
+        store_sites_free(&h->store);
+        return err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_HOOK_FAILED;
+    }
+    return CUSTOM_OK;
+}
+
 enum custom_status heap_custom_hook(const char *spec, char *message, size_t message_size)
 {
     struct custom_hook h = { 0 };
     if (!spec || !parse(spec, &h)) {
         snprintf(message, message_size, "memprof: usage: memprof-hook FUNCTION size=argN ptr=ret, "
-                                        "FUNCTION ptr=argN [size=argM], --calls FUNCTION ptr=ret [size=argN] (N: 0-5)");
+                                        "FUNCTION ptr=argN [size=argM], --calls FUNCTION ptr=ret [size=argN], "
+                                        "--stores VARIABLE --in FUNCTION free=value (N: 0-5)");
         return CUSTOM_BAD_SPEC;
     }
     if (!name_address(&h, message, message_size))
@@ -188,7 +246,7 @@ enum custom_status heap_custom_hook(const char *spec, char *message, size_t mess
     pthread_mutex_lock(&custom_lock);
     enum custom_status status = CUSTOM_OK;
     for (unsigned i = 0; i < hook_count && status == CUSTOM_OK; i++)
-        if (strcmp(hooks[i].name, h.name) == 0) {
+        if (strcmp(hooks[i].name, h.name) == 0 && hooks[i].stores == h.stores) {
             snprintf(message, message_size, "memprof: %s is already hooked", h.name);
             status = CUSTOM_BAD_SPEC;
         }
@@ -201,13 +259,15 @@ enum custom_status heap_custom_hook(const char *spec, char *message, size_t mess
         status = CUSTOM_HOOK_FAILED;
     }
     uint32_t id = hook_count;
-    if (status == CUSTOM_OK && h.calls) {
-        /* The handlers read the hook as soon as the first call is rewritten. */
+    if (status == CUSTOM_OK && (h.calls || h.stores)) {
+        /* The handlers read the hook as soon as the first site is patched. */
         hooks[id] = h;
-        status = rewrite_calls(id, &hooks[id], message, message_size);
+        struct custom_hook *slot = &hooks[id];
+        status = h.calls ? rewrite_calls(id, slot, message, message_size)
+                         : patch_stores(id, slot, message, message_size);
         if (status == CUSTOM_OK) {
             hook_count++;
-            describe(&hooks[id], hooks[id].patch.count, message, message_size);
+            describe(slot, h.calls ? slot->patch.count : slot->store.count, message, message_size);
         }
         pthread_mutex_unlock(&custom_lock);
         return status;
