@@ -4,6 +4,7 @@
  * symbols come from the file's .symtab or from its separate debug file
  * (build-id, .gnu_debuglink), as the symbolizer finds them. */
 #include "debugfile.h"
+#include "inlines.h"
 #include "symbolizer.h"
 #include "symbols.h"
 #include <stdio.h>
@@ -59,4 +60,32 @@ __attribute__((visibility("default"))) int memprof_elf_variable(const char *path
     }
     snprintf(message, size, "no symbol table of %s names a variable %s", path, name);
     return -1;
+}
+
+/* The address ranges of function `name`'s own copy and of every instance
+ * inlined into another function, from the DWARF of the file or, when it
+ * gives none (stripped: libdwarf may still open it for .eh_frame), of its
+ * debug file: `each(ctx, start, end, inlined)` per range (file addresses).
+ * 0, or -1 with why in `message`. */
+struct counted { elf_span_fn *each; void *ctx; size_t count; };
+
+static int count_span(void *ctx, uint64_t start, uint64_t end, int inlined)
+{
+    struct counted *c = ctx;
+    c->count++;
+    return c->each(c->ctx, start, end, inlined);
+}
+
+__attribute__((visibility("default"))) int memprof_elf_spans(const char *path, const char *name,
+                                                            elf_span_fn *each, void *ctx, char *message,
+                                                            size_t size)
+{
+    struct counted c = { each, ctx, 0 };
+    if (elf_function_spans(path, name, count_span, &c, message, size) == 0 && c.count > 0)
+        return 0;
+    char debug[4096];
+    struct debugfile_search search;
+    if (!debugfile_find(path, debug, sizeof debug, &search))
+        return c.count ? 0 : -1;
+    return elf_function_spans(debug, name, each, ctx, message, size);
 }

@@ -11,7 +11,8 @@
  *     jmp back                           to the instruction after the store
  *
  * The site becomes `jmp stub` and int3 padding up to the store's length, in
- * one 8-byte store with the bytes after it unchanged (hook/code_write.c). */
+ * one 8-byte store within a cache line, from the store or ending with it,
+ * with the bytes around it unchanged (hook/code_write.c). */
 #include "store_site.h"
 #include "code_write.h"
 #include "jit.h"
@@ -57,13 +58,15 @@ int store_sites_find(const struct code_range *code, size_t n, uintptr_t variable
         return err;
     for (size_t f = 0; f < n && !err; f++) {
         uintptr_t pc = code[f].start, end = code[f].start + code[f].size;
-        if (!maps_readable(&maps, pc, code[f].size + WINDOW))
+        if (!maps_readable(&maps, pc - WINDOW, code[f].size + 2 * WINDOW))
             continue;
         struct insn in;
         while (pc < end && decode_insn((const void *)pc, end - pc, pc, &in)) {
             if (in.stores_register && in.rip_address == variable && in.store_width == 8) {
                 struct store_site site = { .at = pc, .length = in.length, .reg = in.store_register };
-                memcpy(site.original, (const void *)pc, WINDOW);
+                /* 8 bytes from the store, or 8 ending with it: one in a cache line. */
+                site.window = code_write_atomic(pc, WINDOW) ? pc : pc + in.length - WINDOW;
+                memcpy(site.original, (const void *)site.window, WINDOW);
                 if (!add_site(out, &site))
                     err = ENOMEM;
             }
@@ -132,16 +135,17 @@ static int make_stub(const struct store_patch *p, const struct store_site *site,
     return 0;
 }
 
-/* The 8 bytes that send the site to `stub`: jmp rel32, int3 up to the
- * store's length, then the bytes that were there. */
+/* The 8 bytes that send the site to `stub`: where the store was, jmp rel32
+ * and int3 up to its length; around it, the bytes that were there. */
 static uint64_t patched_window(const struct store_site *site, uintptr_t stub)
 {
     uint8_t bytes[WINDOW];
     memcpy(bytes, site->original, WINDOW);
+    uint8_t *insn = bytes + (site->at - site->window);
     int32_t rel = (int32_t)(int64_t)(stub - (site->at + JMP_REL32_LENGTH));
-    bytes[0] = 0xE9;
-    memcpy(bytes + 1, &rel, sizeof rel);
-    memset(bytes + JMP_REL32_LENGTH, 0xCC, site->length - JMP_REL32_LENGTH);
+    insn[0] = 0xE9;
+    memcpy(insn + 1, &rel, sizeof rel);
+    memset(insn + JMP_REL32_LENGTH, 0xCC, site->length - JMP_REL32_LENGTH);
     uint64_t window;
     memcpy(&window, bytes, sizeof window);
     return window;
@@ -152,7 +156,7 @@ static int write_windows(const struct store_patch *p, const uint64_t *windows)
     struct maps maps = { 0 };
     int err = maps_load(&maps);
     for (size_t i = 0; i < p->count && !err; i++)
-        err = code_write(&maps, p->sites[i].at, windows[i], WINDOW);
+        err = code_write(&maps, p->sites[i].window, windows[i], WINDOW);
     code_write_done();
     maps_release(&maps);
     return err;
@@ -167,9 +171,10 @@ int store_sites_apply(struct store_patch *p, uint32_t id, const char *name, stor
         return ENOENT;
     for (size_t i = 0; i < p->count; i++) {
         const struct store_site *s = &p->sites[i];
-        if (s->length < JMP_REL32_LENGTH || s->length > WINDOW || memcmp((const void *)s->at, s->original, WINDOW))
+        if (s->length < JMP_REL32_LENGTH || s->length > WINDOW ||
+            memcmp((const void *)s->window, s->original, WINDOW))
             return EINVAL;
-        if (!code_write_atomic(s->at, WINDOW))
+        if (!code_write_atomic(s->window, WINDOW))
             return EXDEV;
     }
     /* Every stub first: a site is patched only once all have one. */

@@ -3,7 +3,8 @@
  * code (a function's copy, or its inlined instances), each replaced by a
  * `jmp rel32` to a stub that replays the store and calls a handler with the
  * stored value. All sites are checked before any is patched, and each patch
- * is one 8-byte store; restoring puts the original bytes back. */
+ * is one 8-byte store, within a cache line, that covers the instruction;
+ * restoring puts the original bytes back. */
 #ifndef MEMPROF_HOOK_STORE_SITE_H
 #define MEMPROF_HOOK_STORE_SITE_H
 #include "callsite.h"
@@ -15,7 +16,8 @@ typedef void store_handler_fn(uint32_t id, uint64_t value);
 struct store_site {
     uintptr_t at;            /* the store instruction */
     uint8_t length, reg;     /* its length; the register stored (0-15) */
-    uint8_t original[8];     /* the 8 bytes from `at` before patching */
+    uintptr_t window;        /* the 8 bytes one patch replaces: from `at`, or ending with the store */
+    uint8_t original[8];     /* those 8 bytes before patching */
 };
 
 struct store_patch {
@@ -30,8 +32,8 @@ struct store_patch {
  * an errno (ENOMEM, or the memory map's); out->count may be 0. */
 int store_sites_find(const struct code_range *code, size_t n, uintptr_t variable, struct store_patch *out);
 /* Patch every site: `handler(id, value)` after each store. All or none:
- * `expected` (0: any) must be the count, and each site's 8 bytes must lie in
- * one cache line. The stubs are registered for GDB as "memprof store stub
+ * `expected` (0: any) must be the count, and 8 bytes that cover each site
+ * must lie in one cache line. The stubs are registered for GDB as "memprof store stub
  * for NAME". 0, or an errno: EEXIST, ENOENT (the count), EXDEV (a site
  * across a cache line), EINVAL (a site changed), or one of the pool's. */
 int store_sites_apply(struct store_patch *p, uint32_t id, const char *name, store_handler_fn *handler,

@@ -29,6 +29,7 @@ struct custom_hook {
     bool calls;                      /* --calls: the calls rewritten, not the GOT */
     bool stores;                     /* --stores VARIABLE --in FUNCTION free=value */
     char in[128];
+    size_t copies;                   /* --stores: ranges of FUNCTION's code */
     struct got_hook got;
     struct callsite_patch patch;
     struct store_patch store;
@@ -127,8 +128,8 @@ static bool parse(const char *spec, struct custom_hook *h)
 static void describe(const struct custom_hook *h, size_t slots, char *message, size_t size)
 {
     if (h->stores) {
-        snprintf(message, size, "memprof: %zu store%s to %s in %s hooked: each stores a freed block", slots,
-                 slots == 1 ? "" : "s", h->name, h->in);
+        snprintf(message, size, "memprof: %zu store%s to %s in %s (%zu range%s of code) hooked: each stores a freed block",
+                 slots, slots == 1 ? "" : "s", h->name, h->in, h->copies, h->copies == 1 ? "" : "s");
         return;
     }
     char what[96];
@@ -197,27 +198,24 @@ static enum custom_status rewrite_calls(uint32_t id, struct custom_hook *h, char
     return CUSTOM_OK;
 }
 
-/* --stores: the stores to the variable inside the function's own copy. */
+/* --stores: the stores to the variable inside the function's code: its own
+ * copy and every inlined instance (DWARF). */
 static enum custom_status patch_stores(uint32_t id, struct custom_hook *h, char *message, size_t message_size)
 {
     uintptr_t variable;
     if (disk_symbols_variable(h->name, &variable, message, message_size) != 0)
         return CUSTOM_BAD_SPEC;
     struct disk_function_set set;
-    int err = disk_symbols_find(h->in, &set, message, message_size);
-    if (err == ENOENT)
-        snprintf(message, message_size,
-                 "memprof: no copy of %s of its own in the symbol tables (inlined copies are not found yet)", h->in);
+    size_t inlined;
+    int err = disk_symbols_spans(h->in, &set, &inlined, message, message_size);
     if (err)
         return err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_BAD_SPEC;
-    struct code_range own = { 0 };
-    for (size_t i = 0; i < set.count; i++)
-        if (set.functions[i].start == set.address)
-            own = set.functions[i];
+    h->copies = set.count;
+    err = store_sites_find(set.functions, set.count, variable, &h->store);
     disk_symbols_free(&set);
-    err = store_sites_find(&own, 1, variable, &h->store);
     if (!err && h->store.count == 0) {
-        snprintf(message, message_size, "memprof: no store of a register to %s in %s", h->name, h->in);
+        snprintf(message, message_size, "memprof: no store of a register to %s in %s (%zu ranges of code)", h->name,
+                 h->in, h->copies);
         store_sites_free(&h->store);
         return CUSTOM_BAD_SPEC;
     }

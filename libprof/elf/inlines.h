@@ -1,0 +1,18 @@
+/* Where a function's code is, from DWARF (libdwarf): its own copy
+ * (DW_TAG_subprogram with an address) and every instance inlined into
+ * another function (DW_TAG_inlined_subroutine whose abstract origin names
+ * it), as file address ranges. For hooks on code a compiler copied into its
+ * callers. Reads files and calls malloc: not for hooks. */
+#ifndef MEMPROF_ELF_INLINES_H
+#define MEMPROF_ELF_INLINES_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Called for each range [start, end); non-zero stops. `inlined`: an
+ * inlined instance, else the function's own copy. */
+typedef int elf_span_fn(void *ctx, uint64_t start, uint64_t end, int inlined);
+
+/* 0, or -1 with `err` set (no DWARF). Ranges of a DWARF 4 .debug_ranges
+ * list are not read (GCC 12 writes DWARF 5 .debug_rnglists). */
+int elf_function_spans(const char *path, const char *name, elf_span_fn *each, void *ctx, char *err, size_t errlen);
+#endif
