@@ -30,6 +30,7 @@ struct custom_hook {
     bool stores;                     /* --stores VARIABLE --in FUNCTION free=value */
     char in[128];
     size_t copies;                   /* --stores: ranges of FUNCTION's code */
+    size_t expected;                 /* sites=N, else 0 */
     struct got_hook got;
     struct callsite_patch patch;
     struct store_patch store;
@@ -90,9 +91,23 @@ static bool parse_arg(const char *value, bool ret_ok, int *out)
 
 static bool parse(const char *spec, struct custom_hook *h)
 {
-    char words[5][128];
-    int n = sscanf(spec, "%127s %127s %127s %127s %127s", words[0], words[1], words[2], words[3], words[4]);
+    char words[6][128];
+    int n = sscanf(spec, "%127s %127s %127s %127s %127s %127s", words[0], words[1], words[2], words[3], words[4],
+                   words[5]);
+    /* sites=N (--calls, --stores): the number of sites the user counts on. */
+    for (int i = 1; i < n; i++)
+        if (strncmp(words[i], "sites=", 6) == 0) {
+            char *end;
+            unsigned long sites = strtoul(words[i] + 6, &end, 10);
+            if (*end || sites == 0 || sites > 1000000 || h->expected)
+                return false;
+            h->expected = sites;
+            memmove(words[i], words[i + 1], (size_t)(n - i - 1) * sizeof words[0]);
+            n--, i--;
+        }
     int first = 0;
+    if (h->expected && strcmp(words[0], "--calls") != 0 && strcmp(words[0], "--stores") != 0)
+        return false;
     if (n == 5 && strcmp(words[0], "--stores") == 0) {
         h->stores = true;
         snprintf(h->name, sizeof h->name, "%s", words[1]);
@@ -186,8 +201,15 @@ static enum custom_status rewrite_calls(uint32_t id, struct custom_hook *h, char
     }
     if (!err)
         err = intercept_keeping_stub(id, h->name, custom_pre, custom_post, set.address, set.address, &stub);
+    if (!err && h->expected && h->patch.count != h->expected) {
+        snprintf(message, message_size, "memprof: %zu calls of %s found, %zu expected: nothing rewritten",
+                 h->patch.count, h->name, h->expected);
+        disk_symbols_free(&set);
+        callsite_free(&h->patch);
+        return CUSTOM_BAD_SPEC;
+    }
     if (!err)
-        err = callsite_apply(&h->patch, stub.entry, 0);
+        err = callsite_apply(&h->patch, stub.entry, h->expected);
     disk_symbols_free(&set);
     if (err) {
         snprintf(message, message_size, "memprof: cannot rewrite the calls of %s: %s", h->name,
@@ -219,8 +241,14 @@ static enum custom_status patch_stores(uint32_t id, struct custom_hook *h, char 
         store_sites_free(&h->store);
         return CUSTOM_BAD_SPEC;
     }
+    if (!err && h->expected && h->store.count != h->expected) {
+        snprintf(message, message_size, "memprof: %zu stores to %s found in %s, %zu expected: nothing patched",
+                 h->store.count, h->name, h->in, h->expected);
+        store_sites_free(&h->store);
+        return CUSTOM_BAD_SPEC;
+    }
     if (!err)
-        err = store_sites_apply(&h->store, id, h->name, custom_store, 0);
+        err = store_sites_apply(&h->store, id, h->name, custom_store, h->expected);
     if (err) {
         snprintf(message, message_size, "memprof: cannot patch the stores to %s: %s", h->name,
                  err == EXDEV ? "a store lies across a cache line" : strerror(err));
@@ -235,8 +263,8 @@ enum custom_status heap_custom_hook(const char *spec, char *message, size_t mess
     struct custom_hook h = { 0 };
     if (!spec || !parse(spec, &h)) {
         snprintf(message, message_size, "memprof: usage: memprof-hook FUNCTION size=argN ptr=ret, "
-                                        "FUNCTION ptr=argN [size=argM], --calls FUNCTION ptr=ret [size=argN], "
-                                        "--stores VARIABLE --in FUNCTION free=value (N: 0-5)");
+                                        "FUNCTION ptr=argN [size=argM], --calls FUNCTION ptr=ret [size=argN] [sites=N], "
+                                        "--stores VARIABLE --in FUNCTION free=value [sites=N] (argN: 0-5)");
         return CUSTOM_BAD_SPEC;
     }
     if (!name_address(&h, message, message_size))
