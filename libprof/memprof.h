@@ -84,6 +84,10 @@ int memprof_heap_stop(void);
  * a bad spec or an unknown function; memprof_hook_message() says what was
  * done or why not, in one line. */
 int memprof_hook(const char *spec);
+/* Remove every memprof_hook hook, the patched code back as it was
+ * (MEMPROF_HOOK_FAILED if some code changed since); memprof_hook_message()
+ * says how many. */
+int memprof_unhook(void);
 const char *memprof_hook_message(void);
 /* For GDB: memprof_hook on the text GDB wrote into memprof_gdb_text. */
 #define MEMPROF_GDB_TEXT_SIZE 1024

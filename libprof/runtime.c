@@ -300,6 +300,12 @@ EXPORT int memprof_hook(const char *spec)
     }
 }
 
+EXPORT int memprof_unhook(void)
+{
+    return set_status(heap_custom_unhook_all(hook_message, sizeof hook_message) == CUSTOM_OK ? MEMPROF_OK
+                                                                                           : MEMPROF_HOOK_FAILED);
+}
+
 EXPORT int memprof_hook_gdb_text(void)
 {
     memprof_gdb_text[sizeof memprof_gdb_text - 1] = '\0';

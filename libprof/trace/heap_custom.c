@@ -31,6 +31,7 @@ struct custom_hook {
     char in[128];
     size_t copies;                   /* --stores: ranges of FUNCTION's code */
     size_t expected;                 /* sites=N, else 0 */
+    bool removed;                    /* by heap_custom_unhook_all: its id is not reused */
     struct got_hook got;
     struct callsite_patch patch;
     struct store_patch store;
@@ -272,12 +273,12 @@ enum custom_status heap_custom_hook(const char *spec, char *message, size_t mess
     pthread_mutex_lock(&custom_lock);
     enum custom_status status = CUSTOM_OK;
     for (unsigned i = 0; i < hook_count && status == CUSTOM_OK; i++)
-        if (strcmp(hooks[i].name, h.name) == 0 && hooks[i].stores == h.stores) {
+        if (!hooks[i].removed && strcmp(hooks[i].name, h.name) == 0 && hooks[i].stores == h.stores) {
             snprintf(message, message_size, "memprof: %s is already hooked", h.name);
             status = CUSTOM_BAD_SPEC;
         }
     if (status == CUSTOM_OK && hook_count == MAX_CUSTOM) {
-        snprintf(message, message_size, "memprof: at most %d functions can be hooked", MAX_CUSTOM);
+        snprintf(message, message_size, "memprof: at most %d hooks in a process's life", MAX_CUSTOM);
         status = CUSTOM_BAD_SPEC;
     }
     if (status == CUSTOM_OK && heap_tracer_start() != HEAP_OK) {
@@ -324,4 +325,39 @@ enum custom_status heap_custom_hook(const char *spec, char *message, size_t mess
     }
     pthread_mutex_unlock(&custom_lock);
     return status;
+}
+
+enum custom_status heap_custom_unhook_all(char *message, size_t message_size)
+{
+    pthread_mutex_lock(&custom_lock);
+    size_t removed = 0, failed = 0;
+    for (unsigned i = 0; i < hook_count; i++) {
+        struct custom_hook *h = &hooks[i];
+        if (h->removed)
+            continue;
+        int err = 0;
+        if (h->calls) {
+            if (!(err = callsite_restore(&h->patch)))
+                callsite_free(&h->patch);
+        } else if (h->stores) {
+            if (!(err = store_sites_restore(&h->store)))
+                store_sites_free(&h->store);
+        } else {
+            got_hook_remove(&h->got);
+        }
+        if (err) {
+            failed++;
+        } else {
+            h->removed = true;   /* a thread still in its stub reads it whole */
+            removed++;
+        }
+    }
+    pthread_mutex_unlock(&custom_lock);
+    if (failed)
+        snprintf(message, message_size, "memprof: %zu hooks removed, %zu could not be (their code changed since)",
+                 removed, failed);
+    else
+        snprintf(message, message_size, "memprof: %zu hook%s removed: the code patched is as it was", removed,
+                 removed == 1 ? "" : "s");
+    return failed ? CUSTOM_HOOK_FAILED : CUSTOM_OK;
 }

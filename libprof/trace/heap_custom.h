@@ -20,4 +20,8 @@ enum custom_status { CUSTOM_OK = 0, CUSTOM_BAD_SPEC, CUSTOM_HOOK_FAILED, CUSTOM_
  * is not running. A one-line message for the user in `message`. Not for
  * hooks: it maps memory and reads /proc/self/maps. */
 enum custom_status heap_custom_hook(const char *spec, char *message, size_t message_size);
+/* Remove every hook: GOT slots, rewritten calls and patched stores get back
+ * their bytes exactly (stubs stay: a thread may be inside one). Blocks
+ * recorded stay in the report. */
+enum custom_status heap_custom_unhook_all(char *message, size_t message_size);
 #endif

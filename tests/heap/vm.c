@@ -71,7 +71,11 @@ int main(int argc, char **argv)
         raise(SIGTRAP);   /* for GDB: memprof-hook here */
     long result = run(1000);
     printf("vm: result %ld made %ld %ld %ld %ld\n", result, made[0], made[1], made[2], made[3]);
-    if (argc > 1 && strcmp(argv[1], "stop") == 0)
-        raise(SIGTRAP);   /* for GDB: memprof-info heap here */
+    fflush(stdout);
+    if (argc > 1 && strcmp(argv[1], "stop") == 0) {
+        raise(SIGTRAP);   /* for GDB: memprof-info heap, memprof-unhook here */
+        run(1000);        /* after memprof-unhook: not seen */
+        raise(SIGTRAP);
+    }
     return 0;
 }
