@@ -34,14 +34,18 @@ __attribute__((visibility("default"))) int memprof_elf_functions(const char *pat
     return 0;
 }
 
-/* The file address of the data object `name` (a static variable), from the
- * file's .symtab or its debug file's. 0, or -1 with why in `message`. */
+/* The file address of the static variable `name`: from DWARF (the file's,
+ * or its debug file's), else from the data objects of their symbol tables.
+ * 0, or -1 with why in `message`. */
 __attribute__((visibility("default"))) int memprof_elf_variable(const char *path, const char *name,
                                                                uint64_t *address, char *message, size_t size)
 {
     char debug[4096];
     struct debugfile_search search;
     const char *paths[2] = { path, debugfile_find(path, debug, sizeof debug, &search) ? debug : NULL };
+    for (int i = 0; i < 2 && paths[i]; i++)
+        if (elf_variable_address(paths[i], name, address, message, size) == 0)
+            return 0;
     for (int i = 0; i < 2 && paths[i]; i++) {
         struct elf_symbols *s = elf_symbols_read_data(paths[i], message, size);
         if (!s)

@@ -115,37 +115,120 @@ static void walk_children(struct walk *w, Dwarf_Die parent, int depth)
     }
 }
 
-int elf_function_spans(const char *path, const char *name, elf_span_fn *each, void *ctx, char *err, size_t errlen)
+/* A variable's DW_AT_location of one DW_OP_addr: its address. */
+static bool variable_address(struct walk *w, Dwarf_Die die, uint64_t *address)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot open %s", path);
-        return -1;
-    }
-    struct walk w = { .name = name, .each = each, .ctx = ctx };
+    Dwarf_Attribute attr;
     Dwarf_Error error = NULL;
-    int rc = dwarf_init_b(fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL, &w.dbg, &error);
+    if (dwarf_attr(die, DW_AT_location, &attr, &error) != DW_DLV_OK)
+        return false;
+    bool found = false;
+    Dwarf_Unsigned length;
+    Dwarf_Ptr block;
+    Dwarf_Half form;
+    if (dwarf_whatform(attr, &form, &error) == DW_DLV_OK && form == DW_FORM_exprloc &&
+        dwarf_formexprloc(attr, &length, &block, &error) == DW_DLV_OK && length == 9 &&
+        ((const uint8_t *)block)[0] == DW_OP_addr) {
+        memcpy(address, (const uint8_t *)block + 1, 8);
+        found = true;
+    }
+    dwarf_dealloc(w->dbg, attr, DW_DLA_ATTR);
+    return found;
+}
+
+static void find_variable(struct walk *w, Dwarf_Die parent, int depth, uint64_t *address, bool *found)
+{
+    Dwarf_Die child;
+    Dwarf_Error error = NULL;
+    if (depth > MAX_DEPTH || *found || dwarf_child(parent, &child, &error) != DW_DLV_OK)
+        return;
+    for (;;) {
+        Dwarf_Half tag;
+        char *name = NULL;
+        if (dwarf_tag(child, &tag, &error) == DW_DLV_OK && tag == DW_TAG_variable &&
+            dwarf_diename(child, &name, &error) == DW_DLV_OK && strcmp(name, w->name) == 0)
+            *found = variable_address(w, child, address);
+        else if (dwarf_tag(child, &tag, &error) == DW_DLV_OK && (tag == DW_TAG_subprogram ||
+                                                                 tag == DW_TAG_lexical_block))
+            find_variable(w, child, depth + 1, address, found);   /* function-scope statics */
+        Dwarf_Die next;
+        int rc = dwarf_siblingof_b(w->dbg, child, 1, &next, &error);
+        dwarf_dealloc(w->dbg, child, DW_DLA_DIE);
+        if (rc != DW_DLV_OK || *found)
+            return;
+        child = next;
+    }
+}
+
+/* Open `path`'s DWARF, or say why not. */
+static bool open_dwarf(const char *path, int *fd, Dwarf_Debug *dbg, char *err, size_t errlen)
+{
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) {
+        snprintf(err, errlen, "cannot open %s", path);
+        return false;
+    }
+    Dwarf_Error error = NULL;
+    int rc = dwarf_init_b(*fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL, dbg, &error);
     if (rc != DW_DLV_OK) {
         snprintf(err, errlen, "%s has no DWARF debug information", path);
         if (rc == DW_DLV_ERROR)
             dwarf_dealloc(NULL, error, DW_DLA_ERROR);
-        close(fd);
-        return -1;
+        close(*fd);
+        return false;
     }
-    while (!w.stop) {
-        Dwarf_Unsigned length, type_offset, next;
-        Dwarf_Half version, address_size, offset_size, extension_size, cu_type;
-        Dwarf_Off abbrev;
-        Dwarf_Sig8 signature;
-        if (dwarf_next_cu_header_d(w.dbg, 1, &length, &version, &abbrev, &address_size, &offset_size,
-                                   &extension_size, &signature, &type_offset, &next, &cu_type, &error) != DW_DLV_OK)
-            break;
-        Dwarf_Die cu;
-        if (dwarf_siblingof_b(w.dbg, NULL, 1, &cu, &error) != DW_DLV_OK)
-            continue;
+    return true;
+}
+
+/* The next compilation unit's DIE, or false at the end. */
+static bool next_cu(Dwarf_Debug dbg, Dwarf_Die *cu)
+{
+    Dwarf_Unsigned length, type_offset, next;
+    Dwarf_Half version, address_size, offset_size, extension_size, cu_type;
+    Dwarf_Off abbrev;
+    Dwarf_Sig8 signature;
+    Dwarf_Error error = NULL;
+    for (;;) {
+        if (dwarf_next_cu_header_d(dbg, 1, &length, &version, &abbrev, &address_size, &offset_size, &extension_size,
+                                   &signature, &type_offset, &next, &cu_type, &error) != DW_DLV_OK)
+            return false;
+        if (dwarf_siblingof_b(dbg, NULL, 1, cu, &error) == DW_DLV_OK)
+            return true;
+    }
+}
+
+int elf_variable_address(const char *path, const char *name, uint64_t *address, char *err, size_t errlen)
+{
+    int fd;
+    struct walk w = { .name = name };
+    if (!open_dwarf(path, &fd, &w.dbg, err, errlen))
+        return -1;
+    bool found = false;
+    Dwarf_Die cu;
+    while (!found && next_cu(w.dbg, &cu)) {
+        find_variable(&w, cu, 0, address, &found);
+        dwarf_dealloc(w.dbg, cu, DW_DLA_DIE);
+    }
+    Dwarf_Error error = NULL;
+    dwarf_finish(w.dbg, &error);
+    close(fd);
+    if (!found)
+        snprintf(err, errlen, "no DWARF variable %s with a static address in %s", name, path);
+    return found ? 0 : -1;
+}
+
+int elf_function_spans(const char *path, const char *name, elf_span_fn *each, void *ctx, char *err, size_t errlen)
+{
+    int fd;
+    struct walk w = { .name = name, .each = each, .ctx = ctx };
+    if (!open_dwarf(path, &fd, &w.dbg, err, errlen))
+        return -1;
+    Dwarf_Die cu;
+    while (!w.stop && next_cu(w.dbg, &cu)) {
         walk_children(&w, cu, 0);
         dwarf_dealloc(w.dbg, cu, DW_DLA_DIE);
     }
+    Dwarf_Error error = NULL;
     dwarf_finish(w.dbg, &error);
     close(fd);
     return 0;
