@@ -1,6 +1,6 @@
 /* Inline-site hooking (see store_site.h). A site's stub, near it in a pool:
  *
- *     mov %reg, VAR(%rip)                the store, replayed
+ *     mov %reg, VAR(%rip)                the store, replayed (or movq $imm, VAR(%rip))
  *     lea -128(%rsp), %rsp               over the red zone the function may use
  *     push %rbp; mov %rsp, %rbp
  *     pushfq; push %rax ... %r11         the flags and caller-saved registers
@@ -62,10 +62,17 @@ int store_sites_find(const struct code_range *code, size_t n, uintptr_t variable
             continue;
         struct insn in;
         while (pc < end && decode_insn((const void *)pc, end - pc, pc, &in)) {
-            if (in.stores_register && in.rip_address == variable && in.store_width == 8) {
-                struct store_site site = { .at = pc, .length = in.length, .reg = in.store_register };
-                /* 8 bytes from the store, or 8 ending with it: one in a cache line. */
-                site.window = code_write_atomic(pc, WINDOW) ? pc : pc + in.length - WINDOW;
+            if ((in.stores_register || in.stores_immediate) && in.rip_address == variable && in.store_width == 8 &&
+                in.length >= JMP_REL32_LENGTH) {
+                struct store_site site = { .at = pc, .length = in.length, .reg = in.store_register,
+                                           .immediate = in.stores_immediate, .imm = (int32_t)in.store_immediate };
+                /* 8 bytes that hold the jmp, in one cache line if any do. */
+                site.window = pc;
+                for (uintptr_t w = pc; w + WINDOW >= pc + JMP_REL32_LENGTH && w + 3 >= pc; w--)
+                    if (code_write_atomic(w, WINDOW)) {
+                        site.window = w;
+                        break;
+                    }
                 memcpy(site.original, (const void *)site.window, WINDOW);
                 if (!add_site(out, &site))
                     err = ENOMEM;
@@ -93,7 +100,10 @@ static int make_stub(const struct store_patch *p, const struct store_site *site,
     const int32_t frame = RED_ZONE + 8;   /* the CFA above rbp, once it is set */
     emit_init(&e, chunk.write, chunk.size, chunk.exec);
     stub_frame_from(&f, emit_here(&e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
-    emit_mov_store_rip(&e, p->variable, (enum reg)site->reg);
+    if (site->immediate)
+        emit_mov_store_rip_imm(&e, p->variable, site->imm);
+    else
+        emit_mov_store_rip(&e, p->variable, (enum reg)site->reg);
     emit_lea(&e, RSP, MEM(RSP, -RED_ZONE));
     stub_frame_from(&f, emit_here(&e), JIT_DWARF_RSP, RED_ZONE, ra, JIT_RBP_SAME, 0);
     emit_push(&e, RBP);
@@ -145,7 +155,8 @@ static uint64_t patched_window(const struct store_site *site, uintptr_t stub)
     int32_t rel = (int32_t)(int64_t)(stub - (site->at + JMP_REL32_LENGTH));
     insn[0] = 0xE9;
     memcpy(insn + 1, &rel, sizeof rel);
-    memset(insn + JMP_REL32_LENGTH, 0xCC, site->length - JMP_REL32_LENGTH);
+    for (uint8_t *b = insn + JMP_REL32_LENGTH; b < insn + site->length && b < bytes + WINDOW; b++)
+        *b = 0xCC;   /* the rest of the store, never run */
     uint64_t window;
     memcpy(&window, bytes, sizeof window);
     return window;
@@ -171,8 +182,7 @@ int store_sites_apply(struct store_patch *p, uint32_t id, const char *name, stor
         return ENOENT;
     for (size_t i = 0; i < p->count; i++) {
         const struct store_site *s = &p->sites[i];
-        if (s->length < JMP_REL32_LENGTH || s->length > WINDOW ||
-            memcmp((const void *)s->window, s->original, WINDOW))
+        if (s->length < JMP_REL32_LENGTH || memcmp((const void *)s->window, s->original, WINDOW))
             return EINVAL;
         if (!code_write_atomic(s->window, WINDOW))
             return EXDEV;

@@ -3,11 +3,13 @@
  * code (a function's copy, or its inlined instances), each replaced by a
  * `jmp rel32` to a stub that replays the store and calls a handler with the
  * stored value. All sites are checked before any is patched, and each patch
- * is one 8-byte store, within a cache line, that covers the instruction;
- * restoring puts the original bytes back. */
+ * is one 8-byte store, within a cache line, that holds the jmp (the rest of
+ * a longer instruction is never run); restoring puts the original bytes
+ * back. */
 #ifndef MEMPROF_HOOK_STORE_SITE_H
 #define MEMPROF_HOOK_STORE_SITE_H
 #include "callsite.h"
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,7 +18,9 @@ typedef void store_handler_fn(uint32_t id, uint64_t value);
 struct store_site {
     uintptr_t at;            /* the store instruction */
     uint8_t length, reg;     /* its length; the register stored (0-15) */
-    uintptr_t window;        /* the 8 bytes one patch replaces: from `at`, or ending with the store */
+    bool immediate;          /* a constant stored (imm), not a register */
+    int32_t imm;
+    uintptr_t window;        /* the 8 bytes one patch replaces: they hold the jmp at `at` */
     uint8_t original[8];     /* those 8 bytes before patching */
 };
 
@@ -28,8 +32,9 @@ struct store_patch {
     int applied;
 };
 
-/* Every 8-byte store of a general register to `variable` in `code`. 0, or
- * an errno (ENOMEM, or the memory map's); out->count may be 0. */
+/* Every 8-byte store to `variable` in `code`, of a general register or of a
+ * constant. 0, or an errno (ENOMEM, or the memory map's); out->count may be
+ * 0. */
 int store_sites_find(const struct code_range *code, size_t n, uintptr_t variable, struct store_patch *out);
 /* Patch every site: `handler(id, value)` after each store. All or none:
  * `expected` (0: any) must be the count, and 8 bytes that cover each site

@@ -24,11 +24,14 @@ int main(int argc, char **argv)
         }
         const char *kind = in.kind == INSN_CALL_REL32 ? "call" : in.kind == INSN_JMP_REL32 ? "jmp"
                          : in.kind == INSN_BRANCH_REL ? "branch" : in.kind == INSN_RET ? "ret"
-                         : in.stores_register ? "store" : in.rip_relative ? "rip" : "other";
+                         : in.stores_register ? "store" : in.stores_immediate ? "storeimm"
+                         : in.rip_relative ? "rip" : "other";
         uintptr_t target = in.rip_relative ? in.rip_address : in.target;
         printf("%zx %x %s %lx %x", at, in.length, kind, (unsigned long)(target ? target - PC : 0), in.field_offset);
         if (in.stores_register)
             printf(" %u %u", in.store_register, in.store_width);
+        if (in.stores_immediate)
+            printf(" %lld %u", (long long)in.store_immediate, in.store_width);
         printf("\n");
         at += in.length;
     }

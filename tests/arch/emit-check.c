@@ -62,6 +62,8 @@ static void emit_all(struct emitter *e)
     emit_mov_load_rip(e, R12, emit_here(e) + 7 - 0x10);
     emit_mov_store_rip(e, emit_here(e) + 7 + 0x300, RCX);
     emit_mov_store_rip(e, emit_here(e) + 7 - 0x20, R9);
+    emit_mov_store_rip_imm(e, emit_here(e) + 11 + 0x400, 0);
+    emit_mov_store_rip_imm(e, emit_here(e) + 11 - 0x30, -5);
     emit_call_reg(e, RAX);
     emit_call_reg(e, R11);
     emit_jmp_reg(e, RCX);

@@ -79,6 +79,8 @@
         mov -0x10(%rip), %r12
         mov %rcx, 0x300(%rip)
         mov %r9, -0x20(%rip)
+        movq $0, 0x400(%rip)
+        movq $-5, -0x30(%rip)
         call *%rax
         call *%r11
         jmp *%rcx

@@ -44,8 +44,17 @@ __attribute__((noinline, noclone)) static void add_freelist(struct obj *o)
     freed_by_program++;
 }
 
+/* A constant stored: movq $0, freelist(%rip), 11 bytes (longer than one
+ * 8-byte patch: only its first 5 become the jmp). */
+__attribute__((noinline, noclone)) static void reset_freelist(void)
+{
+    freelist = NULL;
+}
+
 __attribute__((noinline)) long run_vm(long n)
 {
+    reset_freelist();
+    arena_used = 0;
     long a = 1, b = 2;
     for (long i = 0; i < n; i++) {
         struct obj *x = newobj(1);
@@ -61,12 +70,16 @@ __attribute__((noinline)) long run_vm(long n)
 }
 
 /* --- the hook: every value stored ---------------------------------------- */
-static long stored, stored_nonzero_sum;
+static long stored, stored_nonzero_sum, stored_zero;
 static uintptr_t last_stored;
 static bool stop_in_handler;
 
 __attribute__((noinline)) static void on_store(uint32_t id, uint64_t value)
 {
+    if (value == 0) {   /* reset_freelist */
+        stored_zero += id;
+        return;
+    }
     stored += id;
     last_stored = value;
     stored_nonzero_sum += value != 0;
@@ -95,7 +108,7 @@ int main(int argc, char **argv)
     if (!sym)
         return tap_done();
     const struct elf_symbols *table = symbolizer_symbols(sym);
-    struct code_range in = { 0 }, all = { 0 };
+    struct code_range in = { 0 }, all = { 0 }, reset = { 0 };
     for (size_t i = 0; i < elf_symbols_count(table); i++) {
         const char *name;
         uint64_t start, size;
@@ -104,6 +117,8 @@ int main(int argc, char **argv)
             in = (struct code_range){ bias + start, size };
         if (strcmp(name, "newobj") == 0)
             all = (struct code_range){ bias + start, size };
+        if (strcmp(name, "reset_freelist") == 0)
+            reset = (struct code_range){ bias + start, size };
     }
     ok(in.size > 0, "add_freelist found in the symbol table (%zu bytes)", in.size);
 
@@ -129,6 +144,21 @@ int main(int argc, char **argv)
        freed_by_program);
     ok(stored_nonzero_sum == stored && last_stored == (uintptr_t)freelist,
        "the handler gets the value stored (the last: the free list's head)");
+
+    /* A constant stored, by an instruction longer than the patch. */
+    struct store_patch constant;
+    unsigned char *reset_before = malloc(reset.size + 16);
+    memcpy(reset_before, (const void *)(reset.start - 8), reset.size + 16);
+    ok(store_sites_find(&reset, 1, (uintptr_t)&freelist, &constant) == 0 && constant.count == 1 &&
+           constant.sites[0].immediate && constant.sites[0].imm == 0 && constant.sites[0].length == 11,
+       "reset_freelist's movq $0, freelist(%%rip) found: 11 bytes, a constant");
+    ok(store_sites_apply(&constant, 2, "freelist", on_store, 1) == 0, "patched with its first 5 bytes");
+    freelist = (struct obj *)&arena[1];
+    ok(run_vm(n) == plain && stored_zero == 2 && freelist != NULL,
+       "the constant is stored, and the handler told (%ld)", stored_zero);
+    ok(store_sites_restore(&constant) == 0 && memcmp(reset_before, (const void *)(reset.start - 8), reset.size + 16) == 0,
+       "restored byte for byte");
+    store_sites_free(&constant);
 
     ok(store_sites_restore(&patch) == 0, "restored");
     ok(memcmp(before, (const void *)in.start, in.size + 8) == 0, "add_freelist's bytes equal the original's");

@@ -2,16 +2,23 @@
 #include "decode.h"
 #include <Zydis/Zydis.h>
 
-/* mov %reg, [rip + disp32]: the first operand memory, the second a 32- or
- * 64-bit general register. */
+/* mov %reg or $imm, [rip + disp32]: the first operand memory, the second a
+ * 32- or 64-bit general register or an immediate. */
 static void find_register_store(const ZydisDecoder *decoder, const ZydisDecoderContext *context,
                                 const ZydisDecodedInstruction *in, struct insn *out)
 {
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
     if (!ZYAN_SUCCESS(ZydisDecoderDecodeOperands(decoder, context, in, ops, in->operand_count_visible)))
         return;
-    if (ops[0].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[0].mem.base != ZYDIS_REGISTER_RIP ||
-        ops[1].type != ZYDIS_OPERAND_TYPE_REGISTER)
+    if (ops[0].type != ZYDIS_OPERAND_TYPE_MEMORY || ops[0].mem.base != ZYDIS_REGISTER_RIP)
+        return;
+    if (ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && (ops[0].size == 64 || ops[0].size == 32)) {
+        out->stores_immediate = true;
+        out->store_immediate = ops[1].imm.value.s;
+        out->store_width = (uint8_t)(ops[0].size / 8);
+        return;
+    }
+    if (ops[1].type != ZYDIS_OPERAND_TYPE_REGISTER)
         return;
     ZydisRegisterClass class = ZydisRegisterGetClass(ops[1].reg.value);
     if (class != ZYDIS_REGCLASS_GPR64 && class != ZYDIS_REGCLASS_GPR32)

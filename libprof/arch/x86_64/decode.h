@@ -24,11 +24,13 @@ struct insn {
     bool rip_relative;         /* has a [rip + disp32] memory operand */
     uintptr_t rip_address;     /* the address it names */
     uint8_t field_offset;      /* where the rel32 or disp32 sits, from the start */
-    /* A store of a general register to [rip + disp32] (`mov %reg, VAR(%rip)`,
-     * what a compiler emits to set a static variable): the register (0-15,
-     * rax to r15) and the store's width in bytes (4 or 8). */
-    bool stores_register;
+    /* A store to [rip + disp32] of a general register (`mov %reg, VAR(%rip)`)
+     * or of an immediate (`movq $imm32, VAR(%rip)`): what a compiler emits to
+     * set a static variable. The register (0-15, rax to r15) or the
+     * immediate (sign-extended), and the store's width in bytes (4 or 8). */
+    bool stores_register, stores_immediate;
     uint8_t store_register, store_width;
+    int64_t store_immediate;
 };
 
 /* Decode the instruction at `code` (at most `avail` bytes readable), which

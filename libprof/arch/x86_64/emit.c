@@ -185,6 +185,18 @@ void emit_mov_store_rip(struct emitter *e, uintptr_t addr, enum reg src)
     mov_rip(e, 0x89, src, addr);
 }
 
+void emit_mov_store_rip_imm(struct emitter *e, uintptr_t addr, int32_t imm)
+{
+    int32_t rel;
+    if (!rel32_for(e, 11, addr, &rel))   /* from the instruction's end, past the imm32 */
+        return;
+    byte(e, 0x48);   /* REX.W */
+    byte(e, 0xC7);
+    byte(e, 5);      /* /0, mod 00, rm 101: rip + disp32 */
+    imm32(e, rel);
+    imm32(e, imm);
+}
+
 void emit_lea(struct emitter *e, enum reg dst, struct mem src)
 {
     if (room(e, 8))

@@ -47,6 +47,7 @@ void emit_mov_store(struct emitter *e, struct mem dst, enum reg src);   /* mov %
 void emit_mov_load(struct emitter *e, enum reg dst, struct mem src);    /* mov disp(%base), %dst */
 void emit_mov_load_rip(struct emitter *e, enum reg dst, uintptr_t addr); /* mov addr(%rip), %dst */
 void emit_mov_store_rip(struct emitter *e, uintptr_t addr, enum reg src); /* mov %src, addr(%rip) */
+void emit_mov_store_rip_imm(struct emitter *e, uintptr_t addr, int32_t imm); /* movq $imm, addr(%rip) */
 void emit_lea(struct emitter *e, enum reg dst, struct mem src);
 void emit_add_imm(struct emitter *e, enum reg dst, int32_t imm);
 void emit_sub_imm(struct emitter *e, enum reg dst, int32_t imm);
