@@ -45,6 +45,21 @@ static memprof_elf_functions_fn *load_helper(char *message, size_t size)
     return helper;
 }
 
+/* Append a range; false when out of memory. */
+static bool add_range(struct disk_function_set *set, uintptr_t start, size_t size)
+{
+    if ((set->count + 1) * sizeof *set->functions > set->bytes) {
+        size_t bytes = set->bytes ? set->bytes * 2 : 16384;
+        struct code_range *grown = pages_resize(set->functions, set->bytes, bytes);
+        if (!grown)
+            return false;
+        set->functions = grown;
+        set->bytes = bytes;
+    }
+    set->functions[set->count++] = (struct code_range){ start, size };
+    return true;
+}
+
 struct collect {
     const char *name;
     uintptr_t bias;
@@ -62,64 +77,77 @@ static int collect_one(void *ctx, const char *name, uint64_t address, uint64_t s
     }
     if (size == 0)
         return 0;
-    if ((set->count + 1) * sizeof *set->functions > set->bytes) {
-        size_t bytes = set->bytes ? set->bytes * 2 : 16384;
-        struct code_range *grown = pages_resize(set->functions, set->bytes, bytes);
-        if (!grown) {
-            c->no_memory = true;
-            return 1;
-        }
-        set->functions = grown;
-        set->bytes = bytes;
+    if (!add_range(set, c->bias + address, size)) {
+        c->no_memory = true;
+        return 1;
     }
-    set->functions[set->count++] = (struct code_range){ c->bias + address, size };
     return 0;
 }
 
-int disk_symbols_find(const char *name, struct disk_function_set *out, char *message, size_t size)
+/* Call `visit(object, its file, ctx)` for each loaded object memprof may
+ * read (the program and the libraries, not its own), until one returns
+ * other than ENOENT; that status, or ENOENT. */
+typedef int object_visit_fn(const struct elf_object *o, const char *path, void *ctx);
+
+static int each_object(object_visit_fn *visit, void *ctx)
 {
-    memset(out, 0, sizeof *out);
-    memprof_elf_functions_fn *functions = load_helper(message, size);
-    if (!functions)
-        return ELIBACC;
     enum { MAX_OBJECTS = 512 };
     struct elf_object *objects = pages_alloc(MAX_OBJECTS * sizeof *objects);
     if (!objects)
         return ENOMEM;
     size_t n = elf_objects_snapshot(objects, MAX_OBJECTS);
-    const struct elf_object *self = elf_objects_find(objects, n, (uintptr_t)disk_symbols_find);
-    char why[PATH_MAX + 256];
-    bool program_stripped = false;
-    size_t libraries_stripped = 0;
+    const struct elf_object *self = elf_objects_find(objects, n, (uintptr_t)each_object);
     int err = ENOENT;
     for (size_t i = 0; i < n && i < MAX_OBJECTS && err == ENOENT; i++) {
         const struct elf_object *o = &objects[i];
-        if (o == self || (o->kind != ELF_OBJECT_PROGRAM && o->kind != ELF_OBJECT_LIBRARY))
-            continue;
-        const char *path = o->kind == ELF_OBJECT_PROGRAM ? "/proc/self/exe" : o->name;
-        struct collect c = { name, o->base, out, false, false };
-        if (functions(path, collect_one, &c, why, sizeof why) != 0 || !c.found) {
-            /* An object whose file had no symbol table, and no debug file. */
-            if (strstr(why, "symbols from .dynsym") || strstr(why, "symbols from nowhere")) {
-                if (o->kind == ELF_OBJECT_PROGRAM)
-                    program_stripped = true;
-                else
-                    libraries_stripped++;
-            }
-            disk_symbols_free(out);
-            continue;
-        }
-        err = c.no_memory ? ENOMEM : 0;
+        if (o != self && (o->kind == ELF_OBJECT_PROGRAM || o->kind == ELF_OBJECT_LIBRARY))
+            err = visit(o, o->kind == ELF_OBJECT_PROGRAM ? "/proc/self/exe" : o->name, ctx);
     }
     pages_free(objects, MAX_OBJECTS * sizeof *objects);
-    if (err == ENOENT && program_stripped)
+    return err;
+}
+
+struct find_function {
+    const char *name;
+    memprof_elf_functions_fn *functions;
+    struct disk_function_set *out;
+    bool program_stripped;
+    size_t libraries_stripped;
+};
+
+static int find_function_in(const struct elf_object *o, const char *path, void *ctx)
+{
+    struct find_function *f = ctx;
+    char why[PATH_MAX + 256];
+    struct collect c = { f->name, o->base, f->out, false, false };
+    if (f->functions(path, collect_one, &c, why, sizeof why) == 0 && c.found)
+        return c.no_memory ? ENOMEM : 0;
+    /* An object whose file had no symbol table, and no debug file. */
+    if (strstr(why, "symbols from .dynsym") || strstr(why, "symbols from nowhere")) {
+        if (o->kind == ELF_OBJECT_PROGRAM)
+            f->program_stripped = true;
+        else
+            f->libraries_stripped++;
+    }
+    disk_symbols_free(f->out);
+    return ENOENT;
+}
+
+int disk_symbols_find(const char *name, struct disk_function_set *out, char *message, size_t size)
+{
+    memset(out, 0, sizeof *out);
+    struct find_function f = { name, load_helper(message, size), out, false, 0 };
+    if (!f.functions)
+        return ELIBACC;
+    int err = each_object(find_function_in, &f);
+    if (err == ENOENT && f.program_stripped)
         snprintf(message, size,
                  "memprof: no symbol table names %s: the program is stripped and no debug file was found for it "
                  "(.gnu_debuglink or build-id; %zu libraries are stripped too)",
-                 name, libraries_stripped);
+                 name, f.libraries_stripped);
     else if (err == ENOENT)
         snprintf(message, size, "memprof: no symbol table of the loaded objects names %s (%zu are stripped "
-                 "without a debug file)", name, libraries_stripped);
+                 "without a debug file)", name, f.libraries_stripped);
     else if (err)
         snprintf(message, size, "memprof: out of memory");
     if (err)
@@ -127,36 +155,34 @@ int disk_symbols_find(const char *name, struct disk_function_set *out, char *mes
     return err;
 }
 
+struct find_variable {
+    const char *name;
+    uintptr_t *address;
+};
+
+static int find_variable_in(const struct elf_object *o, const char *path, void *ctx)
+{
+    struct find_variable *v = ctx;
+    char why[PATH_MAX + 256];
+    uint64_t at;
+    if (variable_helper(path, v->name, &at, why, sizeof why) != 0)
+        return ENOENT;
+    *v->address = o->base + at;
+    return 0;
+}
+
 int disk_symbols_variable(const char *name, uintptr_t *address, char *message, size_t size)
 {
     if (!load_helper(message, size))
         return ELIBACC;
-    enum { MAX_OBJECTS = 512 };
-    struct elf_object *objects = pages_alloc(MAX_OBJECTS * sizeof *objects);
-    if (!objects)
-        return ENOMEM;
-    size_t n = elf_objects_snapshot(objects, MAX_OBJECTS);
-    const struct elf_object *self = elf_objects_find(objects, n, (uintptr_t)disk_symbols_variable);
-    int err = ENOENT;
-    char why[PATH_MAX + 256];
-    for (size_t i = 0; i < n && i < MAX_OBJECTS && err == ENOENT; i++) {
-        const struct elf_object *o = &objects[i];
-        if (o == self || (o->kind != ELF_OBJECT_PROGRAM && o->kind != ELF_OBJECT_LIBRARY))
-            continue;
-        uint64_t at;
-        if (variable_helper(o->kind == ELF_OBJECT_PROGRAM ? "/proc/self/exe" : o->name, name, &at, why,
-                            sizeof why) == 0) {
-            *address = o->base + at;
-            err = 0;
-        }
-    }
-    pages_free(objects, MAX_OBJECTS * sizeof *objects);
+    int err = each_object(find_variable_in, &(struct find_variable){ name, address });
     if (err)
         snprintf(message, size, "memprof: no symbol table of the loaded objects names a variable %s", name);
     return err;
 }
 
 struct span_collect {
+    const char *name;
     uintptr_t bias;
     struct disk_function_set *set;
     size_t inlined;
@@ -166,20 +192,21 @@ struct span_collect {
 static int collect_span(void *ctx, uint64_t start, uint64_t end, int inlined)
 {
     struct span_collect *c = ctx;
-    struct disk_function_set *set = c->set;
-    if ((set->count + 1) * sizeof *set->functions > set->bytes) {
-        size_t bytes = set->bytes ? set->bytes * 2 : 4096;
-        struct code_range *grown = pages_resize(set->functions, set->bytes, bytes);
-        if (!grown) {
-            c->no_memory = true;
-            return 1;
-        }
-        set->functions = grown;
-        set->bytes = bytes;
+    if (!add_range(c->set, c->bias + start, end - start)) {
+        c->no_memory = true;
+        return 1;
     }
-    set->functions[set->count++] = (struct code_range){ c->bias + start, end - start };
     c->inlined += inlined != 0;
     return 0;
+}
+
+static int find_spans_in(const struct elf_object *o, const char *path, void *ctx)
+{
+    struct span_collect *c = ctx;
+    char why[PATH_MAX + 256];
+    c->bias = o->base;
+    spans_helper(path, c->name, collect_span, c, why, sizeof why);
+    return c->no_memory ? ENOMEM : c->set->count > 0 ? 0 : ENOENT;
 }
 
 int disk_symbols_spans(const char *name, struct disk_function_set *out, size_t *inlined, char *message,
@@ -189,27 +216,9 @@ int disk_symbols_spans(const char *name, struct disk_function_set *out, size_t *
     *inlined = 0;
     if (!load_helper(message, size))
         return ELIBACC;
-    enum { MAX_OBJECTS = 512 };
-    struct elf_object *objects = pages_alloc(MAX_OBJECTS * sizeof *objects);
-    if (!objects)
-        return ENOMEM;
-    size_t n = elf_objects_snapshot(objects, MAX_OBJECTS);
-    const struct elf_object *self = elf_objects_find(objects, n, (uintptr_t)disk_symbols_spans);
-    char why[PATH_MAX + 256];
-    int err = ENOENT;
-    for (size_t i = 0; i < n && i < MAX_OBJECTS && err == ENOENT; i++) {
-        const struct elf_object *o = &objects[i];
-        if (o == self || (o->kind != ELF_OBJECT_PROGRAM && o->kind != ELF_OBJECT_LIBRARY))
-            continue;
-        struct span_collect c = { o->base, out, 0, false };
-        spans_helper(o->kind == ELF_OBJECT_PROGRAM ? "/proc/self/exe" : o->name, name, collect_span, &c, why,
-                     sizeof why);
-        if (c.no_memory)
-            err = ENOMEM;
-        else if (out->count > 0)
-            err = 0, *inlined = c.inlined;
-    }
-    pages_free(objects, MAX_OBJECTS * sizeof *objects);
+    struct span_collect c = { name, 0, out, 0, false };
+    int err = each_object(find_spans_in, &c);
+    *inlined = c.inlined;
     if (err == ENOENT)
         snprintf(message, size, "memprof: no DWARF of the loaded objects (or of their debug files) has %s", name);
     else if (err)
