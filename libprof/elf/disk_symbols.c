@@ -48,14 +48,8 @@ static memprof_elf_functions_fn *load_helper(char *message, size_t size)
 /* Append a range; false when out of memory. */
 static bool add_range(struct disk_function_set *set, uintptr_t start, size_t size)
 {
-    if ((set->count + 1) * sizeof *set->functions > set->bytes) {
-        size_t bytes = set->bytes ? set->bytes * 2 : 16384;
-        struct code_range *grown = pages_resize(set->functions, set->bytes, bytes);
-        if (!grown)
-            return false;
-        set->functions = grown;
-        set->bytes = bytes;
-    }
+    if (!pages_grow((void **)&set->functions, &set->bytes, (set->count + 1) * sizeof *set->functions, 16384))
+        return false;
     set->functions[set->count++] = (struct code_range){ start, size };
     return true;
 }
@@ -185,18 +179,17 @@ struct span_collect {
     const char *name;
     uintptr_t bias;
     struct disk_function_set *set;
-    size_t inlined;
     bool no_memory;
 };
 
 static int collect_span(void *ctx, uint64_t start, uint64_t end, int inlined)
 {
+    (void)inlined;   /* its own copy or an inlined one: both are its code */
     struct span_collect *c = ctx;
     if (!add_range(c->set, c->bias + start, end - start)) {
         c->no_memory = true;
         return 1;
     }
-    c->inlined += inlined != 0;
     return 0;
 }
 
@@ -209,16 +202,13 @@ static int find_spans_in(const struct elf_object *o, const char *path, void *ctx
     return c->no_memory ? ENOMEM : c->set->count > 0 ? 0 : ENOENT;
 }
 
-int disk_symbols_spans(const char *name, struct disk_function_set *out, size_t *inlined, char *message,
-                       size_t size)
+int disk_symbols_spans(const char *name, struct disk_function_set *out, char *message, size_t size)
 {
     memset(out, 0, sizeof *out);
-    *inlined = 0;
     if (!load_helper(message, size))
         return ELIBACC;
-    struct span_collect c = { name, 0, out, 0, false };
+    struct span_collect c = { name, 0, out, false };
     int err = each_object(find_spans_in, &c);
-    *inlined = c.inlined;
     if (err == ENOENT)
         snprintf(message, size, "memprof: no DWARF of the loaded objects (or of their debug files) has %s", name);
     else if (err)

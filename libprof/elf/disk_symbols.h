@@ -5,7 +5,7 @@
  * Reads files and calls malloc: not for hooks. */
 #ifndef MEMPROF_ELF_DISK_SYMBOLS_H
 #define MEMPROF_ELF_DISK_SYMBOLS_H
-#include "../hook/callsite.h"
+#include "../arch/x86_64/decode.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,10 +22,9 @@ struct disk_function_set {
 int disk_symbols_find(const char *name, struct disk_function_set *out, char *message, size_t size);
 void disk_symbols_free(struct disk_function_set *set);
 /* The code of function `name` from DWARF: its own copy and every instance
- * inlined into other functions (how many in *inlined), in out->functions
- * (out->address unset). 0, or an errno with a one-line `message`. */
-int disk_symbols_spans(const char *name, struct disk_function_set *out, size_t *inlined, char *message,
-                       size_t size);
+ * inlined into other functions, in out->functions (out->address unset). 0,
+ * or an errno with a one-line `message`. */
+int disk_symbols_spans(const char *name, struct disk_function_set *out, char *message, size_t size);
 /* The run-time address of the variable `name` (a data object of some loaded
  * object's symbol table). 0, or an errno with a one-line `message`. */
 int disk_symbols_variable(const char *name, uintptr_t *address, char *message, size_t size);

@@ -5,21 +5,20 @@
  * Restoring puts every original displacement back. */
 #ifndef MEMPROF_HOOK_CALLSITE_H
 #define MEMPROF_HOOK_CALLSITE_H
+#include "../arch/x86_64/decode.h"
 #include <stddef.h>
 #include <stdint.h>
 
-/* A function's code in memory. */
-struct code_range {
-    uintptr_t start;
-    size_t size;
+struct call_site {
+    uintptr_t at;            /* the call instruction */
+    int32_t original;        /* its displacement before patching */
 };
 
 struct callsite_patch {
     uintptr_t target;        /* the function called */
     size_t count;
-    uintptr_t *sites;        /* each call instruction's address, ascending */
-    int32_t *original;       /* its displacement before patching */
-    size_t bytes;            /* of each array's mapping */
+    struct call_site *sites; /* ascending */
+    size_t bytes;            /* of the sites' mapping */
     uintptr_t stub;          /* where the calls go while applied, else 0 */
 };
 

@@ -99,14 +99,8 @@ static int remember_slot(uintptr_t *slot, uintptr_t original, unsigned symbol)
         known->symbol = symbol;
         return 0;
     }
-    if ((slot_count + 1) * sizeof *slots > slot_bytes) {
-        size_t bytes = slot_bytes ? slot_bytes * 2 : 16384;
-        struct patched_slot *p = pages_resize(slots, slot_bytes, bytes);
-        if (!p)
-            return ENOMEM;
-        slots = p;
-        slot_bytes = bytes;
-    }
+    if (!pages_grow((void **)&slots, &slot_bytes, (slot_count + 1) * sizeof *slots, 16384))
+        return ENOMEM;
     slots[slot_count++] = (struct patched_slot){ slot, original, symbol };
     return 0;
 }
@@ -175,7 +169,8 @@ static int patch_all_locked(void)
     return pass.error;
 }
 
-/* Was `value` written for a hook just unchained from `sym` (in `gone`)? */
+/* Was `value` written for a hook on `sym` just unchained (in `gone`), or
+ * one still in its chain? */
 static bool was_ours(const struct hooked_symbol *sym, uintptr_t value, struct got_hook *const *gone, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -195,15 +190,18 @@ static void retarget_locked(struct got_hook *const *gone, size_t n)
     if (maps_load(&maps) != 0)
         return;
     size_t object_count = snapshot();
+    bool affected[MAX_SYMBOLS] = { false };   /* by symbol index */
+    for (size_t g = 0; g < n; g++) {
+        const struct hooked_symbol *sym = find_symbol(gone[g]->symbol);
+        if (sym)
+            affected[sym - symbols] = true;
+    }
     size_t kept = 0;
     for (size_t i = 0; i < slot_count; i++) {
         struct patched_slot s = slots[i];
         struct hooked_symbol *sym = &symbols[s.symbol];
-        bool affected = false;
-        for (size_t g = 0; g < n && !affected; g++)
-            affected = strcmp(gone[g]->symbol, sym->name) == 0;
         bool keep = true;
-        if (affected) {
+        if (affected[s.symbol]) {
             bool loaded = elf_objects_find(objects, object_count, (uintptr_t)s.slot) != NULL &&
                           maps_readable(&maps, (uintptr_t)s.slot, sizeof *s.slot);
             uintptr_t have = loaded ? __atomic_load_n(s.slot, __ATOMIC_ACQUIRE) : 0;

@@ -397,12 +397,12 @@ static void emit_entry_stub(struct emitter *e, uint32_t id, intercept_pre_fn *pr
 static void **new_original_slot(void)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    enum { PER_PAGE = 4096 / sizeof(void *) };
     static void **page;
-    static size_t used, per_page;
+    static size_t used;
     pthread_mutex_lock(&lock);
-    per_page = (size_t)sysconf(_SC_PAGESIZE) / sizeof *page;
-    if (!page || used == per_page) {
-        page = pages_alloc(per_page * sizeof *page);
+    if (!page || used == PER_PAGE) {
+        page = pages_alloc(PER_PAGE * sizeof *page);
         used = 0;
     }
     void **slot = page ? &page[used++] : NULL;
@@ -442,7 +442,6 @@ static int make_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, 
     /* The chunk holds the hook's data (read by enter_full where the code
      * runs), then the return stub, then the entry stub. */
     bool all = target != 0;
-    /* Room for the code (the tests fail if it is short: e.error). */
     enum { DATA = (sizeof(struct full_hook) + 15) & ~15 };
     const size_t stub_max = DATA + (all ? 960 : 400);
     static pthread_once_t shadow_described = PTHREAD_ONCE_INIT;
@@ -467,7 +466,7 @@ static int make_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, 
     *(struct full_hook *)chunk.write = (struct full_hook){ id, pre, post, return_stub };
     emit_entry_stub(&e, id, pre, h, original, target, all, &entry_ranges);
     if (e.error)
-        return ENOMEM;   /* STUB_MAX is too small: a bug, caught by the tests */
+        return ENOMEM;   /* stub_max is too small: a bug, caught by the tests */
     if ((err = pool_publish(&chunk, DATA + e.len)) != 0)
         return err;
     jit_hold();

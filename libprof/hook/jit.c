@@ -58,29 +58,12 @@ static size_t region_count, regions_bytes;
 static unsigned holds;
 static struct jit_symfile_header shadow_layout;
 
-/* Room for `more` items of `size` bytes in a pages array. */
-static bool make_room(void **array, size_t *bytes, size_t count, size_t more, size_t size)
-{
-    size_t need = (count + more) * size;
-    if (need <= *bytes)
-        return true;
-    size_t grown = *bytes ? *bytes * 2 : 4096;
-    while (grown < need)
-        grown *= 2;
-    void *p = pages_resize(*array, *bytes, grown);
-    if (!p)
-        return false;
-    *array = p;
-    *bytes = grown;
-    return true;
-}
-
 static struct region *region_at(uintptr_t code_start)
 {
     for (size_t i = 0; i < region_count; i++)
         if (regions[i].code_start == code_start)
             return &regions[i];
-    if (!make_room((void **)&regions, &regions_bytes, region_count, 1, sizeof *regions))
+    if (!pages_grow((void **)&regions, &regions_bytes, (region_count + 1) * sizeof *regions, 4096))
         return NULL;
     struct region *r = &regions[region_count++];
     memset(r, 0, sizeof *r);
@@ -159,9 +142,10 @@ static int add_stub(uintptr_t region, uint64_t cookie, uintptr_t start, size_t s
     pthread_mutex_lock(&jit_lock);
     int err = 0;
     struct region *r = region_at(region);
-    if (!r || !make_room((void **)&r->stubs, &r->stubs_bytes, r->stub_count, 1, sizeof *r->stubs) ||
-        !make_room((void **)&r->ranges, &r->ranges_bytes, r->range_count, range_count, sizeof *r->ranges) ||
-        !make_room((void **)&r->strings, &r->strings_bytes, r->strings_size, name_len, 1)) {
+    if (!r || !pages_grow((void **)&r->stubs, &r->stubs_bytes, (r->stub_count + 1) * sizeof *r->stubs, 4096) ||
+        !pages_grow((void **)&r->ranges, &r->ranges_bytes, (r->range_count + range_count) * sizeof *r->ranges,
+                    4096) ||
+        !pages_grow((void **)&r->strings, &r->strings_bytes, r->strings_size + name_len, 4096)) {
         err = ENOMEM;
     } else {
         /* Stubs are handed out in address order within a region: kept sorted. */

@@ -36,51 +36,38 @@ static const enum reg saved[] = { RAX, RCX, RDX, RSI, RDI, R8, R9, R10, R11 };
 
 static bool add_site(struct store_patch *p, const struct store_site *site)
 {
-    if ((p->count + 1) * sizeof *p->sites > p->bytes) {
-        size_t bytes = p->bytes ? p->bytes * 2 : 4096;
-        struct store_site *sites = pages_resize(p->sites, p->bytes, bytes);
-        if (!sites)
-            return false;
-        p->sites = sites;
-        p->bytes = bytes;
-    }
+    if (!pages_grow((void **)&p->sites, &p->bytes, (p->count + 1) * sizeof *p->sites, 4096))
+        return false;
     p->sites[p->count++] = *site;
     return true;
+}
+
+/* A store to the variable, long enough for the jmp: kept. */
+static int visit_store(void *ctx, uintptr_t pc, const struct insn *in)
+{
+    struct store_patch *p = ctx;
+    if (!(in->stores_register || in->stores_immediate) || in->rip_address != p->variable || in->store_width != 8 ||
+        in->length < JMP_REL32_LENGTH)
+        return 0;
+    struct store_site site = { .at = pc, .length = in->length, .reg = in->store_register,
+                               .immediate = in->stores_immediate, .imm = (int32_t)in->store_immediate };
+    /* 8 bytes that hold the jmp, in one cache line if any do. */
+    site.window = pc;
+    for (uintptr_t w = pc; w + WINDOW >= pc + JMP_REL32_LENGTH && w + 3 >= pc; w--)
+        if (code_write_atomic(w, WINDOW)) {
+            site.window = w;
+            break;
+        }
+    memcpy(site.original, (const void *)site.window, WINDOW);
+    return add_site(p, &site) ? 0 : ENOMEM;
 }
 
 int store_sites_find(const struct code_range *code, size_t n, uintptr_t variable, struct store_patch *out)
 {
     memset(out, 0, sizeof *out);
     out->variable = variable;
-    struct maps maps;
-    int err = maps_load(&maps);
-    if (err)
-        return err;
-    for (size_t f = 0; f < n && !err; f++) {
-        uintptr_t pc = code[f].start, end = code[f].start + code[f].size;
-        if (!maps_readable(&maps, pc - WINDOW, code[f].size + 2 * WINDOW))
-            continue;
-        struct insn in;
-        while (pc < end && decode_insn((const void *)pc, end - pc, pc, &in)) {
-            if ((in.stores_register || in.stores_immediate) && in.rip_address == variable && in.store_width == 8 &&
-                in.length >= JMP_REL32_LENGTH) {
-                struct store_site site = { .at = pc, .length = in.length, .reg = in.store_register,
-                                           .immediate = in.stores_immediate, .imm = (int32_t)in.store_immediate };
-                /* 8 bytes that hold the jmp, in one cache line if any do. */
-                site.window = pc;
-                for (uintptr_t w = pc; w + WINDOW >= pc + JMP_REL32_LENGTH && w + 3 >= pc; w--)
-                    if (code_write_atomic(w, WINDOW)) {
-                        site.window = w;
-                        break;
-                    }
-                memcpy(site.original, (const void *)site.window, WINDOW);
-                if (!add_site(out, &site))
-                    err = ENOMEM;
-            }
-            pc += in.length;
-        }
-    }
-    maps_release(&maps);
+    /* A window may reach up to 8 bytes around a store. */
+    int err = decode_ranges(code, n, WINDOW, visit_store, out);
     if (err)
         store_sites_free(out);
     return err;

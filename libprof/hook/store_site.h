@@ -8,7 +8,7 @@
  * back. */
 #ifndef MEMPROF_HOOK_STORE_SITE_H
 #define MEMPROF_HOOK_STORE_SITE_H
-#include "callsite.h"
+#include "../arch/x86_64/decode.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -46,14 +46,8 @@ uint32_t intern_put(struct intern_table *t, uint64_t a, uint64_t b)
         if (rebuild(t, t->index ? (t->mask + 1) * 2 : 1024) != 0)
             return INTERN_NONE;
     }
-    if ((t->count + 1) * sizeof *t->tuples > t->tuple_bytes) {
-        size_t bytes = t->tuple_bytes ? t->tuple_bytes * 2 : 65536;
-        struct intern_tuple *n = pages_resize(t->tuples, t->tuple_bytes, bytes);
-        if (!n)
-            return INTERN_NONE;
-        t->tuples = n;
-        t->tuple_bytes = bytes;
-    }
+    if (!pages_grow((void **)&t->tuples, &t->tuple_bytes, (t->count + 1) * sizeof *t->tuples, 65536))
+        return INTERN_NONE;
     uint32_t id = (uint32_t)t->count++;
     t->tuples[id] = (struct intern_tuple){ a, b };
     index_insert(t->index, t->mask, &t->tuples[id], id);

@@ -53,16 +53,8 @@ static uint32_t intern_file(struct site_table *t, const char *file)
         if (strcmp(t->chars + off, file) == 0)
             goto found;
     }
-    if (t->chars_len + n + 1 > t->chars_bytes) {
-        size_t bytes = t->chars_bytes ? t->chars_bytes * 2 : 65536;
-        while (t->chars_len + n + 1 > bytes)
-            bytes *= 2;
-        char *c = pages_resize(t->chars, t->chars_bytes, bytes);
-        if (!c)
-            return SITE_NONE;
-        t->chars = c;
-        t->chars_bytes = bytes;
-    }
+    if (!pages_grow((void **)&t->chars, &t->chars_bytes, t->chars_len + n + 1, 65536))
+        return SITE_NONE;
     memcpy(t->chars + t->chars_len, file, n + 1);
     t->file_index[i] = (uint32_t)t->chars_len + 1;
     t->chars_len += n + 1;

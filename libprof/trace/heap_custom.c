@@ -184,6 +184,35 @@ static bool name_address(struct custom_hook *h, char *message, size_t message_si
     return true;
 }
 
+/* The sites found, against what the user counts on (sites=N): false, with
+ * a message, when there are none or another number. */
+static bool sites_as_expected(const struct custom_hook *h, size_t found, char *message, size_t size)
+{
+    if (found == 0 && h->calls)
+        snprintf(message, size, "memprof: no call rel32 of %s found in its object", h->name);
+    else if (found == 0)
+        snprintf(message, size, "memprof: no store of a register to %s in %s (%zu ranges of code)", h->name, h->in,
+                 h->copies);
+    else if (h->expected && found != h->expected && h->calls)
+        snprintf(message, size, "memprof: %zu calls of %s found, %zu expected: nothing rewritten", found, h->name,
+                 h->expected);
+    else if (h->expected && found != h->expected)
+        snprintf(message, size, "memprof: %zu stores to %s found in %s, %zu expected: nothing patched", found,
+                 h->name, h->in, h->expected);
+    else
+        return true;
+    return false;
+}
+
+/* A failed patch: nothing was changed. */
+static enum custom_status patch_failed(const struct custom_hook *h, int err, char *message, size_t size)
+{
+    snprintf(message, size, "memprof: cannot %s %s: %s", h->calls ? "rewrite the calls of" : "patch the stores to",
+             h->name, err == EXDEV ? h->calls ? "a call's displacement crosses a cache line" : "a store lies across a cache line"
+                                   : strerror(err));
+    return err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_HOOK_FAILED;
+}
+
 /* --calls: every call rel32 to the function (found by its object's symbols
  * on disk) pointed at a stub that keeps every register. */
 static enum custom_status rewrite_calls(uint32_t id, struct custom_hook *h, char *message, size_t message_size)
@@ -192,31 +221,21 @@ static enum custom_status rewrite_calls(uint32_t id, struct custom_hook *h, char
     int err = disk_symbols_find(h->name, &set, message, message_size);
     if (err)
         return err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_BAD_SPEC;
+    uintptr_t target = set.address;
+    err = callsite_find(set.functions, set.count, target, &h->patch);
+    disk_symbols_free(&set);
+    if (!err && !sites_as_expected(h, h->patch.count, message, message_size)) {
+        callsite_free(&h->patch);
+        return CUSTOM_BAD_SPEC;
+    }
     struct intercept_stub stub;
-    err = callsite_find(set.functions, set.count, set.address, &h->patch);
-    if (!err && h->patch.count == 0) {
-        snprintf(message, message_size, "memprof: no call rel32 of %s found in its object", h->name);
-        disk_symbols_free(&set);
-        callsite_free(&h->patch);
-        return CUSTOM_BAD_SPEC;
-    }
     if (!err)
-        err = intercept_keeping_stub(id, h->name, custom_pre, custom_post, set.address, set.address, &stub);
-    if (!err && h->expected && h->patch.count != h->expected) {
-        snprintf(message, message_size, "memprof: %zu calls of %s found, %zu expected: nothing rewritten",
-                 h->patch.count, h->name, h->expected);
-        disk_symbols_free(&set);
-        callsite_free(&h->patch);
-        return CUSTOM_BAD_SPEC;
-    }
+        err = intercept_keeping_stub(id, h->name, custom_pre, custom_post, target, target, &stub);
     if (!err)
         err = callsite_apply(&h->patch, stub.entry, h->expected);
-    disk_symbols_free(&set);
     if (err) {
-        snprintf(message, message_size, "memprof: cannot rewrite the calls of %s: %s", h->name,
-                 err == EXDEV ? "a call's displacement crosses a cache line" : strerror(err));
         callsite_free(&h->patch);
-        return err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_HOOK_FAILED;
+        return patch_failed(h, err, message, message_size);
     }
     return CUSTOM_OK;
 }
@@ -229,32 +248,21 @@ static enum custom_status patch_stores(uint32_t id, struct custom_hook *h, char 
     if (disk_symbols_variable(h->name, &variable, message, message_size) != 0)
         return CUSTOM_BAD_SPEC;
     struct disk_function_set set;
-    size_t inlined;
-    int err = disk_symbols_spans(h->in, &set, &inlined, message, message_size);
+    int err = disk_symbols_spans(h->in, &set, message, message_size);
     if (err)
         return err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_BAD_SPEC;
     h->copies = set.count;
     err = store_sites_find(set.functions, set.count, variable, &h->store);
     disk_symbols_free(&set);
-    if (!err && h->store.count == 0) {
-        snprintf(message, message_size, "memprof: no store of a register to %s in %s (%zu ranges of code)", h->name,
-                 h->in, h->copies);
-        store_sites_free(&h->store);
-        return CUSTOM_BAD_SPEC;
-    }
-    if (!err && h->expected && h->store.count != h->expected) {
-        snprintf(message, message_size, "memprof: %zu stores to %s found in %s, %zu expected: nothing patched",
-                 h->store.count, h->name, h->in, h->expected);
+    if (!err && !sites_as_expected(h, h->store.count, message, message_size)) {
         store_sites_free(&h->store);
         return CUSTOM_BAD_SPEC;
     }
     if (!err)
         err = store_sites_apply(&h->store, id, h->name, custom_store, h->expected);
     if (err) {
-        snprintf(message, message_size, "memprof: cannot patch the stores to %s: %s", h->name,
-                 err == EXDEV ? "a store lies across a cache line" : strerror(err));
         store_sites_free(&h->store);
-        return err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_HOOK_FAILED;
+        return patch_failed(h, err, message, message_size);
     }
     return CUSTOM_OK;
 }

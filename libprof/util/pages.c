@@ -25,6 +25,21 @@ void *pages_resize(void *p, size_t old_size, size_t new_size)
     return q == MAP_FAILED ? NULL : q;
 }
 
+bool pages_grow(void **p, size_t *bytes, size_t need, size_t first)
+{
+    if (need <= *bytes)
+        return true;
+    size_t grown = *bytes ? *bytes * 2 : first;
+    while (grown < need)
+        grown *= 2;
+    void *q = pages_resize(*p, *bytes, grown);
+    if (!q)
+        return false;
+    *p = q;
+    *bytes = grown;
+    return true;
+}
+
 void pages_free(void *p, size_t size)
 {
     if (p)

@@ -3,6 +3,7 @@
  * runtime never takes memory from the allocator it observes. */
 #ifndef MEMPROF_UTIL_PAGES_H
 #define MEMPROF_UTIL_PAGES_H
+#include <stdbool.h>
 #include <stddef.h>
 
 void *pages_alloc(size_t size);                       /* zeroed; NULL on failure */
@@ -11,6 +12,10 @@ void *pages_alloc(size_t size);                       /* zeroed; NULL on failure
  * fault per page, which under a hypervisor costs microseconds each. */
 void *pages_alloc_filled(size_t size);
 void *pages_resize(void *p, size_t old_size, size_t new_size); /* keeps contents */
+/* Room for `need` bytes in the array at *p (*bytes long; NULL and 0 at
+ * first): the size doubles, from `first`, until it fits. False when out of
+ * memory (the array is left as it was). */
+bool pages_grow(void **p, size_t *bytes, size_t need, size_t first);
 void pages_free(void *p, size_t size);
 
 #endif

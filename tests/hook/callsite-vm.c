@@ -91,7 +91,7 @@ static void count_post(uint32_t id, const struct intercept_return *ret, const ui
 {
     (void)id, (void)ret;
     for (size_t i = 0; i < patch.count && i < MAX_SITES; i++)
-        if (patch.sites[i] + 5 == data[0])
+        if (patch.sites[i].at + 5 == data[0])
             calls_at[i]++;
 }
 
@@ -155,7 +155,7 @@ int main(int argc, char **argv)
     bool all_named = true;
     for (size_t i = 0; i < patch.count; i++) {
         struct symbol_info info;
-        symbolizer_lookup(sym, patch.sites[i] - bias, &info);
+        symbolizer_lookup(sym, patch.sites[i].at - bias, &info);
         if (info.file && info.line < 1024)
             counted[info.line] += calls_at[i];
         else

@@ -1,5 +1,6 @@
 /* The decoder: Zydis, in 64-bit mode; see decode.h. */
 #include "decode.h"
+#include "../../util/maps.h"
 #include <Zydis/Zydis.h>
 
 /* mov %reg or $imm, [rip + disp32]: the first operand memory, the second a
@@ -60,4 +61,24 @@ bool decode_insn(const void *code, size_t avail, uintptr_t pc, struct insn *out)
             find_register_store(&decoder, &context, &in, out);
     }
     return true;
+}
+
+int decode_ranges(const struct code_range *ranges, size_t n, size_t margin, decode_visit_fn *visit, void *ctx)
+{
+    struct maps maps;
+    int rc = maps_load(&maps);
+    if (rc)
+        return rc;
+    for (size_t r = 0; r < n && !rc; r++) {
+        uintptr_t pc = ranges[r].start, end = ranges[r].start + ranges[r].size;
+        if (!maps_readable(&maps, pc - margin, ranges[r].size + 2 * margin))
+            continue;
+        struct insn in;
+        while (!rc && pc < end && decode_insn((const void *)pc, end - pc, pc, &in)) {
+            rc = visit(ctx, pc, &in);
+            pc += in.length;
+        }
+    }
+    maps_release(&maps);
+    return rc;
 }

@@ -33,6 +33,22 @@ struct insn {
     int64_t store_immediate;
 };
 
+/* A piece of code in memory: a function, or a copy of one inlined into
+ * another. */
+struct code_range {
+    uintptr_t start;
+    size_t size;
+};
+
+/* Decode every instruction of each range from its start and call
+ * visit(ctx, pc, insn), until a visit returns non-zero. A range not
+ * readable with `margin` bytes on each side is skipped (a symbol that is
+ * not mapped code); one whose bytes stop decoding is read up to there. 0, a
+ * visit's non-zero, or an errno from reading the memory map. Not for hooks:
+ * it reads /proc/self/maps. */
+typedef int decode_visit_fn(void *ctx, uintptr_t pc, const struct insn *insn);
+int decode_ranges(const struct code_range *ranges, size_t n, size_t margin, decode_visit_fn *visit, void *ctx);
+
 /* Decode the instruction at `code` (at most `avail` bytes readable), which
  * runs at `pc`. False if the bytes are not a valid instruction. */
 bool decode_insn(const void *code, size_t avail, uintptr_t pc, struct insn *out);
