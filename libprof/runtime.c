@@ -5,7 +5,9 @@
 #include "hook/got.h"
 #include "trace/heap.h"
 #include "trace/heap_custom.h"
+#include "hook/pool.h"
 #include "trace/ruby.h"
+#include "trace/threads.h"
 #include "util/atomic_file.h"
 #include "util/out.h"
 #include "util/pages.h"
@@ -124,6 +126,8 @@ EXPORT int memprof_start(void)
         say("memprof: could not hook the allocators: ", got_error(), (char *)NULL);
     if (s == RUBY_OK && !started_by)
         started_by = getpid();
+    if (s == RUBY_OK)
+        threads_start();
     return set_status(from_ruby(s));
 }
 
@@ -252,13 +256,24 @@ EXPORT int memprof_hide_file(const char *file)
     return set_status(ruby_tracer_hide_file(file) ? MEMPROF_OK : MEMPROF_NO_MEMORY);
 }
 
+/* Who made the Ruby object or the C heap block at `addr`. */
 EXPORT const char *memprof_where(uintptr_t addr)
 {
     static char text[8192];
     struct out o;
-    bool found;
+    bool found = false;
+    int status = MEMPROF_OK;
     out_init_fd(&o, -1, text, sizeof text);
-    int status = from_ruby(ruby_tracer_where(&o, addr, &found));
+    if (ruby_tracer_available())
+        status = from_ruby(ruby_tracer_where(&o, addr, &found));
+    if (!found && status == MEMPROF_OK && heap_tracer_running()) {
+        out_init_fd(&o, -1, text, sizeof text);
+        status = from_heap(heap_tracer_where(&o, addr, &found));
+        if (found && text[0] && o.len && text[o.len - 1] == '\n')
+            o.len--;   /* GDB adds the line's end */
+    } else if (status == MEMPROF_NOT_RUBY) {
+        status = MEMPROF_OK;
+    }
     out_finish(&o);
     set_status(status);
     if (status != MEMPROF_OK)
@@ -267,6 +282,8 @@ EXPORT const char *memprof_where(uintptr_t addr)
         out_init_fd(&o, -1, text, sizeof text);
         out_str(&o, "memprof: no allocation recorded at ");
         out_hex(&o, addr);
+        if (!ruby_tracer_running() && !heap_tracer_running())
+            out_str(&o, " (no tracer is running: memprof-start, or MEMPROF_HEAP=1)");
         out_finish(&o);
     }
     return text;
@@ -277,6 +294,8 @@ EXPORT int memprof_heap_start(void)
     enum heap_status s = heap_tracer_start();
     if (s == HEAP_HOOK_FAILED)
         say("memprof: could not hook the heap functions: ", got_error(), (char *)NULL);
+    if (s == HEAP_OK)
+        threads_start();
     return set_status(from_heap(s));
 }
 
@@ -343,6 +362,137 @@ EXPORT const char *memprof_heap_report_text_ex(int flags, unsigned long top)
     return report_to_text(&(struct report_request){ .heap = true, .flags = flags, .top = top });
 }
 
+EXPORT int memprof_threads_start(void)
+{
+    if (!threads_start()) {
+        say("memprof: could not hook pthread_create: ", got_error(), (char *)NULL);
+        return set_status(MEMPROF_HOOK_FAILED);
+    }
+    return set_status(MEMPROF_OK);
+}
+
+EXPORT int memprof_threads_stop(void)
+{
+    threads_stop();
+    return set_status(MEMPROF_OK);
+}
+
+/* A report of any kind as text owned by the runtime (report_text). */
+static const char *text_of(void (*write)(struct out *))
+{
+    out_release_mem(&report_text);
+    out_init_mem(&report_text);
+    if (!report_text.error)
+        write(&report_text);
+    out_finish(&report_text);
+    if (report_text.error || !report_text.buf) {
+        set_status(MEMPROF_NO_MEMORY);
+        return memprof_strerror(MEMPROF_NO_MEMORY);
+    }
+    set_status(MEMPROF_OK);
+    return report_text.buf;
+}
+
+EXPORT const char *memprof_threads_text(void)
+{
+    return text_of(threads_report);
+}
+
+EXPORT int memprof_attach(int what)
+{
+    if (what < MEMPROF_ATTACH_AUTO || what > MEMPROF_ATTACH_ALL)
+        return set_status(MEMPROF_BAD_ARGUMENT);
+    bool ruby = ruby_tracer_available();
+    bool want_ruby = what == MEMPROF_ATTACH_RUBY || what == MEMPROF_ATTACH_ALL || (what == MEMPROF_ATTACH_AUTO && ruby);
+    bool want_heap = what == MEMPROF_ATTACH_HEAP || what == MEMPROF_ATTACH_ALL || (what == MEMPROF_ATTACH_AUTO && !ruby);
+    if (want_ruby && !ruby)
+        return set_status(MEMPROF_NOT_RUBY);
+    int status = MEMPROF_OK;
+    if (want_ruby)
+        status = memprof_start();
+    if (status == MEMPROF_OK && want_heap)
+        status = memprof_heap_start();
+    if (status == MEMPROF_OK)
+        status = memprof_threads_start();
+    if (status == MEMPROF_OK) {
+        struct out o;
+        out_init_fd(&o, -1, hook_message, sizeof hook_message);
+        out_str(&o, "memprof: attached to pid ");
+        out_u64(&o, (uint64_t)getpid());
+        out_str(&o, want_ruby && want_heap ? ": recording Ruby objects and the C heap"
+                    : want_ruby            ? ": recording Ruby objects"
+                                           : ": recording the C heap");
+        out_str(&o, ", following threads");
+        out_finish(&o);
+    }
+    return set_status(status);
+}
+
+EXPORT int memprof_detach(void)
+{
+    int status = MEMPROF_OK;
+    if (ruby_tracer_available())
+        ruby_tracer_stop();
+    heap_tracer_stop();
+    threads_stop();
+    if (heap_custom_unhook_all(hook_message, sizeof hook_message) != CUSTOM_OK)
+        status = MEMPROF_HOOK_FAILED;
+    return set_status(status);
+}
+
+static void set_io_error(const char *path, int err);
+
+static void write_status(struct out *o)
+{
+    out_str(o, "memprof ");
+    out_str(o, PACKAGE_VERSION);
+    out_str(o, ", runtime in pid ");
+    out_u64(o, (uint64_t)getpid());
+    out_char(o, '\n');
+    unsigned long objects, ruby_bytes, blocks, heap_bytes, records, thread_bytes, stacks, stack_bytes;
+    ruby_tracer_usage(&objects, &ruby_bytes);
+    heap_tracer_usage(&blocks, &heap_bytes);
+    threads_usage(&records, &thread_bytes);
+    threads_stacks(&stacks, &stack_bytes);
+    out_str(o, "  ruby:    ");
+    out_str(o, !ruby_tracer_available() ? "no Ruby VM" : ruby_tracer_running() ? "recording" : "stopped");
+    out_str(o, ", ");
+    out_u64(o, objects);
+    out_str(o, " objects tracked\n  heap:    ");
+    out_str(o, heap_tracer_running() ? "recording" : "stopped");
+    out_str(o, ", ");
+    out_u64(o, blocks);
+    out_str(o, " live blocks tracked\n  threads: ");
+    out_str(o, threads_running() ? "following" : "not following");
+    out_str(o, ", ");
+    out_u64(o, records);
+    out_str(o, " seen, ");
+    out_u64(o, stacks);
+    out_str(o, " live stacks of ");
+    out_u64(o, stack_bytes / 1024);
+    out_str(o, " KiB\n  hooks:   ");
+    out_u64(o, got_patched_slot_count());
+    out_str(o, " GOT slots patched, ");
+    out_u64(o, pool_regions());
+    out_str(o, " stub regions\n");
+    if (heap_custom_describe(o) < 0)
+        out_str(o, "  (memprof-hook is changing hooks right now)\n");
+    out_str(o, "  memory:  ");
+    out_u64(o, (ruby_bytes + heap_bytes + thread_bytes + 1023) / 1024);
+    out_str(o, " KiB of tables (ruby ");
+    out_u64(o, ruby_bytes / 1024);
+    out_str(o, ", heap ");
+    out_u64(o, heap_bytes / 1024);
+    out_str(o, ", threads ");
+    out_u64(o, thread_bytes / 1024);
+    out_str(o, ")\n");
+}
+
+EXPORT const char *memprof_status_text(void)
+{
+    return text_of(write_status);
+}
+
 /* MEMPROF_OUTPUT with each %p replaced by the pid; false if it does not fit. */
 static bool expand_output_path(const char *spec, char *path, size_t size)
 {
@@ -390,6 +540,73 @@ static int report_into(const char *path, const struct report_request *r)
         return set_status(MEMPROF_IO_ERROR);
     }
     return set_status(MEMPROF_OK);
+}
+
+/* Every report there is, one after the other. */
+static int dump_to_fd(int fd, const char *path)
+{
+    struct out o;
+    char buf[8192];
+    out_init_fd(&o, fd, buf, sizeof buf);
+    write_status(&o);
+    int err = out_finish(&o);
+    if (err) {
+        set_io_error(path, err);
+        return set_status(MEMPROF_IO_ERROR);
+    }
+    int status = MEMPROF_OK;
+    if (ruby_tracer_available()) {
+        out_init_fd(&o, fd, buf, sizeof buf);
+        out_str(&o, "\n== Ruby objects (count bytes file:line:Class) ==\n");
+        out_finish(&o);
+        status = report_to_fd(fd, &(struct report_request){ false, MEMPROF_REPORT_BYTES | MEMPROF_REPORT_SORT_BYTES,
+                                                           0, 0, NULL });
+    }
+    if (status == MEMPROF_OK && heap_tracer_running()) {
+        out_init_fd(&o, fd, buf, sizeof buf);
+        out_str(&o, "\n== C heap ==\n");
+        out_finish(&o);
+        status = report_to_fd(fd, &(struct report_request){ .heap = true });
+    }
+    if (status == MEMPROF_OK) {
+        out_init_fd(&o, fd, buf, sizeof buf);
+        out_str(&o, "\n== threads ==\n");
+        threads_report(&o);
+        if ((err = out_finish(&o)) != 0) {
+            set_io_error(path, err);
+            status = MEMPROF_IO_ERROR;
+        }
+    }
+    return set_status(status);
+}
+
+EXPORT int memprof_dump_file(const char *path)
+{
+    if (!path || !*path)
+        return set_status(MEMPROF_BAD_ARGUMENT);
+    struct atomic_file f;
+    int err = atomic_file_open(&f, path);
+    if (err) {
+        set_io_error(path, err);
+        return set_status(MEMPROF_IO_ERROR);
+    }
+    int status = dump_to_fd(f.fd, path);
+    if (status != MEMPROF_OK) {
+        atomic_file_abort(&f);
+        return set_status(status);
+    }
+    err = atomic_file_commit(&f);
+    if (err) {
+        set_io_error(path, err);
+        return set_status(MEMPROF_IO_ERROR);
+    }
+    return set_status(MEMPROF_OK);
+}
+
+EXPORT int memprof_dump_gdb_text(void)
+{
+    memprof_gdb_text[sizeof memprof_gdb_text - 1] = '\0';
+    return memprof_dump_file(memprof_gdb_text);
 }
 
 EXPORT int memprof_report_file(const char *path, int flags, unsigned long top, unsigned since,
@@ -574,6 +791,8 @@ static void memprof_init_inside(void)
         atexit(heap_report_at_exit);
         hooks_from_environment();
     }
+    if (env_says_yes("MEMPROF_THREADS"))
+        memprof_threads_start();
     if (!ruby_tracer_available())
         return;
     configure_from_environment();

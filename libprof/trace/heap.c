@@ -622,6 +622,46 @@ void heap_tracer_after_fork(void)
         my_thread->tid = gettid();
 }
 
+void heap_tracer_thread_begin(void)
+{
+    if (!tracing() || !reentry_enter())
+        return;
+    this_thread();
+    reentry_leave();
+}
+
+static void sum_origins(const struct heap_thread *t, uint64_t *count, uint64_t *bytes)
+{
+    *count = *bytes = 0;
+    size_t n = __atomic_load_n(&t->origin_count, __ATOMIC_ACQUIRE);
+    const struct origin_array *a = __atomic_load_n(&t->origins, __ATOMIC_ACQUIRE);
+    for (size_t i = 0; a && i < n; i++) {
+        if (!ORIGIN_THREAD(a->records[i].key))
+            continue;   /* a caller in a chain */
+        *count += __atomic_load_n(&a->records[i].total_count, __ATOMIC_RELAXED);
+        *bytes += __atomic_load_n(&a->records[i].total_bytes, __ATOMIC_RELAXED);
+    }
+}
+
+bool heap_current_thread_totals(uint64_t *count, uint64_t *bytes)
+{
+    if (!my_thread)
+        return false;
+    sum_origins(my_thread, count, bytes);
+    return true;
+}
+
+bool heap_thread_totals(pid_t tid, uint64_t *count, uint64_t *bytes)
+{
+    for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        if (t->tid == tid && !__atomic_load_n(&t->exited, __ATOMIC_ACQUIRE)) {
+            sum_origins(t, count, bytes);
+            return true;
+        }
+    }
+    return false;
+}
+
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes)
 {
     unsigned long count = 0, total = heap_ruby_bytes();

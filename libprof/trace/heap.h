@@ -6,6 +6,8 @@
 #include "../util/out.h"
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 enum heap_status { HEAP_OK = 0, HEAP_BUSY, HEAP_HOOK_FAILED, HEAP_NO_MEMORY, HEAP_OFF };
 
@@ -26,6 +28,15 @@ enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_th
 /* Live blocks held and bytes of the tracer's tables. */
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes);
 void heap_tracer_after_fork(void);
+/* A new thread's tables, made now rather than at its first allocation. */
+void heap_tracer_thread_begin(void);
+/* Blocks and bytes the calling thread allocated, or (heap_thread_totals)
+ * the running thread `tid`; false when the tracer has no tables for it. */
+bool heap_current_thread_totals(uint64_t *count, uint64_t *bytes);
+bool heap_thread_totals(pid_t tid, uint64_t *count, uint64_t *bytes);
+/* Who allocated the live block that holds `addr`: its size, site, callers
+ * and Ruby line. *found false when no live block holds it. */
+enum heap_status heap_tracer_where(struct out *o, uintptr_t addr, bool *found);
 
 /* Blocks of an allocator memprof does not know (trace/heap_custom.c): made
  * at `site` (a return address), and freed. Kept apart from malloc's blocks

@@ -369,3 +369,33 @@ enum custom_status heap_custom_unhook_all(char *message, size_t message_size)
                  removed == 1 ? "" : "s");
     return failed ? CUSTOM_HOOK_FAILED : CUSTOM_OK;
 }
+
+int heap_custom_describe(struct out *o)
+{
+    if (pthread_mutex_trylock(&custom_lock) != 0)
+        return -1;
+    int n = 0;
+    for (unsigned i = 0; i < hook_count; i++) {
+        const struct custom_hook *h = &hooks[i];
+        if (h->removed)
+            continue;
+        n++;
+        out_str(o, "  hook ");
+        out_str(o, h->name);
+        if (h->calls) {
+            out_str(o, " (");
+            out_u64(o, h->patch.count);
+            out_str(o, " calls rewritten)\n");
+        } else if (h->stores) {
+            out_str(o, " in ");
+            out_str(o, h->in);
+            out_str(o, " (");
+            out_u64(o, h->store.count);
+            out_str(o, " stores patched)\n");
+        } else {
+            out_str(o, " (GOT slots)\n");
+        }
+    }
+    pthread_mutex_unlock(&custom_lock);
+    return n;
+}

@@ -2,6 +2,7 @@
  * memprof_hook() in C), whose blocks go into the C heap report. */
 #ifndef MEMPROF_TRACE_HEAP_CUSTOM_H
 #define MEMPROF_TRACE_HEAP_CUSTOM_H
+#include "../util/out.h"
 #include <stddef.h>
 
 enum custom_status { CUSTOM_OK = 0, CUSTOM_BAD_SPEC, CUSTOM_HOOK_FAILED, CUSTOM_NO_MEMORY };
@@ -24,4 +25,7 @@ enum custom_status heap_custom_hook(const char *spec, char *message, size_t mess
  * their bytes exactly (stubs stay: a thread may be inside one). Blocks
  * recorded stay in the report. */
 enum custom_status heap_custom_unhook_all(char *message, size_t message_size);
+/* One line per hook in place, "  hook NAME (how)"; the number of them, or
+ * -1 when a hook is being changed right now. */
+int heap_custom_describe(struct out *o);
 #endif

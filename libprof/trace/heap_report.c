@@ -449,3 +449,103 @@ enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_th
     spin_unlock(&heap.report_lock);
     return status;
 }
+
+/* --- one block: memprof-where ------------------------------------------------ */
+
+/* The live slot whose block holds `addr`, in one table; the latest. */
+static const struct block_slot *holding_slot(const struct block_slot *slots, size_t count, uintptr_t addr,
+                                             const struct block_slot *best)
+{
+    for (size_t i = 0; i < count; i++) {
+        const struct block_slot *s = &slots[i];
+        uintptr_t start = __atomic_load_n(&s->addr, __ATOMIC_ACQUIRE);
+        if (!BLOCK_IS_LIVE(start) || addr < start)
+            continue;
+        uint64_t size = BLOCK_WORD_SIZE(__atomic_load_n(&s->word, __ATOMIC_RELAXED));
+        if (addr - start < (size ? size : 1) && (!best || s->number > best->number))
+            best = s;
+    }
+    return best;
+}
+
+/* A free of `start` by a thread that did not hold it, after `number`. */
+static bool freed_since(uintptr_t start, uint64_t number)
+{
+    for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        const struct block_array *a = table_array(&t->freed);
+        for (size_t i = 0; a && i < a->capacity; i++)
+            if (__atomic_load_n(&a->slots[i].addr, __ATOMIC_ACQUIRE) == start &&
+                __atomic_load_n(&a->slots[i].number, __ATOMIC_RELAXED) >= number)
+                return true;
+    }
+    return false;
+}
+
+static void where_locked(struct out *o, uintptr_t addr, bool *found)
+{
+    const struct block_slot *best = NULL;
+    struct heap_thread *owner = NULL;
+    for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        const struct block_slot *before = best;
+        best = holding_slot(t->young, YOUNG_SLOTS, addr, best);
+        const struct block_array *a = table_array(&t->blocks);
+        if (a)
+            best = holding_slot(a->slots, a->capacity, addr, best);
+        if (best != before)
+            owner = t;
+    }
+    if (!best || freed_since(best->addr, best->number))
+        return;
+    uint32_t origin = BLOCK_WORD_ORIGIN(best->word);
+    size_t origins = __atomic_load_n(&owner->origin_count, __ATOMIC_ACQUIRE);
+    const struct origin_array *records = __atomic_load_n(&owner->origins, __ATOMIC_ACQUIRE);
+    if (!records || origin >= origins)
+        return;
+    *found = true;
+    struct elf_object objects[256];
+    size_t n = elf_objects_snapshot(objects, 256);
+    n = n > 256 ? 256 : n;
+    const struct heap_origin *r = &records->records[origin];
+    out_hex(o, addr);
+    out_str(o, ": in a C heap block of ");
+    out_u64(o, BLOCK_WORD_SIZE(best->word));
+    out_str(o, " bytes at ");
+    out_hex(o, best->addr);
+    out_str(o, ", allocated by thread ");
+    out_u64(o, owner->serial);
+    out_str(o, " (tid ");
+    out_u64(o, (uint64_t)owner->tid);
+    out_str(o, ") at ");
+    write_site(o, ORIGIN_SITE(r->key), objects, n);
+    out_char(o, '\n');
+    uint32_t depth = 0;
+    for (uint32_t id = ORIGIN_CALLER(r->link); id && id - 1 < origins && depth < HEAP_MAX_FRAMES; depth++) {
+        const struct heap_origin *c = &records->records[id - 1];
+        out_str(o, "  from ");
+        write_site(o, (uintptr_t)c->key, objects, n);
+        out_char(o, '\n');
+        id = ORIGIN_CALLER(c->link);
+    }
+    if (ORIGIN_RUBY_LINE(r->link)) {
+        out_str(o, "  ruby ");
+        heap_ruby_write(o, ORIGIN_RUBY_LINE(r->link));
+        out_char(o, '\n');
+    }
+}
+
+enum heap_status heap_tracer_where(struct out *o, uintptr_t addr, bool *found)
+{
+    *found = false;
+    if (!spin_trylock(&heap.report_lock))
+        return HEAP_BUSY;
+    if (!heap_ruby_lock_for_report()) {
+        spin_unlock(&heap.report_lock);
+        return HEAP_BUSY;
+    }
+    readers_enter();
+    where_locked(o, addr, found);
+    readers_leave();
+    heap_ruby_unlock();
+    spin_unlock(&heap.report_lock);
+    return HEAP_OK;
+}

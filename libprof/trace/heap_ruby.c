@@ -129,6 +129,27 @@ uint32_t heap_ruby_line(struct heap_ruby_cache *cache)
     return token;
 }
 
+bool heap_ruby_current_site(struct out *o)
+{
+    if (!__atomic_load_n(&heap_ruby_found, __ATOMIC_ACQUIRE))
+        return false;
+    const struct ruby_api *api = &ruby_tracer.api;
+    if (!*api->ruby_current_vm_ptr || __atomic_load_n(&hr.ended, __ATOMIC_ACQUIRE) || api->rb_during_gc())
+        return false;
+    bool top = false;
+    const char *frame = nearest_ruby_frame(&top);
+    if (!frame)
+        return false;
+    const char *file = api->rb_sourcefile();
+    if (!file)
+        return false;
+    int line = api->rb_sourceline();
+    out_str(o, file);
+    out_char(o, ':');
+    out_u64(o, line < 0 ? 0 : (uint64_t)line);
+    return true;
+}
+
 bool heap_ruby_lock_for_report(void)
 {
     for (int i = 0; i < 1000; i++) {

@@ -27,6 +27,10 @@ static inline bool heap_ruby_enabled(void)
 /* The token of the Ruby line this thread is running, or 0. Never allocates,
  * never waits on a lock. */
 uint32_t heap_ruby_line(struct heap_ruby_cache *cache);
+/* "file:line" of the Ruby line this thread is running, written to `o`;
+ * false (nothing written) when there is none or the GC runs. Not interned:
+ * for a thread's creation site. */
+bool heap_ruby_current_site(struct out *o);
 /* Hold the line table still while a report names tokens (a try-lock: false
  * when a hook holds it). */
 bool heap_ruby_lock_for_report(void);
