@@ -5,6 +5,17 @@
 
 int cmd_symbols(int argc, char **argv);    /* memprof symbols FILE */
 int cmd_symbolize(int argc, char **argv);  /* memprof symbolize FILE ADDRESS... */
+int cmd_attach(int argc, char **argv);     /* memprof attach PID [...] */
+int cmd_threads(int argc, char **argv);    /* memprof threads -p PID */
+
+#include <stdbool.h>
+#include <stddef.h>
+/* Whether this memprof runs from the build tree (its runtime and gdbinit
+ * are the build tree's). */
+bool memprof_in_build_tree(void);
+/* Check -o FILE and make it absolute into `out`: 0, or an exit status after
+ * a one-line message. */
+int memprof_resolve_output(const char *spec, char *out, size_t size);
 
 #include <stdio.h>
 #include <sys/types.h>
@@ -12,6 +23,7 @@ int cmd_symbolize(int argc, char **argv);  /* memprof symbolize FILE ADDRESS... 
 struct heap_report_options {
     unsigned long top;      /* 0: every row */
     const char *filter;     /* NULL, or rows whose names contain it */
+    const char *when;       /* the header's "at exit of" (NULL), or "in" */
 };
 int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt);
 #endif

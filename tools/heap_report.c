@@ -213,8 +213,8 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     size_t shown = opt->top && opt->top < rows.count ? opt->top : rows.count;
 
     if (rows.count)
-        fprintf(out, "== memprof: live C heap blocks at exit of pid %ld (count bytes peak_bytes allocs site) ==\n",
-                (long)pid);
+        fprintf(out, "== memprof: live C heap blocks %s pid %ld (count bytes peak_bytes allocs site) ==\n",
+                opt->when ? opt->when : "at exit of", (long)pid);
     else
         fprintf(out, "memprof: no live C heap blocks recorded\n");
     for (size_t i = 0; i < rows.count; i++) {

@@ -28,6 +28,8 @@ enum {
 static void usage(FILE *f)
 {
     fputs("usage: memprof run [-o FILE] [OPTIONS] [--] COMMAND [ARGS...]\n"
+          "       memprof attach PID [--seconds N] [-o FILE] [--ruby|--heap|--all]\n"
+          "       memprof threads -p PID\n"
           "       memprof symbols FILE\n"
           "       memprof symbolize FILE ADDRESS...\n"
           "       memprof --help | --version\n"
@@ -35,6 +37,12 @@ static void usage(FILE *f)
           "Commands:\n"
           "  run      run COMMAND with the memprof runtime preloaded; when it exits,\n"
           "           print the live Ruby objects by file:line:Class (to stderr, or to FILE)\n"
+          "  attach   profile the running process PID: load the runtime into it with GDB,\n"
+          "           record for N seconds (or until Ctrl-C), print the report (Ruby\n"
+          "           objects, or with --heap the C heap; then its threads), and remove\n"
+          "           every hook again: the process runs on as it was\n"
+          "  threads  watch the threads of PID come and go (libthread_db, no GDB): one\n"
+          "           line per thread created or exited, until it ends or Ctrl-C\n"
           "\n"
           "  symbols  list the function symbols of an ELF FILE (from .symtab or .dynsym, or\n"
           "           its separate debug file), and where they come from\n"
@@ -75,24 +83,27 @@ static int fail(const char *fmt, const char *arg, const char *detail)
     return EXIT_USAGE;
 }
 
+bool memprof_in_build_tree(void)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return false;
+    self[n] = '\0';
+    return strcmp(dirname(self), MEMPROF_BUILD_TOOLS_DIR) == 0;
+}
+
 /* The runtime beside this binary in the build tree, else the installed one. */
 static const char *runtime_path(void)
 {
     const char *env = getenv("MEMPROF_RUNTIME");
     if (env && *env)
         return env;
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        if (strcmp(dirname(self), MEMPROF_BUILD_TOOLS_DIR) == 0)
-            return MEMPROF_BUILD_RUNTIME;
-    }
-    return MEMPROF_INSTALLED_RUNTIME;
+    return memprof_in_build_tree() ? MEMPROF_BUILD_RUNTIME : MEMPROF_INSTALLED_RUNTIME;
 }
 
 /* Check -o FILE before running anything, and make it absolute (CMD may chdir). */
-static int resolve_output(const char *spec, char *out, size_t size)
+int memprof_resolve_output(const char *spec, char *out, size_t size)
 {
     struct stat st;
     if (!*spec)
@@ -252,7 +263,7 @@ static int run_with_heap_report(char **argv, const char *output)
     FILE *in = fopen(raw, "r");
     int rc = 0;
     const char *top = getenv("MEMPROF_TOP"), *filter = getenv("MEMPROF_FILTER");
-    struct heap_report_options opt = { top ? strtoul(top, NULL, 10) : 0, filter && *filter ? filter : NULL };
+    struct heap_report_options opt = { top ? strtoul(top, NULL, 10) : 0, filter && *filter ? filter : NULL, NULL };
     if (in && fgetc(in) != EOF) {
         rewind(in);
         if (output) {
@@ -334,7 +345,7 @@ static int cmd_run(int argc, char **argv)
             return fail("run: %s needs --heap (rows by thread are for the C heap)", argv[k], NULL);
     char output_path[PATH_MAX];
     if (output) {
-        int rc = resolve_output(output, output_path, sizeof output_path);
+        int rc = memprof_resolve_output(output, output_path, sizeof output_path);
         if (rc)
             return rc;
     }
@@ -378,6 +389,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "attach") == 0)
+        return cmd_attach(argc - 2, argv + 2);
+    if (strcmp(cmd, "threads") == 0)
+        return cmd_threads(argc - 2, argv + 2);
     if (strcmp(cmd, "symbols") == 0)
         return cmd_symbols(argc - 2, argv + 2);
     if (strcmp(cmd, "symbolize") == 0)

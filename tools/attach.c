@@ -1,0 +1,417 @@
+/* memprof attach PID: profile a process that is already running.
+ *
+ * GDB does the work, in batch mode, twice: the first session loads the
+ * runtime with the process's own dlopen and starts the tracers
+ * (memprof-attach), then detaches; the process runs free while memprof
+ * waits (N seconds, or until Ctrl-C); the second session reads the reports,
+ * removes every hook (memprof-detach) and detaches. GDB is attached only
+ * for those moments, and runs in a process group of its own so that Ctrl-C
+ * reaches memprof, never GDB in the middle of a call into the process. */
+#include "commands.h"
+#include "util/atomic_file.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_USAGE 2
+#define EXIT_FAILED 1
+
+static const char *gdbinit_path(void)
+{
+    const char *env = getenv("MEMPROF_GDBINIT");
+    if (env && *env)
+        return env;
+    return access(MEMPROF_BUILD_GDBINIT, R_OK) == 0 && memprof_in_build_tree() ? MEMPROF_BUILD_GDBINIT
+                                                                              : MEMPROF_INSTALLED_GDBINIT;
+}
+
+/* A line from /proc/PID/status ("Uid:", "TracerPid:"), its first number. */
+static long status_field(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long value = -1;
+    size_t n = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, field, n) == 0) {
+            value = strtol(line + n, NULL, 10);
+            break;
+        }
+    if (f)
+        fclose(f);
+    return value;
+}
+
+static int read_ptrace_scope(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    int scope = 0;
+    if (f) {
+        if (fscanf(f, "%d", &scope) != 1)
+            scope = 0;
+        fclose(f);
+    }
+    return scope;
+}
+
+/* Whether this process may ptrace `pid`, with a message saying what to
+ * change when it may not (checked before GDB says "Operation not permitted"). */
+static bool may_trace(pid_t pid)
+{
+    if (kill(pid, 0) != 0 && errno == ESRCH) {
+        fprintf(stderr, "memprof: no process %d\n", (int)pid);
+        return false;
+    }
+    if (pid == getpid() || pid == getppid()) {
+        fprintf(stderr, "memprof: cannot attach to pid %d: it is memprof itself or its parent\n", (int)pid);
+        return false;
+    }
+    long tracer = status_field(pid, "TracerPid:");
+    if (tracer > 0) {
+        fprintf(stderr, "memprof: cannot attach to pid %d: it is already traced by pid %ld (a debugger?); "
+                        "detach that one first\n", (int)pid, tracer);
+        return false;
+    }
+    bool root = geteuid() == 0;
+    long uid = status_field(pid, "Uid:");
+    if (!root && uid >= 0 && uid != (long)geteuid()) {
+        fprintf(stderr, "memprof: cannot attach to pid %d: it belongs to uid %ld, not to you; "
+                        "run memprof as that user or as root\n", (int)pid, uid);
+        return false;
+    }
+    int scope = read_ptrace_scope();
+    if (scope == 3) {
+        fprintf(stderr, "memprof: cannot attach to pid %d: kernel.yama.ptrace_scope is 3, which forbids "
+                        "attaching to any process until reboot\n", (int)pid);
+        return false;
+    }
+    if (scope == 2 && !root) {
+        fprintf(stderr, "memprof: cannot attach to pid %d: kernel.yama.ptrace_scope is 2 (only root may "
+                        "attach); run memprof as root\n", (int)pid);
+        return false;
+    }
+    if (scope == 1 && !root) {
+        fprintf(stderr, "memprof: cannot attach to pid %d: kernel.yama.ptrace_scope is 1 (a process may "
+                        "trace only its own children); run memprof as root, or allow it with "
+                        "'sudo sysctl kernel.yama.ptrace_scope=0'\n", (int)pid);
+        return false;
+    }
+    return true;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+/* Run GDB in batch mode on `pid` with the commands given; its stdout and
+ * stderr into *out (malloc'd). The exit status of GDB, or -1. */
+static int run_gdb(pid_t pid, const char *const *commands, size_t n, char **out)
+{
+    const char *gdb = getenv("MEMPROF_GDB");
+    if (!gdb || !*gdb)
+        gdb = "gdb";
+    char pid_text[32];
+    snprintf(pid_text, sizeof pid_text, "%d", (int)pid);
+    const char *argv[64];
+    size_t argc = 0;
+    argv[argc++] = gdb;
+    argv[argc++] = "-nx";
+    argv[argc++] = "-batch";
+    argv[argc++] = "-p";
+    argv[argc++] = pid_text;
+    argv[argc++] = "-x";
+    argv[argc++] = gdbinit_path();
+    for (size_t i = 0; i < n && argc + 3 < sizeof argv / sizeof *argv; i++) {
+        argv[argc++] = "-ex";
+        argv[argc++] = commands[i];
+    }
+    argv[argc] = NULL;
+
+    int pipefd[2];
+    if (pipe(pipefd) != 0)
+        return -1;
+    pid_t child = fork();
+    if (child < 0)
+        return -1;
+    if (child == 0) {
+        setpgid(0, 0);   /* Ctrl-C on the terminal is memprof's, not GDB's */
+        dup2(pipefd[1], STDOUT_FILENO);
+        dup2(pipefd[1], STDERR_FILENO);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            dup2(devnull, STDIN_FILENO);
+        execvp(gdb, (char *const *)argv);
+        fprintf(stderr, "memprof: cannot run %s: %s (install the Debian package gdb, or set MEMPROF_GDB)\n",
+                gdb, strerror(errno));
+        _exit(127);
+    }
+    close(pipefd[1]);
+    size_t len = 0, cap = 65536;
+    char *buf = malloc(cap);
+    ssize_t got;
+    while (buf) {
+        if (len + 4096 > cap) {
+            char *bigger = realloc(buf, cap *= 2);
+            if (!bigger) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+        }
+        got = read(pipefd[0], buf + len, cap - len - 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        len += (size_t)got;
+    }
+    close(pipefd[0]);
+    int status;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!buf)
+        return -1;
+    buf[len] = '\0';
+    *out = buf;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The lines of GDB's output that start with "memprof: ", to stderr. */
+static void show_messages(const char *text)
+{
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        if (strncmp(line, "memprof: ", 9) == 0 || strncmp(line, "ptrace: ", 8) == 0 ||
+            strstr(line, "Could not attach"))
+            fprintf(stderr, "%.*s\n", (int)n, line);
+        line = end ? end + 1 : NULL;
+    }
+}
+
+/* The text between two marker lines GDB echoed, or NULL. */
+static char *between(char *text, const char *begin, const char *end)
+{
+    char *a = strstr(text, begin);
+    if (!a)
+        return NULL;
+    a += strlen(begin);
+    char *b = strstr(a, end);
+    if (!b)
+        return NULL;
+    *b = '\0';
+    return a;
+}
+
+static int session_status(const char *text)
+{
+    const char *s = strstr(text, "@memprof-status=");
+    return s ? atoi(s + 16) : -1;
+}
+
+/* Wait `seconds` (0: until Ctrl-C) or until the process ends. */
+static bool wait_for_report(pid_t pid, long seconds)
+{
+    struct sigaction sa = { .sa_handler = on_interrupt };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if (isatty(STDERR_FILENO)) {
+        if (seconds)
+            fprintf(stderr, "memprof: recording in pid %d; the report in %ld s (Ctrl-C: now)\n", (int)pid, seconds);
+        else
+            fprintf(stderr, "memprof: recording in pid %d; Ctrl-C for the report\n", (int)pid);
+    }
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (!interrupted) {
+        if (kill(pid, 0) != 0 && errno == ESRCH)
+            return false;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (seconds && now.tv_sec - start.tv_sec + (now.tv_nsec - start.tv_nsec) / 1e9 >= (double)seconds)
+            break;
+        poll(NULL, 0, 50);
+    }
+    signal(SIGINT, SIG_IGN);   /* the second session must not be cut short */
+    signal(SIGTERM, SIG_IGN);
+    return true;
+}
+
+static int usage_error(const char *what, const char *arg)
+{
+    fprintf(stderr, "memprof: attach: ");
+    fprintf(stderr, what, arg);
+    fprintf(stderr, " (usage: memprof attach PID [--seconds N] [-o FILE] [--ruby|--heap|--all])\n");
+    return EXIT_USAGE;
+}
+
+/* The report: Ruby objects and/or the C heap (its sites named), then the
+ * threads; into `output` (atomically) or stdout. */
+static int write_report(pid_t pid, const char *ruby, const char *heap, const char *threads, const char *output)
+{
+    struct atomic_file f = { .fd = -1 };
+    FILE *out = stdout;
+    int err = 0;
+    if (output) {
+        if ((err = atomic_file_open(&f, output)) != 0 || !(out = fdopen(dup(f.fd), "w"))) {
+            fprintf(stderr, "memprof: cannot write the report to %s: %s\n", output, strerror(err ? err : errno));
+            if (!err)
+                atomic_file_abort(&f);
+            return EXIT_FAILED;
+        }
+    }
+    if (ruby) {
+        fprintf(out, "== memprof: live Ruby objects in pid %d (count file:line:Class) ==\n", (int)pid);
+        fputs(ruby, out);
+    }
+    if (heap) {
+        FILE *raw = fmemopen((void *)heap, strlen(heap), "r");
+        if (raw) {
+            heap_report_symbolize(raw, out, pid, &(struct heap_report_options){ 0, NULL, "in" });
+            fclose(raw);
+        }
+    }
+    if (threads) {
+        fputs("== threads ==\n", out);
+        fputs(threads, out);
+    }
+    if (fflush(out) != 0)
+        err = errno ? errno : EIO;
+    if (output) {
+        if (fclose(out) != 0 && !err)
+            err = errno ? errno : EIO;
+        if (!err)
+            err = atomic_file_commit(&f);
+        else
+            atomic_file_abort(&f);
+        if (err) {
+            fprintf(stderr, "memprof: cannot write the report to %s: %s\n", output, strerror(err));
+            return EXIT_FAILED;
+        }
+    }
+    return err ? EXIT_FAILED : 0;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+    long seconds = 0;
+    const char *output = NULL, *what = "auto";
+    pid_t pid = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--seconds") == 0 || strcmp(a, "-s") == 0) {
+            char *end;
+            if (i + 1 >= argc)
+                return usage_error("%s needs a number of seconds", a);
+            seconds = strtol(argv[++i], &end, 10);
+            if (*end || seconds < 1 || seconds > 86400 * 365)
+                return usage_error("--seconds: '%s' is not a whole number of seconds from 1", argv[i]);
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (i + 1 >= argc || !*argv[i + 1])
+                return usage_error("%s needs a file name", a);
+            output = argv[++i];
+        } else if (strcmp(a, "--ruby") == 0 || strcmp(a, "--heap") == 0 || strcmp(a, "--all") == 0) {
+            what = a + 2;
+        } else if (a[0] == '-') {
+            return usage_error("unknown option %s", a);
+        } else if (!pid) {
+            char *end;
+            long n = strtol(a, &end, 10);
+            if (*end || n < 1 || n > 1L << 30)
+                return usage_error("'%s' is not a process id", a);
+            pid = (pid_t)n;
+        } else {
+            return usage_error("one process at a time ('%s')", a);
+        }
+    }
+    if (!pid)
+        return usage_error("no process id given%s", "");
+    char output_path[PATH_MAX];
+    if (output) {
+        int rc = memprof_resolve_output(output, output_path, sizeof output_path);
+        if (rc)
+            return rc;
+        output = output_path;
+    }
+    if (!may_trace(pid))
+        return EXIT_FAILED;
+
+    char attach_cmd[64];
+    snprintf(attach_cmd, sizeof attach_cmd, "memprof-attach %s", what);
+    const char *first[] = {
+        "set $memprof_wait_safe_point = 1", attach_cmd,
+        "printf \"@memprof-status=%d\\n\", $memprof_status",
+    };
+    char *text = NULL;
+    int rc = run_gdb(pid, first, sizeof first / sizeof *first, &text);
+    if (rc < 0 || !text) {
+        fprintf(stderr, "memprof: could not run GDB on pid %d\n", (int)pid);
+        free(text);
+        return EXIT_FAILED;
+    }
+    int status = session_status(text);
+    if (status != 0) {
+        if (strstr(text, "ptrace: Operation not permitted"))
+            fprintf(stderr, "memprof: cannot attach to pid %d: ptrace is not permitted (another tracer, a "
+                            "container without CAP_SYS_PTRACE, or kernel.yama.ptrace_scope)\n", (int)pid);
+        show_messages(text);
+        if (status < 0 && !strstr(text, "memprof: "))
+            fprintf(stderr, "memprof: GDB could not attach to pid %d:\n%s", (int)pid, text);
+        free(text);
+        return EXIT_FAILED;
+    }
+    bool ruby = strstr(text, "recording Ruby objects") != NULL;
+    bool heap = strstr(text, "the C heap") != NULL;
+    free(text);
+
+    if (!wait_for_report(pid, seconds)) {
+        fprintf(stderr, "memprof: pid %d ended before the report\n", (int)pid);
+        return EXIT_FAILED;
+    }
+
+    const char *second[] = {
+        "echo @memprof-ruby\\n", ruby ? "memprof-info" : "echo", "echo @memprof-heap\\n",
+        heap ? "memprof-info heap" : "echo", "echo @memprof-threads\\n", "memprof-threads",
+        "echo @memprof-end\\n", "memprof-detach", "printf \"@memprof-status=%d\\n\", $memprof_status",
+    };
+    char *report = NULL;
+    rc = run_gdb(pid, second, sizeof second / sizeof *second, &report);
+    if (rc < 0 || !report) {
+        fprintf(stderr, "memprof: could not run GDB on pid %d for the report\n", (int)pid);
+        free(report);
+        return EXIT_FAILED;
+    }
+    if (session_status(report) != 0) {
+        show_messages(report);
+        fprintf(stderr, "memprof: the hooks in pid %d could not all be removed\n", (int)pid);
+        free(report);
+        return EXIT_FAILED;
+    }
+    /* The last part first: each cut ends the part before it. */
+    char *threads_report = between(report, "@memprof-threads\n", "@memprof-end\n");
+    char *heap_report = heap ? between(report, "@memprof-heap\n", "@memprof-threads\n") : NULL;
+    char *ruby_part = ruby ? between(report, "@memprof-ruby\n", "@memprof-heap\n") : NULL;
+    rc = write_report(pid, ruby_part, heap_report, threads_report, output);
+    free(report);
+    if (rc == 0 && isatty(STDERR_FILENO))
+        fprintf(stderr, "memprof: detached from pid %d; every hook removed\n", (int)pid);
+    return rc;
+}
