@@ -520,8 +520,8 @@ static void set_io_error(const char *path, int err)
     out_finish(&e);
 }
 
-/* The report into `path`: whole or not at all (util/atomic_file.c). */
-static int report_into(const char *path, const struct report_request *r)
+/* What `write` puts into `path`, whole or not at all (util/atomic_file.c). */
+static int write_into(const char *path, int (*write)(int fd, const char *path, const void *ctx), const void *ctx)
 {
     struct atomic_file f;
     int err = atomic_file_open(&f, path);
@@ -529,10 +529,10 @@ static int report_into(const char *path, const struct report_request *r)
         set_io_error(path, err);
         return set_status(MEMPROF_IO_ERROR);
     }
-    int status = report_to_fd(f.fd, r);
+    int status = write(f.fd, path, ctx);
     if (status != MEMPROF_OK) {
         atomic_file_abort(&f);
-        return status;
+        return set_status(status);
     }
     err = atomic_file_commit(&f);
     if (err) {
@@ -542,9 +542,21 @@ static int report_into(const char *path, const struct report_request *r)
     return set_status(MEMPROF_OK);
 }
 
-/* Every report there is, one after the other. */
-static int dump_to_fd(int fd, const char *path)
+static int write_report(int fd, const char *path, const void *request)
 {
+    (void)path;
+    return report_to_fd(fd, request);
+}
+
+static int report_into(const char *path, const struct report_request *r)
+{
+    return write_into(path, write_report, r);
+}
+
+/* Every report there is, one after the other. */
+static int dump_to_fd(int fd, const char *path, const void *unused)
+{
+    (void)unused;
     struct out o;
     char buf[8192];
     out_init_fd(&o, fd, buf, sizeof buf);
@@ -584,23 +596,7 @@ EXPORT int memprof_dump_file(const char *path)
 {
     if (!path || !*path)
         return set_status(MEMPROF_BAD_ARGUMENT);
-    struct atomic_file f;
-    int err = atomic_file_open(&f, path);
-    if (err) {
-        set_io_error(path, err);
-        return set_status(MEMPROF_IO_ERROR);
-    }
-    int status = dump_to_fd(f.fd, path);
-    if (status != MEMPROF_OK) {
-        atomic_file_abort(&f);
-        return set_status(status);
-    }
-    err = atomic_file_commit(&f);
-    if (err) {
-        set_io_error(path, err);
-        return set_status(MEMPROF_IO_ERROR);
-    }
-    return set_status(MEMPROF_OK);
+    return write_into(path, dump_to_fd, NULL);
 }
 
 EXPORT int memprof_dump_gdb_text(void)

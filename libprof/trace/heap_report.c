@@ -429,24 +429,38 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
     return HEAP_OK;
 }
 
-enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread)
+/* The tables held still for reading (try-locks only: false when a hook or
+ * another report holds one), and let go. */
+static bool begin_reading(void)
 {
     if (!spin_trylock(&heap.report_lock))
-        return HEAP_BUSY;
+        return false;
     if (!heap_ruby_lock_for_report()) {
         spin_unlock(&heap.report_lock);
-        return HEAP_BUSY;
+        return false;
     }
     readers_enter();
+    return true;
+}
+
+static void end_reading(void)
+{
+    readers_leave();
+    heap_ruby_unlock();
+    spin_unlock(&heap.report_lock);
+}
+
+enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread)
+{
+    if (!begin_reading())
+        return HEAP_BUSY;
     struct report_memory mem = { 0 };
     struct intern_table frames = { 0 }, groups = { 0 };
     enum heap_status status = report_locked(o, top, by_thread, &mem, &frames, &groups);
-    readers_leave();
+    end_reading();
     intern_free(&frames);
     intern_free(&groups);
     report_free(&mem);
-    heap_ruby_unlock();
-    spin_unlock(&heap.report_lock);
     return status;
 }
 
@@ -536,16 +550,9 @@ static void where_locked(struct out *o, uintptr_t addr, bool *found)
 enum heap_status heap_tracer_where(struct out *o, uintptr_t addr, bool *found)
 {
     *found = false;
-    if (!spin_trylock(&heap.report_lock))
+    if (!begin_reading())
         return HEAP_BUSY;
-    if (!heap_ruby_lock_for_report()) {
-        spin_unlock(&heap.report_lock);
-        return HEAP_BUSY;
-    }
-    readers_enter();
     where_locked(o, addr, found);
-    readers_leave();
-    heap_ruby_unlock();
-    spin_unlock(&heap.report_lock);
+    end_reading();
     return HEAP_OK;
 }

@@ -177,13 +177,13 @@ static void thread_ends(void *record)
         t->allocations = count;
         t->allocated_bytes = bytes;
     }
-    if (t->stack_size && heap_tracer_running())
-        heap_note_custom_free((void *)(uintptr_t)t->stack_base);
     own_name(t);
-    set_state(t, MEMPROF_THREAD_EXITED);
     my_record = NULL;
     if (entered)
         reentry_leave();
+    if (t->stack_size && heap_tracer_running())   /* (it enters the runtime itself) */
+        heap_note_custom_free((void *)(uintptr_t)t->stack_base);
+    set_state(t, MEMPROF_THREAD_EXITED);
     announce(MEMPROF_THREAD_DIED, t);
 }
 
@@ -204,12 +204,13 @@ static void *thread_begins(void *record)
     struct memprof_thread *t = record;
     bool entered = reentry_enter();
     adopt(t);
+    if (entered)
+        reentry_leave();
+    /* These enter the runtime themselves. */
     heap_tracer_thread_begin();
     if (t->stack_size && heap_tracer_running())   /* its stack, made where it was created */
         heap_note_custom_alloc((void *)(uintptr_t)t->stack_base, t->stack_size, (void *)(uintptr_t)t->call_site);
     set_state(t, MEMPROF_THREAD_RUNNING);
-    if (entered)
-        reentry_leave();
     announce(MEMPROF_THREAD_CREATED, t);
     void *(*start)(void *) = (void *(*)(void *))(uintptr_t)t->start_routine;
     return start((void *)(uintptr_t)t->arg);
