@@ -98,6 +98,11 @@ const char *memprof_heap_report_text(unsigned long top);
 /* With MEMPROF_HEAP_BY_THREAD in `flags`: a row per site and allocating
  * thread, each followed by "  thread N" (N as in the "# thread" lines). */
 #define MEMPROF_HEAP_BY_THREAD 1
+/* With MEMPROF_HEAP_PPROF: google-pprof's heap profile format instead
+ * (`google-pprof --text PROGRAM FILE`), every row, with the memory map. */
+#define MEMPROF_HEAP_PPROF 2
+/* The heap report (flags as above) into `path`, as memprof_report_file. */
+int memprof_heap_report_file(const char *path, int flags);
 int memprof_heap_report_ex(int fd, int flags, unsigned long top);
 const char *memprof_heap_report_text_ex(int flags, unsigned long top);
 
@@ -182,11 +187,18 @@ int memprof_attach(int what);
 int memprof_detach(void);
 /* What is hooked, the counts, the runtime's own memory: several lines. */
 const char *memprof_status_text(void);
-/* The reports there are (Ruby objects, C heap, threads) into `path`, as
- * memprof_report_file. */
-int memprof_dump_file(const char *path);
+/* A dump into `path` (mode 0600, temp file + rename, never through a
+ * symbolic link), of one kind:
+ *   MEMPROF_DUMP_RUBY    the live Ruby objects recorded, one JSON object per
+ *                        line in ObjectSpace.dump_all's schema (heapy reads it)
+ *   MEMPROF_DUMP_HEAP    the C heap as google-pprof's heap profile
+ *   MEMPROF_DUMP_REPORT  the status, the reports and the threads, as text
+ *   MEMPROF_DUMP_AUTO    RUBY in a Ruby process, else HEAP if the heap is
+ *                        traced, else REPORT */
+enum { MEMPROF_DUMP_AUTO = 0, MEMPROF_DUMP_RUBY = 1, MEMPROF_DUMP_HEAP = 2, MEMPROF_DUMP_REPORT = 3 };
+int memprof_dump_file(const char *path, int kind);
 /* memprof_dump_file into the path GDB wrote into memprof_gdb_text. */
-int memprof_dump_gdb_text(void);
+int memprof_dump_gdb_text(int kind);
 
 #ifdef __cplusplus
 }

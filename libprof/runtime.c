@@ -180,6 +180,7 @@ static struct ruby_report_options report_options(int flags, unsigned long top, u
 /* What a report holds: the Ruby table with its options, or the C heap's. */
 struct report_request {
     bool heap;
+    bool dump;          /* the Ruby objects as JSON lines */
     int flags;
     unsigned long top;
     unsigned since;
@@ -188,8 +189,11 @@ struct report_request {
 
 static int run_report(struct out *o, const struct report_request *r)
 {
+    if (r->dump)
+        return from_ruby(ruby_tracer_dump(o));
     if (r->heap)
-        return from_heap(heap_tracer_report(o, r->top, (r->flags & MEMPROF_HEAP_BY_THREAD) != 0));
+        return from_heap(heap_tracer_report_as(o, r->top, (r->flags & MEMPROF_HEAP_BY_THREAD) != 0,
+                                               r->flags & MEMPROF_HEAP_PPROF ? HEAP_FORMAT_PPROF : HEAP_FORMAT_TEXT));
     struct ruby_report_options opt = report_options(r->flags, r->top, r->since, r->filter);
     return from_ruby(ruby_tracer_report(o, &opt));
 }
@@ -230,7 +234,7 @@ static const char *report_to_text(const struct report_request *r)
 EXPORT int memprof_report_ex(int fd, int flags, unsigned long top, unsigned since,
                              const char *filter)
 {
-    return report_to_fd(fd, &(struct report_request){ false, flags, top, since, filter });
+    return report_to_fd(fd, &(struct report_request){ .flags = flags, .top = top, .since = since, .filter = filter });
 }
 
 EXPORT int memprof_report(int fd)
@@ -241,7 +245,7 @@ EXPORT int memprof_report(int fd)
 EXPORT const char *memprof_report_text_ex(int flags, unsigned long top, unsigned since,
                                           const char *filter)
 {
-    return report_to_text(&(struct report_request){ false, flags, top, since, filter });
+    return report_to_text(&(struct report_request){ .flags = flags, .top = top, .since = since, .filter = filter });
 }
 
 EXPORT const char *memprof_report_text(void)
@@ -554,7 +558,7 @@ static int report_into(const char *path, const struct report_request *r)
 }
 
 /* Every report there is, one after the other. */
-static int dump_to_fd(int fd, const char *path, const void *unused)
+static int report_all_to_fd(int fd, const char *path, const void *unused)
 {
     (void)unused;
     struct out o;
@@ -571,8 +575,7 @@ static int dump_to_fd(int fd, const char *path, const void *unused)
         out_init_fd(&o, fd, buf, sizeof buf);
         out_str(&o, "\n== Ruby objects (count bytes file:line:Class) ==\n");
         out_finish(&o);
-        status = report_to_fd(fd, &(struct report_request){ false, MEMPROF_REPORT_BYTES | MEMPROF_REPORT_SORT_BYTES,
-                                                           0, 0, NULL });
+        status = report_to_fd(fd, &(struct report_request){ .flags = MEMPROF_REPORT_BYTES | MEMPROF_REPORT_SORT_BYTES });
     }
     if (status == MEMPROF_OK && heap_tracer_running()) {
         out_init_fd(&o, fd, buf, sizeof buf);
@@ -592,17 +595,24 @@ static int dump_to_fd(int fd, const char *path, const void *unused)
     return set_status(status);
 }
 
-EXPORT int memprof_dump_file(const char *path)
+EXPORT int memprof_dump_file(const char *path, int kind)
 {
-    if (!path || !*path)
+    if (!path || !*path || kind < MEMPROF_DUMP_AUTO || kind > MEMPROF_DUMP_REPORT)
         return set_status(MEMPROF_BAD_ARGUMENT);
-    return write_into(path, dump_to_fd, NULL);
+    if (kind == MEMPROF_DUMP_AUTO)
+        kind = ruby_tracer_available() ? MEMPROF_DUMP_RUBY
+               : heap_tracer_running() ? MEMPROF_DUMP_HEAP : MEMPROF_DUMP_REPORT;
+    if (kind == MEMPROF_DUMP_RUBY)
+        return report_into(path, &(struct report_request){ .dump = true });
+    if (kind == MEMPROF_DUMP_HEAP)
+        return report_into(path, &(struct report_request){ .heap = true, .flags = MEMPROF_HEAP_PPROF });
+    return write_into(path, report_all_to_fd, NULL);
 }
 
-EXPORT int memprof_dump_gdb_text(void)
+EXPORT int memprof_dump_gdb_text(int kind)
 {
     memprof_gdb_text[sizeof memprof_gdb_text - 1] = '\0';
-    return memprof_dump_file(memprof_gdb_text);
+    return memprof_dump_file(memprof_gdb_text, kind);
 }
 
 EXPORT int memprof_report_file(const char *path, int flags, unsigned long top, unsigned since,
@@ -610,7 +620,14 @@ EXPORT int memprof_report_file(const char *path, int flags, unsigned long top, u
 {
     if (!path || !*path)
         return set_status(MEMPROF_BAD_ARGUMENT);
-    return report_into(path, &(struct report_request){ false, flags, top, since, filter });
+    return report_into(path, &(struct report_request){ .flags = flags, .top = top, .since = since, .filter = filter });
+}
+
+EXPORT int memprof_heap_report_file(const char *path, int flags)
+{
+    if (!path || !*path)
+        return set_status(MEMPROF_BAD_ARGUMENT);
+    return report_into(path, &(struct report_request){ .heap = true, .flags = flags });
 }
 
 /* The exit report's options: MEMPROF_SORT, MEMPROF_TOP, MEMPROF_FILTER, MEMPROF_BYTES. */
@@ -659,9 +676,10 @@ static void report_at_exit(void)
         return;
     const char *spec = getenv("MEMPROF_OUTPUT");
     bool bytes = exit_report_flags & MEMPROF_REPORT_BYTES;
+    report_at_exit_to(getenv("MEMPROF_DUMP"), started_by, &(struct report_request){ .dump = true }, NULL, NULL);
     report_at_exit_to(spec && *spec ? spec : "stderr", started_by,
-                      &(struct report_request){ false, exit_report_flags, exit_report_top, 0,
-                                                getenv("MEMPROF_FILTER") },
+                      &(struct report_request){ .flags = exit_report_flags, .top = exit_report_top,
+                                                .filter = getenv("MEMPROF_FILTER") },
                       "== memprof: live Ruby objects at exit of pid ",
                       bytes ? " (count bytes file:line:Class) ==\n" : " (count file:line:Class) ==\n");
     ruby_tracer_stop();
@@ -743,6 +761,8 @@ static void heap_report_at_exit(void)
     int flags = env_says_yes("MEMPROF_HEAP_BY_THREAD") ? MEMPROF_HEAP_BY_THREAD : 0;
     report_at_exit_to(getenv("MEMPROF_HEAP_OUTPUT"), heap_started_by,
                       &(struct report_request){ .heap = true, .flags = flags }, NULL, NULL);
+    report_at_exit_to(getenv("MEMPROF_HEAP_PPROF"), heap_started_by,
+                      &(struct report_request){ .heap = true, .flags = MEMPROF_HEAP_PPROF }, NULL, NULL);
     heap_tracer_stop();
 }
 

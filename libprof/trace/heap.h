@@ -25,6 +25,10 @@ bool heap_tracer_running(void);
  * Before them, "# thread N tid live_count live_bytes total_count name" per
  * thread. No malloc, try-lock only; the threads may go on allocating. */
 enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread);
+/* The same rows in another format: HEAP_FORMAT_PPROF, google-pprof's heap
+ * profile (live count and bytes, totals, the stack; then the memory map). */
+enum heap_format { HEAP_FORMAT_TEXT, HEAP_FORMAT_PPROF };
+enum heap_status heap_tracer_report_as(struct out *o, unsigned long top, bool by_thread, enum heap_format format);
 /* Live blocks held and bytes of the tracer's tables. */
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes);
 void heap_tracer_after_fork(void);

@@ -291,9 +291,63 @@ static uint32_t *last_events(const struct event *events, size_t n, size_t *capac
     return map;
 }
 
+/* google-pprof's heap profile (the text format of gperftools' heap
+ * profiler): a header with the totals, a line per row with its stack, then
+ * the memory map, from which pprof finds the files to name the addresses. */
+static void write_pprof_row(struct out *o, const struct report_row *row, const struct intern_table *frames)
+{
+    const struct site_stats *s = &row->sum;
+    out_u64(o, s->live_count);
+    out_str(o, ": ");
+    out_u64(o, s->live_bytes);
+    out_str(o, " [");
+    out_u64(o, s->total_count);
+    out_str(o, ": ");
+    out_u64(o, s->total_bytes);
+    /* pprof takes the first address as a pc and the callers' as return
+     * addresses: the site is a return address too, so its call is a byte
+     * before. */
+    out_str(o, "] @ ");
+    out_hex(o, ORIGIN_SITE(row->key) - 1);
+    for (uint32_t parent = row->chain; parent && parent != UINT32_MAX;) {
+        const struct intern_tuple *t = intern_get(frames, parent - 1);
+        out_char(o, ' ');
+        out_hex(o, (uintptr_t)t->a);
+        parent = (uint32_t)t->b;
+    }
+    out_char(o, '\n');
+}
+
+static void write_pprof(struct out *o, const struct report_row *rows, size_t shown,
+                        const struct intern_table *frames)
+{
+    struct site_stats all = { 0 };
+    for (size_t r = 0; r < shown; r++)
+        add_stats(&all, &rows[r].sum);
+    out_str(o, "heap profile: ");
+    out_u64(o, all.live_count);
+    out_str(o, ": ");
+    out_u64(o, all.live_bytes);
+    out_str(o, " [");
+    out_u64(o, all.total_count);
+    out_str(o, ": ");
+    out_u64(o, all.total_bytes);
+    out_str(o, "] @ heapprofile\n");
+    for (size_t r = 0; r < shown; r++)
+        write_pprof_row(o, &rows[r], frames);
+    out_str(o, "\nMAPPED_LIBRARIES:\n");
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    char buf[4096];
+    ssize_t n;
+    while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0)
+        out_bytes(o, buf, (size_t)n);
+    if (fd >= 0)
+        close(fd);
+}
+
 static enum heap_status report_locked(struct out *o, unsigned long top, bool by_thread,
-                                      struct report_memory *mem, struct intern_table *frames,
-                                      struct intern_table *groups)
+                                      enum heap_format format, struct report_memory *mem,
+                                      struct intern_table *frames, struct intern_table *groups)
 {
     /* The threads, oldest first; what each had published. */
     size_t views = 0;
@@ -401,6 +455,10 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
         if (rows[r].sum.live_count)
             rows[shown++] = rows[r];
     sort_in_place(rows, shown, sizeof *rows, report_row_cmp, NULL);
+    if (format == HEAP_FORMAT_PPROF) {
+        write_pprof(o, rows, shown, frames);
+        return HEAP_OK;
+    }
 
     struct elf_object *objects = report_alloc(mem, 256 * sizeof *objects);
     if (!objects)
@@ -450,18 +508,23 @@ static void end_reading(void)
     spin_unlock(&heap.report_lock);
 }
 
-enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread)
+enum heap_status heap_tracer_report_as(struct out *o, unsigned long top, bool by_thread, enum heap_format format)
 {
     if (!begin_reading())
         return HEAP_BUSY;
     struct report_memory mem = { 0 };
     struct intern_table frames = { 0 }, groups = { 0 };
-    enum heap_status status = report_locked(o, top, by_thread, &mem, &frames, &groups);
+    enum heap_status status = report_locked(o, top, by_thread, format, &mem, &frames, &groups);
     end_reading();
     intern_free(&frames);
     intern_free(&groups);
     report_free(&mem);
     return status;
+}
+
+enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread)
+{
+    return heap_tracer_report_as(o, top, by_thread, HEAP_FORMAT_TEXT);
 }
 
 /* --- one block: memprof-where ------------------------------------------------ */

@@ -15,6 +15,7 @@
 #include "ruby.h"
 #include "ruby_state.h"
 #include "../hook/got.h"
+#include "../util/pages.h"
 #include "../util/reentry.h"
 #include <dlfcn.h>
 #include <pthread.h>
@@ -263,6 +264,21 @@ static __attribute__((noinline)) uint32_t new_origin(struct ruby_tracer *t, cons
     return origin;
 }
 
+/* A new epoch in GC generation `gc` (with the lock held). */
+static __attribute__((noinline)) uint32_t begin_epoch(struct ruby_tracer *t, size_t gc)
+{
+    uint32_t e = t->epoch + 1;
+    if (e > RUBY_EPOCH_MAX)   /* 16M epochs: start over rather than wrap into type bits */
+        e = 1;
+    if (pages_grow((void **)&t->epoch_gc, &t->epoch_gc_bytes, ((size_t)e + 1) * sizeof *t->epoch_gc, 4096))
+        t->epoch_gc[e] = gc;
+    else if (t->epoch_gc && (size_t)e * sizeof *t->epoch_gc < t->epoch_gc_bytes)
+        t->epoch_gc[e] = RUBY_GENERATION_UNKNOWN;   /* (after a wrap: not an old epoch's) */
+    t->epoch_gc_now = gc;
+    __atomic_store_n(&t->epoch, e, __ATOMIC_RELAXED);
+    return e;
+}
+
 static void record(VALUE obj)
 {
     if (!__atomic_load_n(&running, __ATOMIC_RELAXED) || !obj || !reentry_enter())
@@ -280,11 +296,10 @@ static void record(VALUE obj)
     const struct ruby_basic *basic = (const struct ruby_basic *)obj;
     unsigned type = (unsigned)(basic->flags & RUBY_T_MASK);
     VALUE klass = type == RUBY_T_IMEMO ? 0 : basic->klass;  /* imemo: payload */
-    uint32_t epoch = __atomic_load_n(&t->epoch, __ATOMIC_RELAXED);
     uint32_t origin;
 
     const void *pc = ruby_site_pc_key(t);
-    size_t gc_count = pc ? t->api.rb_gc_count() : 0;
+    size_t gc_count = t->api.rb_gc_count();
     struct ruby_pc_cache_entry *cached = &t->pc_cache[((uintptr_t)pc >> 3) % RUBY_PC_CACHE_SIZE];
     if (pc) {
         lock_in_hook(t);
@@ -297,9 +312,11 @@ static void record(VALUE obj)
 
     origin = new_origin(t, pc, gc_count, klass, cached);   /* takes the lock */
 store:
+    if (__builtin_expect(gc_count != t->epoch_gc_now, 0))
+        begin_epoch(t, gc_count);
     /* An address already tracked means its previous object died: replaced. */
     if (origin == INTERN_NONE ||
-        slot_map_put(&t->objects, obj, origin, RUBY_AUX(type, epoch)) == SLOT_PUT_NO_MEMORY)
+        slot_map_put(&t->objects, obj, origin, RUBY_AUX(type, t->epoch)) == SLOT_PUT_NO_MEMORY)
         t->dropped++;
     spin_unlock(&t->lock);
     reentry_leave();
@@ -389,9 +406,11 @@ enum ruby_status ruby_tracer_configure(const struct ruby_config *c)
 
 uint32_t ruby_tracer_new_epoch(void)
 {
-    uint32_t e = __atomic_add_fetch(&ruby_tracer.epoch, 1, __ATOMIC_RELAXED);
-    if (e > RUBY_EPOCH_MAX)   /* 16M epochs: start over rather than wrap into type bits */
-        __atomic_store_n(&ruby_tracer.epoch, e = 1, __ATOMIC_RELAXED);
+    struct ruby_tracer *t = &ruby_tracer;
+    size_t gc = ruby_tracer_available() ? t->api.rb_gc_count() : 0;
+    spin_lock(&t->lock);
+    uint32_t e = begin_epoch(t, gc);
+    spin_unlock(&t->lock);
     return e;
 }
 

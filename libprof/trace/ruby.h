@@ -55,6 +55,8 @@ enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_opti
 bool ruby_tracer_hide_file(const char *file);
 /* Where the object at `addr` was recorded: "file:line:Class" and its callers,
  * or RUBY_NOT_RUBY / RUBY_BUSY; *found is false when it is not recorded. */
+/* The live objects recorded, as JSON lines in ObjectSpace.dump_all's schema. */
+enum ruby_status ruby_tracer_dump(struct out *o);
 enum ruby_status ruby_tracer_where(struct out *o, uintptr_t addr, bool *found);
 /* Attribution and sampling for what is recorded from now on. A new sampling
  * rate forgets what was recorded (counts are scaled by one rate). */

@@ -36,11 +36,8 @@ static const char *const type_names[RUBY_T_MASK + 1] = {
     [RUBY_T_NODE] = "T_NODE", [RUBY_T_ICLASS] = "T_ICLASS",
 };
 
-/* Rows of singleton classes are kept apart from the classes' own rows: they
- * are VM bookkeeping made with every class (ObjectSpace does not list them). */
-#define ROW_SINGLETON_CLASS 0x100u
 
-static const char *type_name(unsigned type)
+const char *ruby_type_name(unsigned type)
 {
     const char *n = type <= RUBY_T_MASK ? type_names[type] : NULL;
     return n ? n : "T_UNKNOWN";
@@ -53,37 +50,36 @@ static const struct ruby_basic *heap_object(const struct maps *maps, VALUE v)
     return (const struct ruby_basic *)v;
 }
 
-#define NOT_LIVE ((VALUE)-1)
 
 /* The object's class now, if the object at that address is still the one
  * memprof saw allocated: same type, the same class or a singleton class of
  * it (or a class given to a hidden object), and not garbage awaiting a lazy
  * sweep (the GC's own test). NOT_LIVE otherwise. */
-static VALUE live_class(const struct ruby_api *api, const struct maps *maps,
-                        const struct slot_entry *e, VALUE recorded_class)
+VALUE ruby_live_class(const struct ruby_api *api, const struct maps *maps,
+                      const struct slot_entry *e, VALUE recorded_class)
 {
     const struct ruby_basic *b = heap_object(maps, e->key);
     if (!b || (b->flags & RUBY_T_MASK) != RUBY_AUX_TYPE(e->aux))
-        return NOT_LIVE;
+        return RUBY_NOT_LIVE;
     if (!maps_readable(maps, e->key & ~(RUBY_HEAP_PAGE_ALIGN - 1), sizeof(void *)))
-        return NOT_LIVE;
+        return RUBY_NOT_LIVE;
     if (!api->rb_objspace_markable_object_p(e->key))
-        return NOT_LIVE;
+        return RUBY_NOT_LIVE;
     if (RUBY_AUX_TYPE(e->aux) == RUBY_T_IMEMO)
         return 0;
     VALUE now = b->klass;
     if (now == recorded_class || now == 0)
         return now;
     if (!heap_object(maps, now))
-        return NOT_LIVE;
+        return RUBY_NOT_LIVE;
     VALUE real = api->rb_class_real(now);
-    return recorded_class == 0 || real == recorded_class ? real : NOT_LIVE;
+    return recorded_class == 0 || real == recorded_class ? real : RUBY_NOT_LIVE;
 }
 
 /* The class's name as Ruby prints it, without allocating: the cached path of
  * a named class, else a description. T_IMEMO's klass word is payload. */
-static void class_name(const struct ruby_api *api, const struct maps *maps,
-                       VALUE klass, unsigned type, struct out *o)
+void ruby_class_name(const struct ruby_api *api, const struct maps *maps,
+                     VALUE klass, unsigned type, struct out *o)
 {
     if (type == RUBY_T_IMEMO) {
         out_str(o, "(imemo)");
@@ -95,7 +91,7 @@ static void class_name(const struct ruby_api *api, const struct maps *maps,
     }
     if (klass == 0) {
         out_str(o, "(hidden ");
-        out_str(o, type_name(type));
+        out_str(o, ruby_type_name(type));
         out_char(o, ')');
         return;
     }
@@ -311,8 +307,8 @@ static void tally_one(const struct slot_entry *e, void *ctx)
     if (RUBY_AUX_EPOCH(e->aux) < y->opt->since)
         return;
     const struct intern_tuple *origin = intern_get(&t->origins, e->origin);
-    VALUE klass = live_class(&t->api, y->maps, e, (VALUE)origin->b);
-    if (klass == NOT_LIVE)
+    VALUE klass = ruby_live_class(&t->api, y->maps, e, (VALUE)origin->b);
+    if (klass == RUBY_NOT_LIVE)
         return;
     uint32_t type = RUBY_AUX_TYPE(e->aux);
     if (type == RUBY_T_CLASS && (((const struct ruby_basic *)e->key)->flags & RUBY_FL_SINGLETON))
@@ -323,18 +319,24 @@ static void tally_one(const struct slot_entry *e, void *ctx)
         row->bytes += t->api.rb_obj_memsize_of(e->key);
 }
 
+enum ruby_status ruby_lock_for_reading(void)
+{
+    if (!ruby_tracer_available())
+        return RUBY_NOT_RUBY;
+    if (ruby_tracer.api.rb_during_gc())
+        return RUBY_IN_GC;
+    return spin_trylock(&ruby_tracer.lock) ? RUBY_OK : RUBY_BUSY;
+}
+
 enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_options *opt)
 {
     static const struct ruby_report_options defaults;
     struct ruby_tracer *t = &ruby_tracer;
     if (!opt)
         opt = &defaults;
-    if (!ruby_tracer_available())
-        return RUBY_NOT_RUBY;
-    if (t->api.rb_during_gc())
-        return RUBY_IN_GC;
-    if (!spin_trylock(&t->lock))
-        return RUBY_BUSY;
+    enum ruby_status locked = ruby_lock_for_reading();
+    if (locked != RUBY_OK)
+        return locked;
 
     enum ruby_status status = RUBY_OK;
     struct maps maps;
@@ -356,7 +358,7 @@ enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_opti
     slot_map_each(&t->objects, tally_one, &tally);
     for (size_t i = 0; i < rows.count; i++) {
         rows.rows[i].name = rows.names.len;
-        class_name(&t->api, &maps, rows.rows[i].klass, rows.rows[i].type, &rows.names);
+        ruby_class_name(&t->api, &maps, rows.rows[i].klass, rows.rows[i].type, &rows.names);
         out_char(&rows.names, '\0');
     }
     if (rows.names.error) {
@@ -417,12 +419,12 @@ enum ruby_status ruby_tracer_where(struct out *o, uintptr_t addr, bool *found)
     if (e && maps_load(&maps) == 0) {
         const struct intern_tuple *origin = intern_get(&t->origins, e->origin);
         uint32_t site = (uint32_t)origin->a;
-        VALUE klass = live_class(&t->api, &maps, e, (VALUE)origin->b);
+        VALUE klass = ruby_live_class(&t->api, &maps, e, (VALUE)origin->b);
         *found = true;
         write_site(o, &t->sites, site);
-        class_name(&t->api, &maps, klass == NOT_LIVE ? (VALUE)origin->b : klass,
+        ruby_class_name(&t->api, &maps, klass == RUBY_NOT_LIVE ? (VALUE)origin->b : klass,
                    RUBY_AUX_TYPE(e->aux), o);
-        if (klass == NOT_LIVE)
+        if (klass == RUBY_NOT_LIVE)
             out_str(o, " (dead: the object there is no longer the one recorded)");
         out_char(o, '\n');
         write_callers(o, &t->sites, site, 0);

@@ -10,7 +10,10 @@
 #include "../store/sites.h"
 #include "../util/spinlock.h"
 
-/* A record's aux word: the object's type, and the epoch it was made in. */
+/* A record's aux word: the object's type, and the epoch it was made in.
+ * Epochs advance at each Memprof.track and at the first allocation after
+ * each GC, so an epoch also names the GC generation (rb_gc_count() at the
+ * allocation, as ObjectSpace's "generation"): epoch_gc maps one to the other. */
 #define RUBY_AUX(type, epoch) ((uint32_t)(type) | (uint32_t)(epoch) << 8)
 #define RUBY_AUX_TYPE(aux) ((aux) & RUBY_T_MASK)
 #define RUBY_AUX_EPOCH(aux) ((aux) >> 8)
@@ -37,12 +40,26 @@ struct ruby_tracer {
     unsigned long dropped;        /* records lost to memory exhaustion */
     unsigned long compactions;    /* GC compactions followed */
     unsigned long unfollowed;     /* compactions that could not be followed */
-    uint32_t epoch;               /* current epoch (Memprof.track) */
+    uint32_t epoch;               /* current epoch (Memprof.track, and each GC) */
+    size_t epoch_gc_now;          /* rb_gc_count() when the epoch began */
+    uint64_t *epoch_gc;           /* [epoch]: rb_gc_count() in that epoch */
+    size_t epoch_gc_bytes;
     size_t gc_count_at_stop;      /* rb_gc_count() when recording stopped */
     struct ruby_pc_cache_entry pc_cache[RUBY_PC_CACHE_SIZE];
 };
 
 extern struct ruby_tracer ruby_tracer;
+
+/* The GC generation of an epoch, RUBY_GENERATION_UNKNOWN when its entry
+ * could not be kept. Epoch 0 is the start: generation 0, before any GC. */
+#define RUBY_GENERATION_UNKNOWN UINT64_MAX
+static inline uint64_t ruby_epoch_generation(const struct ruby_tracer *t, uint32_t epoch)
+{
+    if (epoch == 0)
+        return 0;
+    return t->epoch_gc && (size_t)epoch * sizeof *t->epoch_gc < t->epoch_gc_bytes ? t->epoch_gc[epoch]
+                                                                                 : RUBY_GENERATION_UNKNOWN;
+}
 
 /* One frame of an allocation's Ruby stack, as captured in the hook: `file`
  * belongs to the VM and is copied when interned. */
@@ -72,6 +89,25 @@ void ruby_site_find_ec(void);
 const char *ruby_site_current_ec(void);
 /* Parse MEMPROF_LIBRARY_PATHS (extra "not the user's code" prefixes). */
 void ruby_site_configure(void);
+
+/* For the report and the dump (ruby_report.c). */
+struct maps;
+#define RUBY_NOT_LIVE ((VALUE)-1)
+/* Rows of singleton classes are kept apart from the classes' own rows: they
+ * are VM bookkeeping made with every class (ObjectSpace does not list them). */
+#define ROW_SINGLETON_CLASS 0x100u
+/* The tables held for a report or a dump: RUBY_OK with the lock taken, or
+ * why not (no VM, the GC running, a hook holding it). */
+enum ruby_status ruby_lock_for_reading(void);
+/* "T_STRING" for a type. */
+const char *ruby_type_name(unsigned type);
+/* The object's class now, if the object at that address is still the one
+ * recorded; RUBY_NOT_LIVE otherwise (0: a hidden object's, or an imemo). */
+VALUE ruby_live_class(const struct ruby_api *api, const struct maps *maps, const struct slot_entry *e,
+                      VALUE recorded_class);
+/* A class's name without allocating (its cached path, or a description). */
+void ruby_class_name(const struct ruby_api *api, const struct maps *maps, VALUE klass, unsigned type,
+                     struct out *o);
 
 /* Create the object whose compaction callback re-keys the tables. At a Ruby
  * safe point only (it allocates). */
