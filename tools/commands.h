@@ -7,6 +7,9 @@ int cmd_symbols(int argc, char **argv);    /* memprof symbols FILE */
 int cmd_symbolize(int argc, char **argv);  /* memprof symbolize FILE ADDRESS... */
 int cmd_attach(int argc, char **argv);     /* memprof attach PID [...] */
 int cmd_threads(int argc, char **argv);    /* memprof threads -p PID */
+int cmd_collapse(int argc, char **argv);   /* memprof collapse REPORT */
+int cmd_flamegraph(int argc, char **argv); /* memprof flamegraph REPORT */
+int cmd_diff(int argc, char **argv);       /* memprof diff BEFORE AFTER */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_OBJECTS 64
 
@@ -143,6 +144,9 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     struct row *current = NULL;
     unsigned long blocks = 0, table_bytes = 0;
     char line[PATH_MAX + 512], object[PATH_MAX];
+    /* Naming reads files: a large heap takes a while. Say so on a terminal. */
+    bool progress = isatty(STDERR_FILENO) == 1;
+    size_t named = 0;
     while (fgets(line, sizeof line, raw)) {
         uint64_t count, bytes, peak, allocs, total_bytes, site;
         unsigned long b, t;
@@ -170,8 +174,12 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
                    (current = new_row(&rows))) {
             *current = (struct row){ NULL, NULL, 0, count, bytes, peak, allocs };
             name_frame(cache, &opened, site, object, &current->frames);
+            if (progress && ++named % 1000 == 0)
+                fprintf(stderr, "\rmemprof: symbolizing: %zu sites", named);
         }
     }
+    if (progress && named >= 1000)
+        fprintf(stderr, "\rmemprof: symbolized %zu sites\n", named);
     /* Merge rows that name the same frames: sums (the peak's sum is an upper
  * bound: the parts may have peaked at different times). */
     size_t kept = 0;

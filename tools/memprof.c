@@ -5,6 +5,7 @@
  * `run` execs CMD with the runtime preloaded, so CMD's exit status and signals
  * are its own; the runtime writes the report when CMD exits. */
 #include "commands.h"
+#include "output.h"
 #include "util/atomic_file.h"
 #include <errno.h>
 #include <signal.h>
@@ -30,6 +31,9 @@ static void usage(FILE *f)
     fputs("usage: memprof run [-o FILE] [OPTIONS] [--] COMMAND [ARGS...]\n"
           "       memprof attach PID [--seconds N] [-o FILE] [--ruby|--heap|--all]\n"
           "       memprof threads -p PID\n"
+          "       memprof collapse [--count|--bytes] [-o FILE] REPORT\n"
+          "       memprof flamegraph [--count|--bytes] [--title TEXT] [-o FILE.svg] REPORT\n"
+          "       memprof diff [-o FILE] BEFORE AFTER\n"
           "       memprof symbols FILE\n"
           "       memprof symbolize FILE ADDRESS...\n"
           "       memprof --help | --version\n"
@@ -44,6 +48,13 @@ static void usage(FILE *f)
           "  threads  watch the threads of PID come and go (libthread_db, no GDB): one\n"
           "           line per thread created or exited, until it ends or Ctrl-C\n"
           "\n"
+          "  collapse    a report, dump (JSON lines) or heap report as collapsed stacks\n"
+          "              ('outer;...;inner WEIGHT' lines, for flame graph tools): bytes\n"
+          "              when the input has them, else objects\n"
+          "  flamegraph  the same as an SVG flame graph, drawn by memprof\n"
+          "  diff        per-site growth from BEFORE to AFTER (reports, dumps or collapsed\n"
+          "              stacks of one kind), largest growth first; '-' reads stdin\n"
+          "\n"
           "  symbols  list the function symbols of an ELF FILE (from .symtab or .dynsym, or\n"
           "           its separate debug file), and where they come from\n"
           "  symbolize  name file ADDRESSes (hex) of FILE: function+offset and file:line\n"
@@ -54,6 +65,10 @@ static void usage(FILE *f)
           "  --heap              trace the C heap instead (any program): when COMMAND\n"
           "                      exits, print its live malloc blocks by call site\n"
           "  --by-thread         with --heap: a row per call site and allocating thread\n"
+          "  --pprof FILE        the C heap also as a google-pprof heap profile (implies\n"
+          "                      --heap): google-pprof --text COMMAND FILE\n"
+          "  --dump FILE         the live Ruby objects at exit as JSON lines in the schema\n"
+          "                      of ObjectSpace.dump_all (heapy reads it)\n"
           "  --hook SPEC         with the C heap (implies --heap): a custom allocator's\n"
           "                      blocks too, SPEC as for GDB's memprof-hook, e.g.\n"
           "                      'pool_alloc size=arg1 ptr=ret', 'pool_free ptr=arg1',\n"
@@ -267,15 +282,10 @@ static int run_with_heap_report(char **argv, const char *output)
     if (in && fgetc(in) != EOF) {
         rewind(in);
         if (output) {
-            struct atomic_file f;
-            int err = atomic_file_open(&f, output);
-            FILE *out = err ? NULL : fdopen(dup(f.fd), "w");
-            if (!out || heap_report_symbolize(in, out, pid, &opt) != 0 || fclose(out) != 0 ||
-                (err = atomic_file_commit(&f)) != 0) {
-                if (!err && f.fd >= 0)
-                    atomic_file_abort(&f);
-                rc = fail("cannot write the report to %s", output, strerror(err ? err : EIO));
-            }
+            struct output out;   /* an unusable -o FILE: status 2, as before the run */
+            if (output_open(&out, output) != 0 ||
+                output_close(&out, heap_report_symbolize(in, out.fp, pid, &opt) != 0) != 0)
+                rc = EXIT_USAGE;
         } else {
             heap_report_symbolize(in, stderr, pid, &opt);
         }
@@ -319,6 +329,16 @@ static int cmd_run(int argc, char **argv)
             setenv("MEMPROF_HOOKS", joined, 1);
             free(joined);
             heap = true;
+        } else if (strcmp(a, "--dump") == 0 || strcmp(a, "--pprof") == 0) {
+            /* FILE written by the runtime at exit (MEMPROF_DUMP, MEMPROF_HEAP_PPROF). */
+            if (i + 1 >= argc)
+                return fail("%s needs a file name", a, NULL);
+            char path[PATH_MAX];
+            int rc = memprof_resolve_output(argv[++i], path, sizeof path);
+            if (rc)
+                return rc;
+            setenv(strcmp(a, "--dump") == 0 ? "MEMPROF_DUMP" : "MEMPROF_HEAP_PPROF", path, 1);
+            heap |= strcmp(a, "--pprof") == 0;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             if (i + 1 >= argc)
                 return fail("%s needs a file name", a, NULL);
@@ -393,6 +413,12 @@ int main(int argc, char **argv)
         return cmd_attach(argc - 2, argv + 2);
     if (strcmp(cmd, "threads") == 0)
         return cmd_threads(argc - 2, argv + 2);
+    if (strcmp(cmd, "collapse") == 0)
+        return cmd_collapse(argc - 2, argv + 2);
+    if (strcmp(cmd, "flamegraph") == 0)
+        return cmd_flamegraph(argc - 2, argv + 2);
+    if (strcmp(cmd, "diff") == 0)
+        return cmd_diff(argc - 2, argv + 2);
     if (strcmp(cmd, "symbols") == 0)
         return cmd_symbols(argc - 2, argv + 2);
     if (strcmp(cmd, "symbolize") == 0)

@@ -1,0 +1,30 @@
+/* Stacks with weights, read from any output memprof writes: the Ruby table
+ * (with "from" lines for deeper sites), the C heap report (raw or named),
+ * a Ruby heap dump (JSON lines) or collapsed stacks. What `memprof
+ * collapse`, `memprof flamegraph` and `memprof diff` work on. */
+#ifndef MEMPROF_TOOLS_STACKS_H
+#define MEMPROF_TOOLS_STACKS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct stack {
+    char *frames;          /* outermost first, separated by ';' */
+    uint64_t count, bytes;
+};
+
+struct stacks {
+    struct stack *rows;
+    size_t count, cap;
+    bool have_bytes;       /* the input gave bytes, not only counts */
+    const char *kind;      /* "ruby", "heap", "dump" or "collapsed" */
+};
+
+/* Read `in` (named `name` for messages): 0, or -1 after a one-line message
+ * on stderr (nothing memprof wrote). Rows with the same frames are summed. */
+int stacks_read(FILE *in, const char *name, struct stacks *out);
+void stacks_free(struct stacks *s);
+/* The rows sorted by their frames (for merging and diffing). */
+void stacks_sort_by_frames(struct stacks *s);
+#endif
