@@ -181,6 +181,7 @@ static struct ruby_report_options report_options(int flags, unsigned long top, u
 struct report_request {
     bool heap;
     bool dump;          /* the Ruby objects as JSON lines */
+    void (*write)(struct out *);   /* else a text of its own: the status, the threads */
     int flags;
     unsigned long top;
     unsigned since;
@@ -189,6 +190,10 @@ struct report_request {
 
 static int run_report(struct out *o, const struct report_request *r)
 {
+    if (r->write) {
+        r->write(o);
+        return MEMPROF_OK;
+    }
     if (r->dump)
         return from_ruby(ruby_tracer_dump(o));
     if (r->heap)
@@ -381,25 +386,9 @@ EXPORT int memprof_threads_stop(void)
     return set_status(MEMPROF_OK);
 }
 
-/* A report of any kind as text owned by the runtime (report_text). */
-static const char *text_of(void (*write)(struct out *))
-{
-    out_release_mem(&report_text);
-    out_init_mem(&report_text);
-    if (!report_text.error)
-        write(&report_text);
-    out_finish(&report_text);
-    if (report_text.error || !report_text.buf) {
-        set_status(MEMPROF_NO_MEMORY);
-        return memprof_strerror(MEMPROF_NO_MEMORY);
-    }
-    set_status(MEMPROF_OK);
-    return report_text.buf;
-}
-
 EXPORT const char *memprof_threads_text(void)
 {
-    return text_of(threads_report);
+    return report_to_text(&(struct report_request){ .write = threads_report });
 }
 
 EXPORT int memprof_attach(int what)
@@ -494,7 +483,7 @@ static void write_status(struct out *o)
 
 EXPORT const char *memprof_status_text(void)
 {
-    return text_of(write_status);
+    return report_to_text(&(struct report_request){ .write = write_status });
 }
 
 /* MEMPROF_OUTPUT with each %p replaced by the pid; false if it does not fit. */
@@ -565,32 +554,23 @@ static int report_all_to_fd(int fd, const char *path, const void *unused)
     char buf[8192];
     out_init_fd(&o, fd, buf, sizeof buf);
     write_status(&o);
-    int err = out_finish(&o);
-    if (err) {
-        set_io_error(path, err);
-        return set_status(MEMPROF_IO_ERROR);
-    }
     int status = MEMPROF_OK;
     if (ruby_tracer_available()) {
-        out_init_fd(&o, fd, buf, sizeof buf);
         out_str(&o, "\n== Ruby objects (count bytes file:line:Class) ==\n");
-        out_finish(&o);
-        status = report_to_fd(fd, &(struct report_request){ .flags = MEMPROF_REPORT_BYTES | MEMPROF_REPORT_SORT_BYTES });
+        status = run_report(&o, &(struct report_request){ .flags = MEMPROF_REPORT_BYTES | MEMPROF_REPORT_SORT_BYTES });
     }
     if (status == MEMPROF_OK && heap_tracer_running()) {
-        out_init_fd(&o, fd, buf, sizeof buf);
         out_str(&o, "\n== C heap ==\n");
-        out_finish(&o);
-        status = report_to_fd(fd, &(struct report_request){ .heap = true });
+        status = run_report(&o, &(struct report_request){ .heap = true });
     }
     if (status == MEMPROF_OK) {
-        out_init_fd(&o, fd, buf, sizeof buf);
         out_str(&o, "\n== threads ==\n");
         threads_report(&o);
-        if ((err = out_finish(&o)) != 0) {
-            set_io_error(path, err);
-            status = MEMPROF_IO_ERROR;
-        }
+    }
+    int err = out_finish(&o);
+    if (status == MEMPROF_OK && err) {
+        set_io_error(path, err);
+        status = MEMPROF_IO_ERROR;
     }
     return set_status(status);
 }

@@ -8,7 +8,7 @@
  * for those moments, and runs in a process group of its own so that Ctrl-C
  * reaches memprof, never GDB in the middle of a call into the process. */
 #include "commands.h"
-#include "util/atomic_file.h"
+#include "output.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -267,47 +267,25 @@ static int usage_error(const char *what, const char *arg)
  * threads; into `output` (atomically) or stdout. */
 static int write_report(pid_t pid, const char *ruby, const char *heap, const char *threads, const char *output)
 {
-    struct atomic_file f = { .fd = -1 };
-    FILE *out = stdout;
-    int err = 0;
-    if (output) {
-        if ((err = atomic_file_open(&f, output)) != 0 || !(out = fdopen(dup(f.fd), "w"))) {
-            fprintf(stderr, "memprof: cannot write the report to %s: %s\n", output, strerror(err ? err : errno));
-            if (!err)
-                atomic_file_abort(&f);
-            return EXIT_FAILED;
-        }
-    }
+    struct output out;
+    if (output_open(&out, output) != 0)
+        return EXIT_FAILED;
     if (ruby) {
-        fprintf(out, "== memprof: live Ruby objects in pid %d (count file:line:Class) ==\n", (int)pid);
-        fputs(ruby, out);
+        fprintf(out.fp, "== memprof: live Ruby objects in pid %d (count file:line:Class) ==\n", (int)pid);
+        fputs(ruby, out.fp);
     }
     if (heap) {
         FILE *raw = fmemopen((void *)heap, strlen(heap), "r");
         if (raw) {
-            heap_report_symbolize(raw, out, pid, &(struct heap_report_options){ 0, NULL, "in" });
+            heap_report_symbolize(raw, out.fp, pid, &(struct heap_report_options){ 0, NULL, "in" });
             fclose(raw);
         }
     }
     if (threads) {
-        fputs("== threads ==\n", out);
-        fputs(threads, out);
+        fputs("== threads ==\n", out.fp);
+        fputs(threads, out.fp);
     }
-    if (fflush(out) != 0)
-        err = errno ? errno : EIO;
-    if (output) {
-        if (fclose(out) != 0 && !err)
-            err = errno ? errno : EIO;
-        if (!err)
-            err = atomic_file_commit(&f);
-        else
-            atomic_file_abort(&f);
-        if (err) {
-            fprintf(stderr, "memprof: cannot write the report to %s: %s\n", output, strerror(err));
-            return EXIT_FAILED;
-        }
-    }
-    return err ? EXIT_FAILED : 0;
+    return output_close(&out, false) ? EXIT_FAILED : 0;
 }
 
 int cmd_attach(int argc, char **argv)

@@ -307,7 +307,7 @@ int stacks_read(FILE *in, const char *name, struct stacks *out)
     if (got > 0 && line[0] == '{')
         return read_dump(in, line, out);
     struct pending p = { 0 };
-    bool skipping = false, any = false;
+    bool skipping = false;
     for (; got > 0; got = getline(&line, &cap, in)) {
         line[strcspn(line, "\n")] = '\0';
         if (strncmp(line, "== ", 3) == 0) {
@@ -365,7 +365,6 @@ int stacks_read(FILE *in, const char *name, struct stacks *out)
             add_row(out, strndup(line, (size_t)(space - line)), weight, 0);
             out->kind = "collapsed";
         }
-        any = true;
     }
     flush(out, &p);
     free(line);
@@ -374,7 +373,6 @@ int stacks_read(FILE *in, const char *name, struct stacks *out)
         stacks_free(out);
         return -1;
     }
-    (void)any;
     merge(out);
     return 0;
 }

@@ -11,6 +11,7 @@
 #include "../store/intern.h"
 #include "../util/pages.h"
 #include "../util/sort.h"
+#include "../util/tasks.h"
 #include "../elf/object.h"
 #include <fcntl.h>
 #include <string.h>
@@ -199,27 +200,6 @@ static void write_row(struct out *o, const struct report_row *row, bool by_threa
     }
 }
 
-/* A living thread's name, from /proc (no malloc); "" when it is gone. */
-static void thread_name(pid_t tid, char name[16])
-{
-    char path[64];
-    struct out p;
-    out_init_fd(&p, -1, path, sizeof path);
-    out_str(&p, "/proc/self/task/");
-    out_u64(&p, (uint64_t)tid);
-    out_str(&p, "/comm");
-    name[0] = '\0';
-    int fd = out_finish(&p) == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-    if (fd < 0)
-        return;
-    ssize_t n = read(fd, name, 15);
-    close(fd);
-    n = n < 0 ? 0 : n;
-    while (n > 0 && name[n - 1] == '\n')
-        n--;
-    name[n] = '\0';
-}
-
 /* "# thread SERIAL TID live_count live_bytes total_count NAME", per thread
  * that allocated, in the order they started. */
 static void write_thread(struct out *o, const struct thread_view *v)
@@ -229,7 +209,7 @@ static void write_thread(struct out *o, const struct thread_view *v)
     if (__atomic_load_n(&t->exited, __ATOMIC_ACQUIRE))
         memcpy(name, t->name, sizeof name);
     else
-        thread_name(t->tid, name);
+        tasks_name(t->tid, name);
     out_str(o, "# thread ");
     out_u64(o, t->serial);
     out_char(o, ' ');

@@ -18,13 +18,11 @@
 #include "../hook/got.h"
 #include "../util/pages.h"
 #include "../util/reentry.h"
-#include <dirent.h>
+#include "../util/tasks.h"
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -253,8 +251,9 @@ static struct got_hook create_hook = {
 };
 
 /* A thread that ran before memprof started: what /proc says of it. */
-static void note_running_thread(pid_t tid)
+static void note_running_thread(pid_t tid, void *unused)
 {
+    (void)unused;
     struct memprof_thread *t = claim_record();
     if (!t)
         return;
@@ -263,46 +262,11 @@ static void note_running_thread(pid_t tid)
     out_init_fd(&o, -1, t->site, sizeof t->site);
     out_str(&o, tid == getpid() ? "(main thread)" : "(running before memprof started)");
     out_finish(&o);
-    if (tid == gettid()) {
+    if (tid == gettid())
         adopt(t);
-    } else {
-        char path[64];
-        out_init_fd(&o, -1, path, sizeof path);
-        out_str(&o, "/proc/self/task/");
-        out_u64(&o, (uint64_t)tid);
-        out_str(&o, "/comm");
-        int fd = out_finish(&o) == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-        if (fd >= 0) {
-            ssize_t n = read(fd, t->name, sizeof t->name - 1);
-            close(fd);
-            while (n > 0 && (t->name[n - 1] == '\n' || t->name[n - 1] == '\0'))
-                t->name[--n] = '\0';
-        }
-    }
+    else
+        tasks_name(tid, t->name);
     set_state(t, MEMPROF_THREAD_RUNNING);
-}
-
-/* The threads running now, from /proc/self/task, read with getdents64
- * (opendir would malloc). */
-static void note_running_threads(void)
-{
-    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        note_running_thread(gettid());
-        return;
-    }
-    char buf[4096];
-    long n;
-    while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
-        for (long at = 0; at < n;) {
-            struct dirent64 *d = (struct dirent64 *)(buf + at);
-            at += d->d_reclen;
-            pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
-            if (tid > 0)
-                note_running_thread(tid);
-        }
-    }
-    close(fd);
 }
 
 /* In a forked child only the forking thread lives on, under a new tid. */
@@ -335,7 +299,7 @@ bool threads_start(void)
     pthread_once(&once, prepare_once);
     heap_ruby_enable();
     if (!threads.prepared) {
-        note_running_threads();
+        tasks_each(note_running_thread, NULL);
         threads.prepared = true;
     }
     bool ok = got_hook_install(&create_hook) == 0;

@@ -1,0 +1,12 @@
+/* The process's own threads as /proc shows them, read without malloc (a
+ * report runs with the allocator's lock possibly held). */
+#ifndef MEMPROF_UTIL_TASKS_H
+#define MEMPROF_UTIL_TASKS_H
+#include <sys/types.h>
+
+/* The thread's name (at most 15 bytes); "" when it is gone. */
+void tasks_name(pid_t tid, char name[16]);
+/* `visit` for each thread of the process (getdents64: opendir mallocs);
+ * only the calling thread's when /proc cannot be read. */
+void tasks_each(void (*visit)(pid_t tid, void *ctx), void *ctx);
+#endif
