@@ -6,6 +6,8 @@ tap_n=0
 tap_failed=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/memprof-test.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
+# What the tools under test keep in TMPDIR (GDB's snapshots, say) goes too.
+TMPDIR=$TMP; export TMPDIR
 
 # ok DESCRIPTION COMMAND [ARGS...]: one TAP line from the command's status.
 ok() {
@@ -38,6 +40,29 @@ equals() {
 one_line() {
     [ "$(wc -l < "$1")" -eq 1 ] && grep -q '^memprof: ' "$1" ||
         { echo "#   not a one-line memprof message:"; sed 's/^/#     /' "$1"; return 1; }
+}
+
+# wait_for FILE PATTERN [SECONDS]: until a line of FILE matches the basic
+# regular expression (a process says it is ready), at most SECONDS (30).
+# Tests wait for what a process says, never for a guessed time.
+wait_for() {
+    tries=$(( ${3:-30} * 20 ))
+    until grep -q -- "$2" "$1" 2>/dev/null; do
+        tries=$((tries - 1))
+        [ "$tries" -gt 0 ] || { echo "#   waited in vain for '$2' in $1"; return 1; }
+        sleep 0.05
+    done
+}
+
+# grows FILE: FILE gets more lines (the process writing it runs on), within 10 s.
+grows() {
+    before=$(wc -l < "$1")
+    tries=200
+    until [ "$(wc -l < "$1")" -gt "$before" ]; do
+        tries=$((tries - 1))
+        [ "$tries" -gt 0 ] || { echo "#   $1 stopped growing at $before lines"; return 1; }
+        sleep 0.05
+    done
 }
 
 done_testing() {

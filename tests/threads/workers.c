@@ -1,5 +1,6 @@
 /* The threads tests' program (threads.test, attach.test):
- *   workers loop N [WAIT_MS]  wait, then create and join N threads one by one;
+ *   workers loop N [GO_FILE]  wait for GO_FILE to exist (a watcher is ready),
+ *                             then create and join N threads one by one;
  *                             each prints "worker TID" and mallocs 100 bytes
  *   workers server            three threads allocate for ever, leaking one
  *                             block in 100; main prints "tick N" every 20 ms
@@ -63,7 +64,13 @@ int main(int argc, char **argv)
         int n = atoi(argv[2]);
         printf("workers: %d threads\n", n);   /* stdout's buffer: main's, not a worker's */
         fflush(stdout);
-        sleep_ms(argc > 3 ? atol(argv[3]) : 0);
+        for (int waited = 0; argc > 3 && access(argv[3], F_OK) != 0; waited++) {
+            if (waited == 60000) {
+                fprintf(stderr, "workers: %s never appeared\n", argv[3]);
+                return 1;
+            }
+            sleep_ms(1);
+        }
         for (int i = 0; i < n; i++)
             spawn_and_join();
         printf("workers: %d threads done\n", n);
@@ -86,6 +93,6 @@ int main(int argc, char **argv)
         stop_here(block);
         return 0;
     }
-    fprintf(stderr, "usage: workers loop N [WAIT_MS] | server | leak\n");
+    fprintf(stderr, "usage: workers loop N [GO_FILE] | server | leak\n");
     return 2;
 }
