@@ -42,27 +42,28 @@ one_line() {
         { echo "#   not a one-line memprof message:"; sed 's/^/#     /' "$1"; return 1; }
 }
 
-# wait_for FILE PATTERN [SECONDS]: until a line of FILE matches the basic
-# regular expression (a process says it is ready), at most SECONDS (30).
+# within SECONDS COMMAND [ARGS...]: until COMMAND succeeds, at most SECONDS.
 # Tests wait for what a process says, never for a guessed time.
-wait_for() {
-    tries=$(( ${3:-30} * 20 ))
-    until grep -q -- "$2" "$1" 2>/dev/null; do
+within() {
+    tries=$(( $1 * 20 )); shift
+    until "$@"; do
         tries=$((tries - 1))
-        [ "$tries" -gt 0 ] || { echo "#   waited in vain for '$2' in $1"; return 1; }
+        [ "$tries" -gt 0 ] || return 1
         sleep 0.05
     done
+}
+
+# wait_for FILE PATTERN [SECONDS]: until a line of FILE matches the basic
+# regular expression (a process says it is ready), at most SECONDS (30).
+wait_for() {
+    within "${3:-30}" grep -q -- "$2" "$1" 2>/dev/null || { echo "#   waited in vain for '$2' in $1"; return 1; }
 }
 
 # grows FILE: FILE gets more lines (the process writing it runs on), within 10 s.
 grows() {
     before=$(wc -l < "$1")
-    tries=200
-    until [ "$(wc -l < "$1")" -gt "$before" ]; do
-        tries=$((tries - 1))
-        [ "$tries" -gt 0 ] || { echo "#   $1 stopped growing at $before lines"; return 1; }
-        sleep 0.05
-    done
+    within 10 sh -c '[ "$(wc -l < "$1")" -gt "$2" ]' grows "$1" "$before" ||
+        { echo "#   $1 stopped growing at $before lines"; return 1; }
 }
 
 done_testing() {

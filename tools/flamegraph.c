@@ -4,6 +4,7 @@
  * bottom; frames of a level in name order; each box has a tooltip with its
  * figures. Plain SVG 1.1, no script: it opens in any browser. */
 #include "flamegraph.h"
+#include "grow.h"
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,14 +24,10 @@ static struct node *child(struct node *parent, const char *name, size_t len)
         if (strlen(c->name) == len && memcmp(c->name, name, len) == 0)
             return c;
     }
-    if (parent->count == parent->cap) {
-        size_t cap = parent->cap ? parent->cap * 2 : 4;
-        struct node *more = realloc(parent->children, cap * sizeof *more);
-        if (!more)
-            return NULL;
-        parent->children = more;
-        parent->cap = cap;
-    }
+    struct node *children = grow_array(parent->children, parent->count, &parent->cap, sizeof *children, 4);
+    if (!children)
+        return NULL;
+    parent->children = children;
     struct node *c = &parent->children[parent->count];
     *c = (struct node){ .name = strndup(name, len) };
     if (!c->name)

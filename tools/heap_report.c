@@ -6,6 +6,7 @@
  * unrolled). Done here, not in the target: naming reads files and calls
  * malloc. */
 #include "commands.h"
+#include "grow.h"
 #include "elf/symbolizer.h"
 #include <inttypes.h>
 #include <limits.h>
@@ -108,14 +109,10 @@ static int by_bytes(const void *a, const void *b)
 
 static struct row *new_row(struct rows *r)
 {
-    if (r->count == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 64;
-        struct row *rows = realloc(r->rows, cap * sizeof *rows);
-        if (!rows)
-            return NULL;
-        r->rows = rows;
-        r->cap = cap;
-    }
+    struct row *rows = grow_array(r->rows, r->count, &r->cap, sizeof *rows, 64);
+    if (!rows)
+        return NULL;
+    r->rows = rows;
     struct row *row = &r->rows[r->count++];
     memset(row, 0, sizeof *row);
     return row;

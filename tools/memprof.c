@@ -407,22 +407,17 @@ int main(int argc, char **argv)
         printf("memprof %s\n", PACKAGE_VERSION);
         return 0;
     }
-    if (strcmp(cmd, "run") == 0)
-        return cmd_run(argc - 2, argv + 2);
-    if (strcmp(cmd, "attach") == 0)
-        return cmd_attach(argc - 2, argv + 2);
-    if (strcmp(cmd, "threads") == 0)
-        return cmd_threads(argc - 2, argv + 2);
-    if (strcmp(cmd, "collapse") == 0)
-        return cmd_collapse(argc - 2, argv + 2);
-    if (strcmp(cmd, "flamegraph") == 0)
-        return cmd_flamegraph(argc - 2, argv + 2);
-    if (strcmp(cmd, "diff") == 0)
-        return cmd_diff(argc - 2, argv + 2);
-    if (strcmp(cmd, "symbols") == 0)
-        return cmd_symbols(argc - 2, argv + 2);
-    if (strcmp(cmd, "symbolize") == 0)
-        return cmd_symbolize(argc - 2, argv + 2);
+    static const struct {
+        const char *name;
+        int (*run)(int argc, char **argv);
+    } commands[] = {
+        { "run", cmd_run },           { "attach", cmd_attach }, { "threads", cmd_threads },
+        { "collapse", cmd_collapse }, { "flamegraph", cmd_flamegraph }, { "diff", cmd_diff },
+        { "symbols", cmd_symbols },   { "symbolize", cmd_symbolize },
+    };
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].run(argc - 2, argv + 2);
     fprintf(stderr, "memprof: unknown command '%s' (try 'memprof --help')\n", cmd);
     return EXIT_USAGE;
 }

@@ -8,6 +8,7 @@
  * address, the raw one. Sections that are not rows (the threads, the
  * status) are skipped by their "==" headers. */
 #include "stacks.h"
+#include "grow.h"
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -25,16 +26,12 @@ static struct stack *add_row(struct stacks *s, char *frames, uint64_t count, uin
 {
     if (!frames)
         return NULL;
-    if (s->count == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 256;
-        struct stack *rows = realloc(s->rows, cap * sizeof *rows);
-        if (!rows) {
-            free(frames);
-            return NULL;
-        }
-        s->rows = rows;
-        s->cap = cap;
+    struct stack *rows = grow_array(s->rows, s->count, &s->cap, sizeof *rows, 256);
+    if (!rows) {
+        free(frames);
+        return NULL;
     }
+    s->rows = rows;
     s->rows[s->count] = (struct stack){ frames, count, bytes };
     return &s->rows[s->count++];
 }
@@ -240,13 +237,10 @@ static int read_dump(FILE *in, char *first, struct stacks *s)
             continue;
         if ((strcmp(type, "CLASS") == 0 || strcmp(type, "MODULE") == 0) && json_field(line, "name", name, sizeof name) &&
             json_field(line, "address", klass, sizeof klass)) {
-            if (name_count == name_cap) {
-                name_cap = name_cap ? name_cap * 2 : 1024;
-                struct class_name *more = realloc(names, name_cap * sizeof *names);
-                if (!more)
-                    break;
-                names = more;
-            }
+            struct class_name *more = grow_array(names, name_count, &name_cap, sizeof *names, 1024);
+            if (!more)
+                break;
+            names = more;
             snprintf(names[name_count].address, sizeof names[name_count].address, "%s", klass);
             names[name_count++].name = strdup(name);
         }
