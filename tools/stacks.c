@@ -10,6 +10,7 @@
 #include "stacks.h"
 #include "grow.h"
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +25,10 @@ void stacks_free(struct stacks *s)
 
 static struct stack *add_row(struct stacks *s, char *frames, uint64_t count, uint64_t bytes)
 {
-    if (!frames)
-        return NULL;
-    struct stack *rows = grow_array(s->rows, s->count, &s->cap, sizeof *rows, 256);
+    struct stack *rows = frames ? grow_array(s->rows, s->count, &s->cap, sizeof *rows, 256) : NULL;
     if (!rows) {
         free(frames);
+        s->short_of_memory = true;
         return NULL;
     }
     s->rows = rows;
@@ -103,6 +103,7 @@ struct pending {
     size_t n;
     char *ruby;            /* the C heap row's Ruby line */
     uint64_t count, bytes;
+    bool short_of_memory;  /* a frame could not be made */
 };
 
 static void push_frame(struct pending *p, char *f)
@@ -111,10 +112,12 @@ static void push_frame(struct pending *p, char *f)
         p->frames[p->n++] = f;
     else
         free(f);
+    p->short_of_memory |= !f;
 }
 
 static void flush(struct stacks *s, struct pending *p)
 {
+    s->short_of_memory |= p->short_of_memory;
     if (p->open) {
         if (p->ruby)
             push_frame(p, p->ruby);
@@ -223,7 +226,7 @@ static int by_address(const void *a, const void *b)
 }
 
 /* Rows keyed "file:line;@ADDRESS" (or ";(TYPE)"), names put in at the end. */
-static int read_dump(FILE *in, char *first, struct stacks *s)
+static void read_dump(FILE *in, char *first, struct stacks *s)
 {
     struct class_name *names = NULL;
     size_t name_count = 0, name_cap = 0;
@@ -238,11 +241,14 @@ static int read_dump(FILE *in, char *first, struct stacks *s)
         if ((strcmp(type, "CLASS") == 0 || strcmp(type, "MODULE") == 0) && json_field(line, "name", name, sizeof name) &&
             json_field(line, "address", klass, sizeof klass)) {
             struct class_name *more = grow_array(names, name_count, &name_cap, sizeof *names, 1024);
-            if (!more)
+            names = more ? more : names;
+            char *copy = more ? strdup(name) : NULL;
+            if (!copy) {
+                s->short_of_memory = true;
                 break;
-            names = more;
+            }
             snprintf(names[name_count].address, sizeof names[name_count].address, "%s", klass);
-            names[name_count++].name = strdup(name);
+            names[name_count++].name = copy;
         }
         if (!json_field(line, "address", num, sizeof num))
             continue;   /* the roots */
@@ -280,6 +286,7 @@ static int read_dump(FILE *in, char *first, struct stacks *s)
             s->rows[i].frames = renamed;
         } else {
             *at = ';';
+            s->short_of_memory = true;
         }
     }
     for (size_t i = 0; i < name_count; i++)
@@ -287,6 +294,23 @@ static int read_dump(FILE *in, char *first, struct stacks *s)
     free(names);
     s->have_bytes = true;
     s->kind = "dump";
+}
+
+/* The end of reading any input: an error when it could not be read whole
+ * (getline stops short of the end when memory runs out, without ferror) or
+ * memory ran out for its rows, else its rows summed by frames. */
+static int finish_reading(FILE *in, const char *name, struct stacks *s)
+{
+    int err = errno;   /* getline's, when it stopped short */
+    const char *why = ferror(in) || !feof(in) ? strerror(err ? err : EIO)
+                      : s->short_of_memory  ? strerror(ENOMEM)
+                                            : NULL;
+    if (why) {
+        fprintf(stderr, "memprof: cannot read %s: %s\n", name, why);
+        stacks_free(s);
+        return -1;
+    }
+    merge(s);
     return 0;
 }
 
@@ -298,8 +322,10 @@ int stacks_read(FILE *in, const char *name, struct stacks *out)
     char *line = NULL;
     size_t cap = 0;
     ssize_t got = getline(&line, &cap, in);
-    if (got > 0 && line[0] == '{')
-        return read_dump(in, line, out);
+    if (got > 0 && line[0] == '{') {
+        read_dump(in, line, out);
+        return finish_reading(in, name, out);
+    }
     struct pending p = { 0 };
     bool skipping = false;
     for (; got > 0; got = getline(&line, &cap, in)) {
@@ -321,7 +347,7 @@ int stacks_read(FILE *in, const char *name, struct stacks *out)
                                                                : heap_frame(trimmed + 5));
         } else if (n == 0 && strncmp(trimmed, "ruby ", 5) == 0) {
             if (p.open && !p.ruby)
-                p.ruby = frame_text(trimmed + 5, strlen(trimmed + 5));
+                p.short_of_memory |= !(p.ruby = frame_text(trimmed + 5, strlen(trimmed + 5)));
         } else if (n == 0 && (strncmp(trimmed, "thread ", 7) == 0 || line[0] == ' ')) {
             continue;   /* a row's thread, or a line of a section that is not rows */
         } else if ((n == 1 || n == 2) && *rest && strchr(rest, ':')) {
@@ -362,11 +388,5 @@ int stacks_read(FILE *in, const char *name, struct stacks *out)
     }
     flush(out, &p);
     free(line);
-    if (ferror(in)) {
-        fprintf(stderr, "memprof: %s: cannot read it\n", name);
-        stacks_free(out);
-        return -1;
-    }
-    merge(out);
-    return 0;
+    return finish_reading(in, name, out);
 }

@@ -19,10 +19,12 @@ struct stacks {
     size_t count, cap;
     bool have_bytes;       /* the input gave bytes, not only counts */
     const char *kind;      /* "ruby", "heap", "dump" or "collapsed" */
+    bool short_of_memory;  /* while reading: a row or frame could not be kept */
 };
 
 /* Read `in` (named `name` for messages): 0, or -1 after a one-line message
- * on stderr (nothing memprof wrote). Rows with the same frames are summed. */
+ * on stderr (nothing memprof wrote, or memory ran out: never a report with
+ * rows missing). Rows with the same frames are summed. */
 int stacks_read(FILE *in, const char *name, struct stacks *out);
 void stacks_free(struct stacks *s);
 /* The rows sorted by their frames (for merging and diffing). */
