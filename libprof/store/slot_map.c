@@ -150,6 +150,38 @@ bool slot_map_remove(struct slot_map *m, uintptr_t key)
     return true;
 }
 
+static void drop_page(struct slot_map *m, struct slot_page *p)
+{
+    for (size_t s = 0; s < m->slots_per_page; s++) {
+        if (p->records[s].origin_plus_one) {
+            p->records[s].origin_plus_one = 0;
+            m->count--;
+        }
+    }
+}
+
+void slot_map_drop_pages(struct slot_map *m, uintptr_t lo, uintptr_t hi)
+{
+    if (!m->pages || hi <= lo)
+        return;
+    /* Every page the range touches; a page stays in the index, empty: its
+     * address is often a heap page again soon, and its records reused. */
+    uintptr_t first = lo & ~(uintptr_t)(m->page_size - 1);
+    if ((hi - first) / m->page_size <= m->page_count) {
+        for (uintptr_t base = first; base < hi; base += m->page_size) {
+            struct slot_page *p = find_page(m, base);
+            if (p)
+                drop_page(m, p);
+        }
+        return;
+    }
+    for (size_t i = 0; i <= m->page_mask; i++) {
+        struct slot_page *p = &m->pages[i];
+        if (p->base && p->base >= first && p->base < hi)
+            drop_page(m, p);
+    }
+}
+
 void slot_map_each(const struct slot_map *m, void (*fn)(const struct slot_entry *e, void *ctx),
                    void *ctx)
 {

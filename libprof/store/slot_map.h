@@ -43,6 +43,9 @@ void slot_map_init(struct slot_map *m, size_t page_size, size_t slot_size);
 enum slot_put_result slot_map_put(struct slot_map *m, uintptr_t key, uint32_t origin, uint32_t aux);
 bool slot_map_get(const struct slot_map *m, uintptr_t key, struct slot_entry *out);
 bool slot_map_remove(struct slot_map *m, uintptr_t key);
+/* Forget the records of every page inside [lo, hi): memory given back to
+ * the system, whose addresses may next hold anything. */
+void slot_map_drop_pages(struct slot_map *m, uintptr_t lo, uintptr_t hi);
 /* Call `fn` for every record, in no particular order. */
 void slot_map_each(const struct slot_map *m, void (*fn)(const struct slot_entry *e, void *ctx),
                    void *ctx);

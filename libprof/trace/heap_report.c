@@ -471,7 +471,7 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
  * another report holds one), and let go. */
 static bool begin_reading(void)
 {
-    if (!spin_trylock(&heap.report_lock))
+    if (!spin_trylock_report(&heap.report_lock))
         return false;
     if (!heap_ruby_lock_for_report()) {
         spin_unlock(&heap.report_lock);

@@ -39,9 +39,18 @@ void heap_ruby_enable(void)
     __atomic_store_n(&heap_ruby_found, true, __ATOMIC_RELEASE);
 }
 
+static void (*program_end)(void);
+
+void heap_ruby_at_program_end(void (*fn)(void))
+{
+    program_end = fn;
+}
+
 static void at_vm_end(VALUE unused)
 {
     (void)unused;
+    if (program_end)
+        program_end();
     __atomic_store_n(&hr.ended, true, __ATOMIC_RELEASE);
 }
 
@@ -153,7 +162,7 @@ bool heap_ruby_current_site(struct out *o)
 bool heap_ruby_lock_for_report(void)
 {
     for (int i = 0; i < 1000; i++) {
-        if (spin_trylock(&hr.lock))
+        if (spin_trylock_report(&hr.lock))
             return true;
         __builtin_ia32_pause();
     }

@@ -18,6 +18,7 @@
 #include "../util/pages.h"
 #include "../util/reentry.h"
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -167,6 +168,7 @@ bool ruby_tracer_available(void)
                   RESOLVE(rb_class_real) && RESOLVE(rb_get_alloc_func) &&
                   RESOLVE(rb_define_alloc_func) && RESOLVE(rb_gc_location) &&
                   RESOLVE(rb_data_typed_object_wrap) && RESOLVE(rb_gc_register_mark_object) &&
+                  RESOLVE(ruby_thread_has_gvl_p) &&
                   RESOLVE(rb_cBasicObject) && RESOLVE(rb_eException) &&
                   RESOLVE(ruby_current_vm_ptr) && RESOLVE(ruby_single_main_ractor);
     (void)(RESOLVE(rb_obj_memsize_of));
@@ -322,6 +324,32 @@ store:
     reentry_leave();
 }
 
+/* --- heap pages given back ------------------------------------------------
+ * Ruby 3.1's GC munmaps an empty heap page (gc.c, heap_page_body_free), and a
+ * later mmap or dlopen may put anything at that address. The records of a
+ * page die with it, so a report only ever reads slots of pages the VM owns.
+ * Only the GC frees heap pages, and it holds the GVL: a munmap without it is
+ * none of the tracer's business. Installed with the allocation hooks and kept
+ * after memprof_stop, as long as there are records. */
+typedef int munmap_fn(void *addr, size_t length);
+static munmap_fn *next_munmap;
+static munmap_fn hook_munmap;
+static int hook_munmap(void *addr, size_t length)
+{
+    struct ruby_tracer *t = &ruby_tracer;
+    if (!t->api.ruby_thread_has_gvl_p())
+        return next_munmap(addr, length);
+    lock_in_hook(t);
+    slot_map_drop_pages(&t->objects, (uintptr_t)addr, (uintptr_t)addr + length);
+    int rc = next_munmap(addr, length);
+    spin_unlock(&t->lock);
+    return rc;
+}
+static struct got_hook munmap_hook = {
+    .symbol = "munmap", .replacement = (void *)hook_munmap, .next = (void **)&next_munmap,
+};
+_Static_assert(__builtin_types_compatible_p(munmap_fn, __typeof__(munmap)), "munmap's prototype");
+
 static void register_atfork(void)
 {
     pthread_atfork(NULL, NULL, ruby_tracer_after_fork);
@@ -337,10 +365,18 @@ enum ruby_status ruby_tracer_start(void (*at_exit)(void))
     exit_callback = at_exit;
     pthread_once(&atfork_once, register_atfork);
     ruby_site_configure();
-    if (got_hook_install(&define_alloc_hook) != 0)
+    bool watch_pages = !munmap_hook.installed;
+    if (watch_pages && got_hook_install(&munmap_hook) != 0)
         return RUBY_HOOK_FAILED;
+    if (got_hook_install(&define_alloc_hook) != 0) {
+        if (watch_pages)
+            got_hook_remove(&munmap_hook);
+        return RUBY_HOOK_FAILED;
+    }
     if (got_hooks_install(hooks, HOOK_COUNT) != 0) {
         got_hook_remove(&define_alloc_hook);
+        if (watch_pages)
+            got_hook_remove(&munmap_hook);
         return RUBY_HOOK_FAILED;
     }
     wrap_allocators();
@@ -361,6 +397,19 @@ void ruby_tracer_stop(void)
     got_hook_remove(&define_alloc_hook);
 }
 
+void ruby_tracer_detach(void)
+{
+    ruby_tracer_stop();
+    /* Without the page watch no record can be trusted once the process runs
+     * on: the table is forgotten with it. */
+    if (munmap_hook.installed) {
+        spin_lock(&ruby_tracer.lock);
+        slot_map_clear(&ruby_tracer.objects);
+        spin_unlock(&ruby_tracer.lock);
+        got_hook_remove(&munmap_hook);
+    }
+}
+
 bool ruby_tracer_running(void)
 {
     return running;
@@ -371,7 +420,7 @@ enum ruby_status ruby_tracer_reset(void)
     struct ruby_tracer *t = &ruby_tracer;
     if (!ruby_tracer_available())
         return RUBY_NOT_RUBY;
-    if (!spin_trylock(&t->lock))
+    if (!spin_trylock_report(&t->lock))
         return RUBY_BUSY;
     slot_map_clear(&t->objects);
     memset(t->pc_cache, 0, sizeof t->pc_cache);
@@ -395,7 +444,7 @@ enum ruby_status ruby_tracer_configure(const struct ruby_config *c)
         return RUBY_BAD_ARGUMENT;
     if (!ruby_tracer_available())
         return RUBY_NOT_RUBY;
-    if (!spin_trylock(&t->lock))
+    if (!spin_trylock_report(&t->lock))
         return RUBY_BUSY;
     bool new_rate = c->sample != t->config.sample;
     t->config = *c;

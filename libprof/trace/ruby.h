@@ -44,7 +44,11 @@ bool ruby_tracer_vm_running(void);
 /* Hook the allocators and record. `at_exit` runs from a Ruby end proc, while
  * the heap is still whole, once Ruby code has started. */
 enum ruby_status ruby_tracer_start(void (*at_exit)(void));
+/* Stop recording; the records stay, and so does the watch that drops those of
+ * heap pages the GC gives back. */
 void ruby_tracer_stop(void);
+/* Stop, remove every hook and forget the records (memprof_detach). */
+void ruby_tracer_detach(void);
 bool ruby_tracer_running(void);
 enum ruby_status ruby_tracer_reset(void);
 /* Write the table of live objects. Allocation-free and lock-free (try-lock):

@@ -99,6 +99,7 @@ struct ruby_api {
     VALUE (*rb_gc_location)(VALUE obj);
     rb_data_typed_object_wrap_fn *rb_data_typed_object_wrap;
     void (*rb_gc_register_mark_object)(VALUE obj);
+    int (*ruby_thread_has_gvl_p)(void);
     VALUE *rb_cBasicObject, *rb_eException;  /* variables: 0 until the VM's Init */
     void **ruby_current_vm_ptr;              /* NULL until the VM exists */
     void **ruby_single_main_ractor;          /* NULL once a second Ractor exists */

@@ -325,7 +325,7 @@ enum ruby_status ruby_lock_for_reading(void)
         return RUBY_NOT_RUBY;
     if (ruby_tracer.api.rb_during_gc())
         return RUBY_IN_GC;
-    return spin_trylock(&ruby_tracer.lock) ? RUBY_OK : RUBY_BUSY;
+    return spin_trylock_report(&ruby_tracer.lock) ? RUBY_OK : RUBY_BUSY;
 }
 
 enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_options *opt)
@@ -411,7 +411,7 @@ enum ruby_status ruby_tracer_where(struct out *o, uintptr_t addr, bool *found)
     *found = false;
     if (!ruby_tracer_available())
         return RUBY_NOT_RUBY;
-    if (!spin_trylock(&t->lock))
+    if (!spin_trylock_report(&t->lock))
         return RUBY_BUSY;
     struct slot_entry entry;
     const struct slot_entry *e = slot_map_get(&t->objects, addr, &entry) ? &entry : NULL;
