@@ -12,7 +12,9 @@
 #include "util/out.h"
 #include "util/pages.h"
 #include "util/reentry.h"
+#include "trace/heap_ruby.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -24,7 +26,9 @@
 static int last_status;
 static bool report_at_exit_wanted;
 static struct out report_text;
-static pid_t started_by;
+/* The process whose reports go to the paths given; every other process
+ * that inherits them (a child, a fork) writes its own beside them. */
+static pid_t owner_pid;
 static char io_error_text[PATH_MAX + 128];
 
 static enum memprof_status from_ruby(enum ruby_status s)
@@ -124,8 +128,6 @@ EXPORT int memprof_start(void)
     enum ruby_status s = ruby_tracer_start(report_at_exit);
     if (s == RUBY_HOOK_FAILED)
         say("memprof: could not hook the allocators: ", got_error(), (char *)NULL);
-    if (s == RUBY_OK && !started_by)
-        started_by = getpid();
     if (s == RUBY_OK)
         threads_start();
     return set_status(from_ruby(s));
@@ -425,7 +427,7 @@ EXPORT int memprof_detach(void)
 {
     int status = MEMPROF_OK;
     if (ruby_tracer_available())
-        ruby_tracer_stop();
+        ruby_tracer_detach();
     heap_tracer_stop();
     threads_stop();
     if (heap_custom_unhook_all(hook_message, sizeof hook_message) != CUSTOM_OK)
@@ -486,18 +488,49 @@ EXPORT const char *memprof_status_text(void)
     return report_to_text(&(struct report_request){ .write = write_status });
 }
 
-/* MEMPROF_OUTPUT with each %p replaced by the pid; false if it does not fit. */
+/* This process's name (/proc/self/comm) with only [A-Za-z0-9._-] kept. */
+static void write_process_name(struct out *o)
+{
+    char comm[32];
+    int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, comm, sizeof comm - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    bool any = false;
+    for (ssize_t i = 0; i < n; i++) {
+        char c = comm[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '.' || c == '_' || c == '-') {
+            out_char(o, c);
+            any = true;
+        }
+    }
+    if (!any)
+        out_str(o, "process");
+}
+
+/* Where this process writes a report that `spec` names: %p becomes the pid;
+ * a process other than the owner writes SPEC.PID.NAME beside it, so that no
+ * profiled process replaces another's report. False if it does not fit. */
 static bool expand_output_path(const char *spec, char *path, size_t size)
 {
     struct out o;
     out_init_fd(&o, -1, path, size);
+    bool has_pid = false;
     for (const char *p = spec; *p; p++) {
         if (p[0] == '%' && p[1] == 'p') {
             out_u64(&o, (uint64_t)getpid());
+            has_pid = true;
             p++;
         } else {
             out_char(&o, *p);
         }
+    }
+    if (!has_pid && getpid() != owner_pid) {
+        out_char(&o, '.');
+        out_u64(&o, (uint64_t)getpid());
+        out_char(&o, '.');
+        write_process_name(&o);
     }
     return out_finish(&o) == 0;
 }
@@ -616,14 +649,11 @@ static unsigned long exit_report_top;
 
 /* A report at exit, where `spec` (MEMPROF_OUTPUT, MEMPROF_HEAP_OUTPUT) says:
  * "none", "stderr" (after `header` and the pid, if given), or a file (%p: the
- * pid). A forked child reports only if the path has %p: it would replace its
- * parent's report. */
-static void report_at_exit_to(const char *spec, pid_t started, const struct report_request *r,
+ * pid; expand_output_path) with `suffix` appended. */
+static void report_at_exit_to(const char *spec, const char *suffix, const struct report_request *r,
                               const char *header, const char *header_end)
 {
     if (!spec || !*spec || strcmp(spec, "none") == 0)
-        return;
-    if (getpid() != started && !strstr(spec, "%p"))
         return;
     char path[PATH_MAX];
     int status;
@@ -638,7 +668,9 @@ static void report_at_exit_to(const char *spec, pid_t started, const struct repo
             out_finish(&o);
         }
         status = report_to_fd(STDERR_FILENO, r);
-    } else if (expand_output_path(spec, path, sizeof path)) {
+    } else if (expand_output_path(spec, path, sizeof path) &&
+               strlen(path) + strlen(suffix) < sizeof path) {
+        strcat(path, suffix);
         status = report_into(path, r);
     } else {
         say("memprof: cannot write the report to ", spec, ": ", strerror(ENAMETOOLONG), (char *)NULL);
@@ -656,8 +688,8 @@ static void report_at_exit(void)
         return;
     const char *spec = getenv("MEMPROF_OUTPUT");
     bool bytes = exit_report_flags & MEMPROF_REPORT_BYTES;
-    report_at_exit_to(getenv("MEMPROF_DUMP"), started_by, &(struct report_request){ .dump = true }, NULL, NULL);
-    report_at_exit_to(spec && *spec ? spec : "stderr", started_by,
+    report_at_exit_to(getenv("MEMPROF_DUMP"), "", &(struct report_request){ .dump = true }, NULL, NULL);
+    report_at_exit_to(spec && *spec ? spec : "stderr", "",
                       &(struct report_request){ .flags = exit_report_flags, .top = exit_report_top,
                                                 .filter = getenv("MEMPROF_FILTER") },
                       "== memprof: live Ruby objects at exit of pid ",
@@ -731,18 +763,35 @@ static void configure_from_environment(void)
     exit_report_top = env_number("MEMPROF_TOP", 0, ~0ul, 0);
 }
 
-/* MEMPROF_HEAP_OUTPUT at exit, from every process that traced its heap. */
-static pid_t heap_started_by;
+/* MEMPROF_HEAP_OUTPUT, from every process that traced its heap: at exit; in
+ * a Ruby process at the end of the program, from the VM's end procs, before
+ * its teardown frees what live objects hold (libxml2 documents, ...), and at
+ * exit again, into SPEC.teardown, what teardown left: leaks. */
+static bool heap_reported_at_end;
+
+static void write_heap_reports(const char *suffix, bool with_pprof)
+{
+    int flags = env_says_yes("MEMPROF_HEAP_BY_THREAD") ? MEMPROF_HEAP_BY_THREAD : 0;
+    report_at_exit_to(getenv("MEMPROF_HEAP_OUTPUT"), suffix,
+                      &(struct report_request){ .heap = true, .flags = flags }, NULL, NULL);
+    if (with_pprof)
+        report_at_exit_to(getenv("MEMPROF_HEAP_PPROF"), suffix,
+                          &(struct report_request){ .heap = true, .flags = MEMPROF_HEAP_PPROF }, NULL, NULL);
+}
+
+static void heap_report_at_program_end(void)
+{
+    if (!heap_tracer_running() || heap_reported_at_end)
+        return;
+    heap_reported_at_end = true;
+    write_heap_reports("", true);
+}
 
 static void heap_report_at_exit(void)
 {
     if (!heap_tracer_running())
         return;
-    int flags = env_says_yes("MEMPROF_HEAP_BY_THREAD") ? MEMPROF_HEAP_BY_THREAD : 0;
-    report_at_exit_to(getenv("MEMPROF_HEAP_OUTPUT"), heap_started_by,
-                      &(struct report_request){ .heap = true, .flags = flags }, NULL, NULL);
-    report_at_exit_to(getenv("MEMPROF_HEAP_PPROF"), heap_started_by,
-                      &(struct report_request){ .heap = true, .flags = MEMPROF_HEAP_PPROF }, NULL, NULL);
+    write_heap_reports(heap_reported_at_end ? ".teardown" : "", !heap_reported_at_end);
     heap_tracer_stop();
 }
 
@@ -777,13 +826,24 @@ __attribute__((constructor)) static void memprof_init(void)
 
 static void memprof_init_inside(void)
 {
+    /* The first profiled process of a tree owns the report paths. */
+    unsigned long owner = env_number("MEMPROF_OWNER_PID", 1, INT_MAX, 0);
+    owner_pid = owner ? (pid_t)owner : getpid();
+    if (!owner) {
+        char pid[24];
+        struct out o;
+        out_init_fd(&o, -1, pid, sizeof pid);
+        out_u64(&o, (uint64_t)owner_pid);
+        out_finish(&o);
+        setenv("MEMPROF_OWNER_PID", pid, 1);
+    }
     int heap_frames = (int)env_number("MEMPROF_HEAP_FRAMES", 1, 16, 1);
     heap_tracer_set_frames(heap_frames);
     if (env_says_yes("MEMPROF_HEAP") && memprof_heap_start() == MEMPROF_OK) {
         if (heap_frames > 1 && !heap_tracer_has_backtraces())
             say("memprof: backtraces need libunwind (the Debian package libunwind8): "
                 "recording call sites only", (char *)NULL);
-        heap_started_by = getpid();
+        heap_ruby_at_program_end(heap_report_at_program_end);
         atexit(heap_report_at_exit);
         hooks_from_environment();
     }

@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <dirent.h>
+#include <time.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -238,9 +240,200 @@ static int take_run_option(int argc, char **argv, int *i)
     return 0;
 }
 
-/* --heap: run COMMAND as a child, then name the sites of its raw heap report
- * and write the report (to stderr, or atomically to `output`). COMMAND's exit
- * status, or its death by a signal, is passed on as with exec. */
+/* COMMAND as a child that owns the report paths (MEMPROF_OWNER_PID): other
+ * profiled processes it starts write their own reports beside them. Waits
+ * for it with Ctrl-C going to COMMAND, as the shell does for a foreground
+ * job; its wait status in *status. Its pid; 0 when it could not be run (the
+ * child said why), -1 after a message. */
+static int run_command(char **argv, int *status)
+{
+    /* The child says through this pipe (closed by a successful exec) why
+     * COMMAND could not be run: that is memprof's message, not a report's. */
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0)
+        return fail("cannot make a pipe: %s", strerror(errno), NULL), -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return fail("cannot fork: %s", strerror(errno), NULL), -1;
+    if (pid == 0) {
+        char own[24];
+        snprintf(own, sizeof own, "%ld", (long)getpid());
+        setenv("MEMPROF_OWNER_PID", own, 1);
+        execvp(argv[0], argv);
+        int err = errno;
+        fprintf(stderr, "memprof: cannot run %s: %s\n", argv[0],
+                err == ENOENT ? "command not found" : strerror(err));
+        if (write(report[1], &err, sizeof err) < 0)
+            _exit(EXIT_CANNOT_EXEC);
+        _exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
+    }
+    close(report[1]);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    int err = 0;
+    ssize_t got;
+    while ((got = read(report[0], &err, sizeof err)) < 0 && errno == EINTR)
+        ;
+    close(report[0]);
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+        ;
+    return got > 0 ? 0 : pid;
+}
+
+/* COMMAND's exit status passed on, or its death by a signal, as with exec. */
+static int exit_like(int status, int rc)
+{
+    if (WIFSIGNALED(status)) {
+        signal(WTERMSIG(status), SIG_DFL);
+        raise(WTERMSIG(status));
+        return 128 + WTERMSIG(status);
+    }
+    return rc ? rc : WEXITSTATUS(status);
+}
+
+/* The moment a run starts, a little early: file times come from a coarse
+ * clock (a tick of the kernel's) that may lag the one read here. */
+static void run_start_time(struct timespec *t)
+{
+    clock_gettime(CLOCK_REALTIME, t);
+    if (t->tv_nsec >= 50000000) {
+        t->tv_nsec -= 50000000;
+    } else {
+        t->tv_sec--;
+        t->tv_nsec += 950000000;
+    }
+}
+
+static bool written_since(const struct stat *st, const struct timespec *since)
+{
+    return st->st_mtim.tv_sec > since->tv_sec ||
+           (st->st_mtim.tv_sec == since->tv_sec && st->st_mtim.tv_nsec >= since->tv_nsec);
+}
+
+struct beside { char *path; struct timespec written; };
+
+/* Oldest first; ties by name. */
+static int by_time_written(const void *x, const void *y)
+{
+    const struct beside *a = x, *b = y;
+    if (a->written.tv_sec != b->written.tv_sec)
+        return a->written.tv_sec < b->written.tv_sec ? -1 : 1;
+    if (a->written.tv_nsec != b->written.tv_nsec)
+        return a->written.tv_nsec < b->written.tv_nsec ? -1 : 1;
+    return strcmp(a->path, b->path);
+}
+
+/* The reports other processes wrote beside `path` since `since`: names
+ * PATH.PID.NAME (not ending in .teardown), in *names, the first written
+ * first (freed by the caller); how many. */
+static size_t reports_beside(const char *path, const struct timespec *since, char ***names)
+{
+    char dir_copy[PATH_MAX], base_copy[PATH_MAX];
+    snprintf(dir_copy, sizeof dir_copy, "%s", path);
+    snprintf(base_copy, sizeof base_copy, "%s", path);
+    const char *dir = dirname(dir_copy), *base = basename(base_copy);
+    size_t base_len = strlen(base), n = 0;
+    struct beside *found = NULL;
+    *names = NULL;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *rest = e->d_name + base_len;
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, base, base_len) != 0 || rest[0] != '.' || !(rest[1] >= '0' && rest[1] <= '9'))
+            continue;
+        char *end;
+        strtol(rest + 1, &end, 10);
+        if (*end != '.' || (len > 9 && strcmp(e->d_name + len - 9, ".teardown") == 0))
+            continue;
+        char *full;
+        struct stat st;
+        if (asprintf(&full, "%s/%s", strcmp(dir, "/") ? dir : "", e->d_name) < 0)
+            break;
+        struct beside *grown = NULL;
+        if (lstat(full, &st) != 0 || !S_ISREG(st.st_mode) || !written_since(&st, since) ||
+            !(grown = realloc(found, (n + 1) * sizeof *grown))) {
+            free(full);
+            continue;
+        }
+        found = grown;
+        found[n++] = (struct beside){ full, st.st_mtim };
+    }
+    closedir(d);
+    qsort(found, n, sizeof *found, by_time_written);
+    *names = n ? malloc(n * sizeof **names) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (*names)
+            (*names)[i] = found[i].path;
+        else
+            free(found[i].path);
+    }
+    free(found);
+    return *names ? n : 0;
+}
+
+static void free_names(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* One process's raw heap report (and what its teardown left, RAW.teardown)
+ * named and written to `output` (NULL: stderr). 0, or EXIT_USAGE when
+ * `output` cannot be written. */
+static int name_heap_report(const char *raw, const char *output, pid_t pid,
+                            const struct heap_report_options *base, bool *reported)
+{
+    *reported = false;
+    FILE *in = fopen(raw, "r");
+    if (!in)
+        return 0;
+    char teardown_path[PATH_MAX];
+    snprintf(teardown_path, sizeof teardown_path, "%s.teardown", raw);
+    FILE *teardown = fopen(teardown_path, "r");
+    int rc = 0;
+    if (fgetc(in) != EOF) {
+        *reported = true;
+        rewind(in);
+        struct heap_report_options opt = *base, after = *base;
+        if (teardown) {
+            opt.when = "at the end of the program (before the Ruby VM's teardown) of";
+            after.when = "still live after the Ruby VM's teardown (never freed: leaks) of";
+        }
+        struct output out;
+        bool failed = false;
+        if (output_open(&out, output) != 0)
+            return fclose(in), teardown ? fclose(teardown) : 0, EXIT_USAGE;
+        if (!output)
+            out.fp = stderr;
+        failed = heap_report_symbolize(in, out.fp, pid, &opt) != 0;
+        if (teardown && !failed && fgetc(teardown) != EOF) {
+            rewind(teardown);
+            failed = heap_report_symbolize(teardown, out.fp, pid, &after) != 0;
+        }
+        if (output && output_close(&out, failed) != 0)
+            rc = EXIT_USAGE;
+    }
+    fclose(in);
+    if (teardown)
+        fclose(teardown);
+    unlink(teardown_path);
+    unlink(raw);
+    return rc;
+}
+
+/* "RAW.PID.NAME" -> PID. */
+static pid_t pid_of_beside(const char *name, size_t prefix_len)
+{
+    return (pid_t)strtol(name + prefix_len + 1, NULL, 10);
+}
+
+/* --heap: run COMMAND, then name the sites of each profiled process's raw
+ * heap report: COMMAND's own to stderr or `output`, any other process's to
+ * stderr or OUTPUT.PID.NAME. */
 static int run_with_heap_report(char **argv, const char *output)
 {
     const char *tmpdir = getenv("TMPDIR");
@@ -256,49 +449,79 @@ static int run_with_heap_report(char **argv, const char *output)
         setenv("MEMPROF_HEAP_FRAMES", frames, 1);
     setenv("MEMPROF_HEAP_OUTPUT", raw, 1);
     setenv("MEMPROF_OUTPUT", "none", 1);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        unlink(raw);
-        return fail("cannot fork: %s", strerror(errno), NULL);
-    }
-    if (pid == 0) {
-        execvp(argv[0], argv);
-        int err = errno;
-        fprintf(stderr, "memprof: cannot run %s: %s\n", argv[0],
-                err == ENOENT ? "command not found" : strerror(err));
-        _exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
-    }
-    /* As the shell does for a foreground job: Ctrl-C goes to COMMAND. */
-    signal(SIGINT, SIG_IGN);
-    signal(SIGQUIT, SIG_IGN);
+    struct timespec since;
+    run_start_time(&since);
     int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    FILE *in = fopen(raw, "r");
-    int rc = 0;
+    pid_t pid = run_command(argv, &status);
+    if (pid <= 0) {
+        unlink(raw);
+        return pid < 0 ? EXIT_USAGE : exit_like(status, 0);
+    }
     const char *top = getenv("MEMPROF_TOP"), *filter = getenv("MEMPROF_FILTER");
     struct heap_report_options opt = { top ? strtoul(top, NULL, 10) : 0, filter && *filter ? filter : NULL, NULL };
-    if (in && fgetc(in) != EOF) {
-        rewind(in);
-        if (output) {
-            struct output out;   /* an unusable -o FILE: status 2, as before the run */
-            if (output_open(&out, output) != 0 ||
-                output_close(&out, heap_report_symbolize(in, out.fp, pid, &opt) != 0) != 0)
-                rc = EXIT_USAGE;
-        } else {
-            heap_report_symbolize(in, stderr, pid, &opt);
+    char **others;
+    size_t n = reports_beside(raw, &since, &others), first = 0;
+    size_t raw_len = strlen(raw);
+    bool reported;
+    int rc = name_heap_report(raw, output, pid, &opt, &reported);
+    if (!reported && n) {
+        /* A wrapper (sh -c, env, ...) that wrote none: the first report of
+         * the processes it started takes its place. */
+        pid_t first_pid = pid_of_beside(others[0], raw_len);
+        rc = name_heap_report(others[first++], output, first_pid, &opt, &reported);
+        fprintf(stderr, "memprof: %s (pid %ld) wrote no C heap report; %s holds that of pid %ld, the first to end\n",
+                argv[0], (long)pid, output ? output : "the report above", (long)first_pid);
+    } else if (!reported) {
+        fprintf(stderr, "memprof: %s (pid %ld) wrote no C heap report: it %s\n", argv[0], (long)pid,
+                WIFSIGNALED(status) ? "was killed by a signal" : "ended without running its exit handlers (_exit)");
+    }
+    for (size_t i = first; i < n; i++) {
+        char *mine = NULL;
+        if (output && asprintf(&mine, "%s%s", output, others[i] + raw_len) < 0)
+            continue;
+        if (name_heap_report(others[i], mine, pid_of_beside(others[i], raw_len), &opt, &reported) == 0 &&
+            reported && mine)
+            fprintf(stderr, "memprof: the C heap of pid %ld is in %s\n",
+                    (long)pid_of_beside(others[i], raw_len), mine);
+        free(mine);
+    }
+    free_names(others, n);
+    return exit_like(status, rc);
+}
+
+/* Ruby: run COMMAND; then say where the reports of other profiled
+ * processes are, and whether COMMAND's own process wrote one. */
+static int run_with_ruby_report(char **argv, const char *output)
+{
+    struct timespec since;
+    run_start_time(&since);
+    int status;
+    pid_t pid = run_command(argv, &status);
+    if (pid <= 0)
+        return pid < 0 ? EXIT_USAGE : exit_like(status, 0);
+    if (output) {
+        char **others;
+        size_t n = reports_beside(output, &since, &others), first = 0;
+        struct stat st;
+        bool there = lstat(output, &st) == 0;
+        if ((!there || S_ISREG(st.st_mode)) && !(there && written_since(&st, &since))) {
+            if (n && rename(others[0], output) == 0) {
+                /* A wrapper (sh -c, env, rake ...) that is not Ruby: the
+                 * first report of the processes it started takes its place. */
+                fprintf(stderr, "memprof: %s (pid %ld) wrote no report; %s holds that of pid %ld, the first to end\n",
+                        argv[0], (long)pid, output, (long)pid_of_beside(others[0], strlen(output)));
+                first = 1;
+            } else {
+                fprintf(stderr, "memprof: %s (pid %ld) wrote no report to %s: it ran no Ruby code, or died before its end\n",
+                        argv[0], (long)pid, output);
+            }
         }
+        for (size_t i = first; i < n; i++)
+            fprintf(stderr, "memprof: pid %ld wrote its own report: %s\n",
+                    (long)pid_of_beside(others[i], strlen(output)), others[i]);
+        free_names(others, n);
     }
-    if (in)
-        fclose(in);
-    unlink(raw);
-    if (WIFSIGNALED(status)) {
-        signal(WTERMSIG(status), SIG_DFL);
-        raise(WTERMSIG(status));
-        return 128 + WTERMSIG(status);
-    }
-    return rc ? rc : WEXITSTATUS(status);
+    return exit_like(status, 0);
 }
 
 static int cmd_run(int argc, char **argv)
@@ -384,12 +607,7 @@ static int cmd_run(int argc, char **argv)
     free(preload);
     if (heap)
         return run_with_heap_report(&argv[i], output ? output_path : NULL);
-
-    execvp(argv[i], &argv[i]);
-    int err = errno;
-    fprintf(stderr, "memprof: cannot run %s: %s\n", argv[i],
-            err == ENOENT ? "command not found" : strerror(err));
-    return err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+    return run_with_ruby_report(&argv[i], output ? output_path : NULL);
 }
 
 int main(int argc, char **argv)

@@ -16,6 +16,9 @@ struct heap_ruby_cache {
     struct { const void *pc; size_t gc_count; uint32_t token; } entries[HEAP_RUBY_CACHE];
 };
 
+/* Call `fn` from the VM's end procs (after the program's at_exit handlers,
+ * before the VM's teardown), once a Ruby frame was seen. */
+void heap_ruby_at_program_end(void (*fn)(void));
 /* Look for a Ruby VM; lines are recorded from then on when there is one. */
 void heap_ruby_enable(void);
 /* Whether one was found: without, the heap hooks never ask for a line. */

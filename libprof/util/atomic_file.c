@@ -15,6 +15,49 @@ static int refuse_symlink(const char *path)
     return 0;
 }
 
+static unsigned counter;
+
+/* A new name beside the target: PATH.tmp.PID.N. */
+static int name_temp(struct atomic_file *f, const char *path, size_t n)
+{
+    struct out o;
+    out_init_fd(&o, -1, f->temp, sizeof f->temp);
+    out_bytes(&o, path, n);
+    out_str(&o, ".tmp.");
+    out_u64(&o, (uint64_t)getpid());
+    out_char(&o, '.');
+    out_u64(&o, __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+    return out_finish(&o) != 0 ? ENAMETOOLONG : 0;
+}
+
+/* Where unnamed files are not supported: a named one, removed on failure. */
+static int open_named_temp(struct atomic_file *f, const char *path, size_t n)
+{
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int err = name_temp(f, path, n);
+        if (err)
+            return err;
+        f->fd = open(f->temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (f->fd >= 0)
+            return 0;
+        if (errno != EEXIST)
+            return errno;
+    }
+    return EEXIST;
+}
+
+/* Give the unnamed file f->fd the name `to` (fails with EEXIST if taken). */
+static int link_unnamed(const struct atomic_file *f, const char *to)
+{
+    char self[64];
+    struct out o;
+    out_init_fd(&o, -1, self, sizeof self);
+    out_str(&o, "/proc/self/fd/");
+    out_u64(&o, (uint64_t)f->fd);
+    out_finish(&o);
+    return linkat(AT_FDCWD, self, AT_FDCWD, to, AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
+}
+
 int atomic_file_open(struct atomic_file *f, const char *path)
 {
     f->fd = -1;
@@ -36,31 +79,29 @@ int atomic_file_open(struct atomic_file *f, const char *path)
         f->fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
         return f->fd >= 0 ? 0 : errno;
     }
-    static unsigned counter;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        struct out o;
-        out_init_fd(&o, -1, f->temp, sizeof f->temp);
-        out_bytes(&o, path, n);
-        out_str(&o, ".tmp.");
-        out_u64(&o, (uint64_t)getpid());
-        out_char(&o, '.');
-        out_u64(&o, __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-        if (out_finish(&o) != 0)
-            return ENAMETOOLONG;
-        f->fd = open(f->temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (f->fd >= 0)
-            return 0;
-        if (errno != EEXIST)
-            return errno;
+    /* An unnamed file first (O_TMPFILE): a process that dies before the
+     * commit leaves nothing behind. */
+    const char *slash = strrchr(path, '/');
+    size_t dir_len = slash ? (size_t)(slash - path) : 1;
+    memcpy(f->temp, slash ? path : ".", dir_len);
+    f->temp[dir_len ? dir_len : 1] = '\0';
+    if (slash == path)
+        f->temp[0] = '/';
+    f->fd = open(f->temp, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (f->fd >= 0) {
+        f->temp[0] = '\0';
+        return 0;
     }
-    return EEXIST;
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+        return errno;
+    return open_named_temp(f, path, n);
 }
 
 void atomic_file_abort(struct atomic_file *f)
 {
     if (f->fd >= 0) {
         close(f->fd);
-        if (!f->in_place)
+        if (!f->in_place && f->temp[0])
             unlink(f->temp);
         f->fd = -1;
     }
@@ -76,14 +117,23 @@ int atomic_file_commit(struct atomic_file *f)
     }
     if (fsync(f->fd) != 0)
         err = errno;
+    if (!err)
+        err = refuse_symlink(f->path);
+    if (!err && !f->temp[0]) {
+        /* Unnamed: straight to its name when that is free, else under a
+         * temporary name renamed over the old report. */
+        err = link_unnamed(f, f->path);
+        if (err == EEXIST && !(err = name_temp(f, f->path, strlen(f->path))))
+            err = link_unnamed(f, f->temp);
+        else
+            f->temp[0] = '\0';
+    }
     if (close(f->fd) != 0 && !err)
         err = errno;
     f->fd = -1;
-    if (!err)
-        err = refuse_symlink(f->path);
-    if (!err && rename(f->temp, f->path) != 0)
+    if (!err && f->temp[0] && rename(f->temp, f->path) != 0)
         err = errno;
-    if (err)
+    if (err && f->temp[0])
         unlink(f->temp);
     return err;
 }
