@@ -118,6 +118,15 @@ static void on_interrupt(int sig)
     interrupted = 1;
 }
 
+/* How long a GDB session may take before it is interrupted (the `n`th time):
+ * MEMPROF_ATTACH_TIMEOUT seconds, 60 by default; then 15 s more each time. */
+static int session_seconds(int n)
+{
+    const char *v = getenv("MEMPROF_ATTACH_TIMEOUT");
+    int s = v && *v ? atoi(v) : 60;
+    return n ? 15 : s > 0 ? s : 60;
+}
+
 /* Run GDB in batch mode on `pid` with the commands given; its stdout and
  * stderr into *out (malloc'd). The exit status of GDB, or -1. */
 static int run_gdb(pid_t pid, const char *const *commands, size_t n, char **out)
@@ -163,6 +172,7 @@ static int run_gdb(pid_t pid, const char *const *commands, size_t n, char **out)
         _exit(127);
     }
     close(pipefd[1]);
+    int interrupts = 0;
     size_t len = 0, cap = 65536;
     char *buf = malloc(cap);
     ssize_t got;
@@ -176,7 +186,21 @@ static int run_gdb(pid_t pid, const char *const *commands, size_t n, char **out)
             }
             buf = bigger;
         }
-        got = read(pipefd[0], buf + len, cap - len - 1);
+        /* A session that does not end in time is stuck waiting for the
+         * process (a `finish` out of malloc whose return never comes, when
+         * the thread blocks first): SIGINT makes GDB stop it, give up the
+         * command and detach, its breakpoints removed. */
+        struct pollfd ready = { .fd = pipefd[0], .events = POLLIN };
+        int left = interrupts < 3 ? session_seconds(interrupts) * 1000 : -1;
+        int polled = poll(&ready, 1, left);
+        if (polled == 0) {
+            kill(-child, SIGINT);
+            if (interrupts++ == 0)
+                fprintf(stderr, "memprof: GDB is still waiting for pid %d after %d s: interrupting it\n",
+                        (int)pid, session_seconds(0));
+            continue;
+        }
+        got = polled < 0 ? -1 : read(pipefd[0], buf + len, cap - len - 1);
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)

@@ -1,5 +1,6 @@
 #include "got.h"
 #include "slot.h"
+#include "../elf/hash.h"
 #include "../elf/object.h"
 #include "../elf/reloc.h"
 #include "../util/maps.h"
@@ -17,7 +18,7 @@
 /* One hooked function: where its chain starts and what it ends in. */
 struct hooked_symbol {
     const char *name;
-    void *original;          /* dlsym(RTLD_DEFAULT, name) */
+    void *original;          /* real_definition(name) */
     struct got_hook *top;    /* NULL: no hook left, slots restored */
 };
 
@@ -221,6 +222,27 @@ static void retarget_locked(struct got_hook *const *gone, size_t n)
     maps_release(&maps);
 }
 
+/* Where `name` really is. dlsym may answer with a non-PIE program's canonical
+ * PLT entry (the program takes the function's address, so the linker defines
+ * the symbol at its own PLT stub, as in Debian's python3): calling through it
+ * goes to the program's GOT slot, which memprof patched, and back into the
+ * hook forever. Such a symbol is undefined in the program's .dynsym, with a
+ * value; the real one is the first definition in the objects after it. */
+static void *real_definition(const char *name)
+{
+    void *found = dlsym(RTLD_DEFAULT, name);
+    size_t n = found ? snapshot() : 0;
+    const struct elf_object *in = elf_objects_find(objects, n, (uintptr_t)found);
+    if (!in || in->kind != ELF_OBJECT_PROGRAM || elf_object_lookup(in, name))
+        return found;
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t at = objects[i].kind == ELF_OBJECT_LIBRARY ? elf_object_symbol_address(&objects[i], name) : 0;
+        if (at)
+            return (void *)at;
+    }
+    return found;
+}
+
 /* Put `hook` at the head of its symbol's chain; the slots are written by
  * the next pass. */
 static int chain_locked(struct got_hook *hook)
@@ -233,7 +255,7 @@ static int chain_locked(struct got_hook *hook)
             set_error("too many hooked functions", hook->symbol);
             return -1;
         }
-        void *original = dlsym(RTLD_DEFAULT, hook->symbol);
+        void *original = real_definition(hook->symbol);
         if (!original) {
             set_error("no such function in the process", hook->symbol);
             return -1;
