@@ -1,0 +1,78 @@
+# bash completion for memprof(1): subcommands, their options, and the values
+# of the options that take a word.
+_memprof()
+{
+    local cur prev words cword
+    _init_completion || return
+
+    local commands="run attach threads collapse flamegraph diff symbols symbolize"
+    if [[ $cword -eq 1 ]]; then
+        COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
+        return
+    fi
+
+    case ${words[1]} in
+    run)
+        # After the command to run, complete as for that command.
+        local i
+        for ((i = 2; i < cword; i++)); do
+            if [[ ${words[i]} == -- ]]; then
+                _command_offset $((i + 1))
+                return
+            fi
+            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--dump|--hook|--site|--frames|--sample|--sort|--top|--filter) ]]; then
+                _command_offset $i
+                return
+            fi
+        done
+        case $prev in
+        -o | --output | --pprof | --dump) _filedir; return ;;
+        --site) COMPREPLY=($(compgen -W "nearest user" -- "$cur")); return ;;
+        --sort) COMPREPLY=($(compgen -W "count bytes" -- "$cur")); return ;;
+        --hook | --frames | --sample | --top | --filter) return ;;
+        esac
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "-o --output --heap --by-thread --pprof --dump --hook --site --frames
+                --sample --bytes --sort --top --filter --help --" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -c -- "$cur"))
+        fi
+        ;;
+    attach)
+        case $prev in
+        -o) _filedir; return ;;
+        --seconds) return ;;
+        esac
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "--seconds -o --ruby --heap --all" -- "$cur"))
+        else
+            _pids
+        fi
+        ;;
+    threads)
+        if [[ $prev == -p ]]; then
+            _pids
+        else
+            COMPREPLY=($(compgen -W "-p" -- "$cur"))
+        fi
+        ;;
+    collapse | flamegraph | diff)
+        case $prev in
+        -o) _filedir; return ;;
+        --title) return ;;
+        esac
+        if [[ $cur == -* ]]; then
+            local opts="-o"
+            [[ ${words[1]} != diff ]] && opts="$opts --count --bytes"
+            [[ ${words[1]} == flamegraph ]] && opts="$opts --title"
+            COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+        else
+            _filedir
+        fi
+        ;;
+    symbols | symbolize)
+        [[ $cword -eq 2 ]] && _filedir
+        ;;
+    esac
+} &&
+    complete -F _memprof memprof
