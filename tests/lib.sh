@@ -26,6 +26,11 @@ has_line() {
     grep -qxF -- "$2" "$1" || { echo "#   no line '$2' in $1:"; sed 's/^/#     /' "$1" | head -20; return 1; }
 }
 
+# matches FILE ERE: a line of FILE matches the extended regular expression.
+matches() {
+    grep -qE -- "$2" "$1" || { echo "#   no line matching '$2' in $1:"; sed 's/^/#     /' "$1" | tail -20; return 1; }
+}
+
 # lacks FILE PATTERN: no line of FILE matches the fixed string.
 lacks() {
     ! grep -qF -- "$2" "$1" || { echo "#   unexpected '$2' in $1"; return 1; }
