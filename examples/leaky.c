@@ -1,6 +1,6 @@
 /* A small C program that leaks at known lines: the quick start's C example.
  *
- *   gcc -g -O1 -o leaky leaky.c && memprof run --heap -- ./leaky
+ *   gcc -g -o leaky leaky.c && memprof run --heap -- ./leaky [ENTRIES]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +16,11 @@ static struct entry *make_entry(int i)
     return e;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int entries = argc > 1 ? atoi(argv[1]) : 1000;
     struct entry *list = NULL;
-    for (int i = 0; i < 1000; i++) {
+    for (int i = 0; i < entries; i++) {
         struct entry *e = make_entry(i);
         if (i % 10 == 0) {          /* one in ten is kept on the list... */
             e->next = list;
