@@ -405,18 +405,19 @@ static int name_heap_report(const char *raw, const char *output, pid_t pid,
             after.when = "still live after the Ruby VM's teardown (never freed: leaks) of";
         }
         struct output out;
-        bool failed = false;
-        if (output_open(&out, output) != 0)
-            return fclose(in), teardown ? fclose(teardown) : 0, EXIT_USAGE;
-        if (!output)
-            out.fp = stderr;
-        failed = heap_report_symbolize(in, out.fp, pid, &opt) != 0;
-        if (teardown && !failed && fgetc(teardown) != EOF) {
-            rewind(teardown);
-            failed = heap_report_symbolize(teardown, out.fp, pid, &after) != 0;
+        if (output_open(&out, output) != 0) {
+            rc = EXIT_USAGE;   /* an unusable -o FILE: status 2, as before the run */
+        } else {
+            if (!output)
+                out.fp = stderr;
+            bool failed = heap_report_symbolize(in, out.fp, pid, &opt) != 0;
+            if (teardown && !failed && fgetc(teardown) != EOF) {
+                rewind(teardown);
+                failed = heap_report_symbolize(teardown, out.fp, pid, &after) != 0;
+            }
+            if (output && output_close(&out, failed) != 0)
+                rc = EXIT_USAGE;
         }
-        if (output && output_close(&out, failed) != 0)
-            rc = EXIT_USAGE;
     }
     fclose(in);
     if (teardown)
