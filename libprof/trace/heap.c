@@ -20,6 +20,7 @@
 #include "heap.h"
 #include "heap_ruby.h"
 #include "heap_thread.h"
+#include "heap_cxx.h"
 #include "../hook/got.h"
 #include "../util/pages.h"
 #include "../util/reentry.h"
@@ -165,10 +166,10 @@ static uint32_t callers_of(uintptr_t site, uintptr_t *caller)
         uintptr_t ip = (uintptr_t)raw[i];
         if (ip >= self_start && ip < self_end)
             continue;
-        if (!past_site) {       /* the first frame outside memprof is the site */
+        if (!past_site) {       /* the site, after any frames of the allocator itself
+                                   (operator new's malloc is charged to new's caller) */
             past_site = ip == site;
-            if (past_site)
-                continue;
+            continue;
         }
         caller[count++] = ip;
     }
@@ -281,6 +282,23 @@ COLD struct heap_thread *first_use(void)
     return tracing() ? this_thread() : NULL;
 }
 
+bool heap_charge_begin(void *site, size_t min, size_t max)
+{
+    struct heap_thread *t = my_thread;
+    if ((!t && !(t = first_use())) || t->charge_site)
+        return false;
+    t->charge_min = min;
+    t->charge_max = max;
+    t->charge_site = site;
+    return true;
+}
+
+void heap_charge_end(void)
+{
+    if (my_thread)
+        my_thread->charge_site = NULL;
+}
+
 HOT void note_alloc(void *p, size_t size, void *site)
 {
     struct heap_thread *t = my_thread;
@@ -288,6 +306,11 @@ HOT void note_alloc(void *p, size_t size, void *site)
         return;
     if (!p || ((uintptr_t)p & BLOCK_GONE_BIT) || !tracing())
         return;
+    if (__builtin_expect(t->charge_site != NULL, 0)) {   /* a C++ new's malloc */
+        if (size >= t->charge_min && size <= t->charge_max)
+            site = t->charge_site;
+        t->charge_site = NULL;
+    }
     uint64_t number = read_number();
     uint64_t key = (uintptr_t)site | (uint64_t)t->serial << THREAD_SHIFT;
     uint32_t origin = key == t->last_key && !t->callers && !heap_ruby_enabled()
@@ -591,6 +614,7 @@ enum heap_status heap_tracer_start(void)
     if (got_hooks_install(hooks, HOOK_COUNT) != 0)
         return HEAP_HOOK_FAILED;
     __atomic_store_n(&heap.running, true, __ATOMIC_RELEASE);
+    heap_cxx_start();   /* without it, a new is charged to operator new itself */
     return HEAP_OK;
 }
 
@@ -599,6 +623,7 @@ void heap_tracer_stop(void)
     if (!heap.running)
         return;
     __atomic_store_n(&heap.running, false, __ATOMIC_RELEASE);
+    heap_cxx_stop();
     got_hooks_remove(hooks, HOOK_COUNT);
 }
 

@@ -83,6 +83,8 @@ struct heap_thread {
     size_t origin_index_capacity;
     struct caller_cache_entry *callers;   /* [CALLER_CACHE], with backtraces */
     unsigned long dropped;             /* allocations not recorded: no memory */
+    void *charge_site;                 /* heap_charge_begin: whose next allocation */
+    size_t charge_min, charge_max;
     struct heap_ruby_cache ruby_lines;
 };
 
