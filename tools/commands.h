@@ -29,4 +29,6 @@ struct heap_report_options {
     const char *when;       /* the header's "at exit of" (NULL), or "in" */
 };
 int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt);
+/* A C++ symbol's name demangled (valid until the next call), else `name`. */
+const char *demangle(const char *name);
 #endif

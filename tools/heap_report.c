@@ -68,6 +68,7 @@ static void name_frame(struct opened *cache, size_t *opened, uint64_t site, char
         struct symbolizer *s = symbolizer_for(cache, opened, object);
         if (s)
             symbolizer_lookup(s, offset - 1, &info);
+        info.function = demangle(info.function);
         const char *base = strrchr(object, '/');
         base = base ? base + 1 : object;
         int rc;

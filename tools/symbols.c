@@ -72,6 +72,7 @@ int cmd_symbolize(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         struct symbol_info info;
         symbolizer_lookup(s, addrs[i], &info);
+        info.function = demangle(info.function);
         printf("0x%" PRIx64 " ", addrs[i]);
         if (info.function)
             printf("%s+0x%" PRIx64, info.function, info.offset);

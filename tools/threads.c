@@ -163,6 +163,7 @@ static void name_address(struct ps_prochandle *ph, uint64_t addr, char *text, si
         struct symbol_info info = { 0 };
         if (o->names)
             symbolizer_lookup(o->names, addr - o->bias, &info);
+        info.function = demangle(info.function);
         const char *base = strrchr(o->path, '/');
         base = base ? base + 1 : o->path;
         if (info.function && info.file)
