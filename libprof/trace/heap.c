@@ -613,8 +613,10 @@ enum heap_status heap_tracer_start(void)
     pthread_once(&atfork_once, prepare_once);
     if (got_hooks_install(hooks, HOOK_COUNT) != 0)
         return HEAP_HOOK_FAILED;
+    /* Without it, a new is charged to operator new itself. Before recording
+     * starts: a failed dlsym allocates its error message. */
+    heap_cxx_start();
     __atomic_store_n(&heap.running, true, __ATOMIC_RELEASE);
-    heap_cxx_start();   /* without it, a new is charged to operator new itself */
     return HEAP_OK;
 }
 
