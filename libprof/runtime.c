@@ -305,6 +305,9 @@ EXPORT int memprof_heap_start(void)
     enum heap_status s = heap_tracer_start();
     if (s == HEAP_HOOK_FAILED)
         say("memprof: could not hook the heap functions: ", got_error(), (char *)NULL);
+    const char *wrappers = heap_tracer_wrapper_problem();
+    if (wrappers)
+        say(wrappers, (char *)NULL);
     if (s == HEAP_OK)
         threads_start();
     return set_status(from_heap(s));
@@ -839,6 +842,7 @@ static void memprof_init_inside(void)
     }
     int heap_frames = (int)env_number("MEMPROF_HEAP_FRAMES", 1, 16, 1);
     heap_tracer_set_frames(heap_frames);
+    heap_tracer_set_wrappers(getenv("MEMPROF_WRAPPERS"));
     if (env_says_yes("MEMPROF_HEAP") && memprof_heap_start() == MEMPROF_OK) {
         if (heap_frames > 1 && !heap_tracer_has_backtraces())
             say("memprof: backtraces need libunwind (the Debian package libunwind8): "

@@ -1,13 +1,16 @@
 /* `memprof run --heap`: the runtime writes the live heap blocks by raw call
- * site (an address, and object+offset, with its callers when asked, and the
- * Ruby line running in a Ruby process); this
- * names each frame with the symbolizer after the program exits, and merges
- * the rows that name the same lines (several calls on one line, or one call
- * unrolled). Done here, not in the target: naming reads files and calls
- * malloc. */
+ * site (an address, and object+offset, with its callers when asked or when
+ * the site is in an allocation wrapper, and the Ruby line running in a Ruby
+ * process); this names each frame with the symbolizer after the program
+ * exits (with the functions inlined there), charges each row to the first
+ * frame outside the allocation machinery, and merges the rows that name the
+ * same lines (several calls on one line, or one call unrolled). Done here,
+ * not in the target: naming reads files and calls malloc. */
 #include "commands.h"
 #include "grow.h"
 #include "elf/symbolizer.h"
+#include "trace/heap_wrapper_names.h"
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -20,8 +23,15 @@
 
 struct opened { char path[PATH_MAX]; struct symbolizer *s; };
 
+/* A return address as the runtime wrote it: "object+0xOFFSET". */
+struct raw_frame { uint64_t site; char *object; };
+
 struct row {
-    char *frames;   /* the site, then "\n" and each caller: the merge key */
+    char *frames;   /* the frames shown, "\n" before each caller and "\n\t"
+                       before a function an inlined one is in: the merge key */
+    struct raw_frame *raw;   /* the site, then each caller */
+    size_t raw_count, raw_cap;
+    unsigned wrapped;        /* how many raw frames the runtime found in wrappers */
     char *ruby;     /* "file:line" or NULL: also part of the key */
     unsigned thread;   /* with --by-thread: the allocating thread; also the key */
     uint64_t count, bytes, peak, allocs;
@@ -52,41 +62,158 @@ static struct symbolizer *symbolizer_for(struct opened *cache, size_t *n, const 
     return o->s;
 }
 
-/* "function file:line (object)" for a return address given as
- * object+0xOFFSET (the call is the byte before it); "function+0xOFF" or the
- * bare offset when there is no line or no name. Appended to *text. */
-static void name_frame(struct opened *cache, size_t *opened, uint64_t site, char *object, char **text)
+/* One named frame: a function inlined at a return address, or the function
+ * holding it. */
+struct named {
+    char *text;        /* "function file:line (object)" */
+    bool inlined;      /* inlined into the next frame */
+    bool machinery;    /* allocation machinery: not what a row is charged to */
+};
+
+struct naming {
+    struct opened cache[MAX_OBJECTS];
+    size_t opened;
+    char wrappers[1024];   /* the run's --wrapper patterns, comma-separated */
+    unsigned frames;       /* the frames the run asked for */
+};
+
+static const char *const builtin_wrappers[] = { HEAP_WRAPPER_NAMES };
+
+static int compare_name(const void *key, const void *entry)
 {
+    return strcmp(key, *(const char *const *)entry);
+}
+
+static bool user_wrapper(const struct naming *n, const char *mangled, const char *plain)
+{
+    char pattern[256];
+    for (const char *p = n->wrappers; *p;) {
+        size_t len = strcspn(p, ",");
+        snprintf(pattern, sizeof pattern, "%.*s", (int)len, p);
+        if (len && (fnmatch(pattern, mangled, 0) == 0 || (plain && fnmatch(pattern, plain, 0) == 0)))
+            return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+/* Library code that allocates for its caller: the known wrappers, the
+ * user's, libstdc++, std:: code and anything from a system header. */
+static bool is_machinery(const struct naming *n, const char *function, const char *file, const char *base)
+{
+    if (strncmp(base, "libstdc++.so", 12) == 0 || (file && strncmp(file, "/usr/include/", 13) == 0))
+        return true;
+    if (!function)
+        return false;
+    if (heap_wrapper_is_std(function) ||
+        bsearch(function, builtin_wrappers, sizeof builtin_wrappers / sizeof *builtin_wrappers,
+                sizeof *builtin_wrappers, compare_name))
+        return true;
+    return *n->wrappers && user_wrapper(n, function, demangle(function));
+}
+
+/* The frames of one return address given as object+0xOFFSET (the call is
+ * the byte before it), innermost first, appended to *out. */
+static void name_address(struct naming *n, const struct raw_frame *f, struct named *out, size_t *count, size_t max)
+{
+    char object[PATH_MAX];
+    snprintf(object, sizeof object, "%s", f->object);
     uint64_t offset;
-    char *plus = strrchr(object, '+'), *frame = NULL;
-    struct symbol_info info = { 0 };
+    char *plus = strrchr(object, '+');
+    if (*count >= max)
+        return;
     if (!plus || sscanf(plus + 1, "%" SCNx64, &offset) != 1 || offset == 0) {
-        if (asprintf(&frame, "0x%" PRIx64 " (?)", site) < 0)
-            frame = NULL;
-    } else {
-        *plus = '\0';
-        struct symbolizer *s = symbolizer_for(cache, opened, object);
-        if (s)
-            symbolizer_lookup(s, offset - 1, &info);
-        info.function = demangle(info.function);
-        const char *base = strrchr(object, '/');
-        base = base ? base + 1 : object;
+        char *text = NULL;
+        if (asprintf(&text, "0x%" PRIx64 " (?)", f->site) >= 0)
+            out[(*count)++] = (struct named){ text, false, false };
+        return;
+    }
+    *plus = '\0';
+    struct symbolizer *s = symbolizer_for(n->cache, &n->opened, object);
+    struct symbol_info info[SYMBOLIZER_MAX_INLINED];
+    size_t frames = s ? symbolizer_frames(s, offset - 1, info, SYMBOLIZER_MAX_INLINED) : 0;
+    if (!frames) {
+        frames = 1;
+        info[0] = (struct symbol_info){ 0 };
+    }
+    const char *base = strrchr(object, '/');
+    base = base ? base + 1 : object;
+    for (size_t i = 0; i < frames && *count < max; i++) {
+        bool last = i + 1 == frames;
+        bool machinery = is_machinery(n, info[i].function, info[i].file, base);
+        const char *function = demangle(info[i].function);
+        char *text = NULL;
         int rc;
-        if (info.function && info.file)
-            rc = asprintf(&frame, "%s %s:%u (%s)", info.function, info.file, info.line, base);
-        else if (info.function)
-            rc = asprintf(&frame, "%s+0x%" PRIx64 " (%s)", info.function, info.offset + 1, base);
+        if (function && info[i].file)
+            rc = asprintf(&text, "%s %s:%u (%s)", function, info[i].file, info[i].line, base);
+        else if (function && last)
+            rc = asprintf(&text, "%s+0x%" PRIx64 " (%s)", function, info[i].offset + 1, base);
+        else if (function)
+            rc = asprintf(&text, "%s (%s)", function, base);
         else
-            rc = asprintf(&frame, "0x%" PRIx64 " (%s)", offset, base);
+            rc = asprintf(&text, "0x%" PRIx64 " (%s)", offset, base);
         if (rc < 0)
-            frame = NULL;
+            continue;
+        out[(*count)++] = (struct named){ text, !last, machinery };
     }
-    char *joined = NULL;
-    if (frame && asprintf(&joined, "%s%s%s", *text ? *text : "", *text ? "\n" : "", frame) >= 0) {
-        free(*text);
-        *text = joined;
+}
+
+/* The row's text: every frame with --frames, else the frame it is charged
+ * to (the first outside the allocation machinery, from the first the
+ * runtime did not find in a wrapper) and the functions it is inlined in. */
+static char *row_text(struct naming *n, const struct row *r)
+{
+    enum { MAX_NAMED = 512 };
+    static struct named named[MAX_NAMED];
+    size_t count = 0, charged_address = r->wrapped < r->raw_count ? r->wrapped : r->raw_count - 1;
+    size_t first_of_charged = 0;
+    for (size_t i = 0; i < r->raw_count; i++) {
+        if (i == charged_address)
+            first_of_charged = count;
+        name_address(n, &r->raw[i], named, &count, MAX_NAMED);
     }
-    free(frame);
+    size_t charged = first_of_charged;
+    while (charged + 1 < count && named[charged].machinery)
+        charged++;
+    size_t start = n->frames > 1 ? 0 : charged, end = count;
+    if (n->frames <= 1)   /* the charged frame and the functions it is inlined in */
+        for (end = charged; end < count && named[end].inlined; end++) {
+        }
+    if (n->frames <= 1 && end < count)
+        end++;
+    char *text = NULL;
+    size_t length = 0;
+    FILE *f = open_memstream(&text, &length);
+    for (size_t i = 0; f && i < count; i++) {
+        if (i >= start && i < end)
+            fprintf(f, "%s%s", i == start ? "" : named[i - 1].inlined ? "\n\t" : "\n", named[i].text);
+        free(named[i].text);
+    }
+    if (!f || fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+static void free_raw(struct row *r)
+{
+    for (size_t i = 0; i < r->raw_count; i++)
+        free(r->raw[i].object);
+    free(r->raw);
+    r->raw = NULL;
+    r->raw_count = r->raw_cap = 0;
+}
+
+static void add_raw(struct row *r, uint64_t site, const char *object)
+{
+    struct raw_frame *raw = grow_array(r->raw, r->raw_count, &r->raw_cap, sizeof *raw, 4);
+    if (!raw)
+        return;
+    r->raw = raw;
+    char *copy = strdup(object);
+    if (copy)
+        r->raw[r->raw_count++] = (struct raw_frame){ site, copy };
 }
 
 static int by_frames(const void *a, const void *b)
@@ -136,8 +263,9 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
 {
     static struct thread_line threads[MAX_THREAD_LINES];
     size_t thread_count = 0;
-    struct opened cache[MAX_OBJECTS];
-    size_t opened = 0;
+    static struct naming naming;
+    memset(&naming, 0, sizeof naming);
+    naming.frames = 1;
     struct rows rows = { 0 };
     struct row *current = NULL;
     unsigned long blocks = 0, table_bytes = 0;
@@ -153,6 +281,9 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
                 fprintf(out, "memprof: warning: %s", line + 11);
             if (sscanf(line, "# tables %lu %lu", &b, &t) == 2)
                 blocks = b, table_bytes = t;
+            sscanf(line, "# frames %u", &naming.frames);
+            if (sscanf(line, "# wrappers %1023[^\n]", naming.wrappers) != 1 && strncmp(line, "# wrappers", 10) == 0)
+                naming.wrappers[0] = '\0';
             struct thread_line *th = &threads[thread_count];
             if (thread_count < MAX_THREAD_LINES &&
                 sscanf(line, "# thread %u %ld %" SCNu64 " %" SCNu64 " %" SCNu64 " %31[^\n]", &th->serial,
@@ -164,17 +295,26 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
         } else if (strncmp(line, "  ruby ", 7) == 0) {
             if (current && !current->ruby)
                 current->ruby = strndup(line + 7, strcspn(line + 7, "\n"));
+        } else if (strncmp(line, "  wrapped ", 10) == 0) {
+            if (current)
+                current->wrapped = (unsigned)strtoul(line + 10, NULL, 10);
         } else if (strncmp(line, "  from ", 7) == 0) {
             if (current && sscanf(line + 7, "%" SCNx64 " %4095[^\n]", &site, object) == 2)
-                name_frame(cache, &opened, site, object, &current->frames);
+                add_raw(current, site, object);
         } else if (sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNx64 " %4095[^\n]",
                           &count, &bytes, &peak, &allocs, &total_bytes, &site, object) == 7 &&
                    (current = new_row(&rows))) {
-            *current = (struct row){ NULL, NULL, 0, count, bytes, peak, allocs };
-            name_frame(cache, &opened, site, object, &current->frames);
-            if (progress && ++named % 1000 == 0)
-                fprintf(stderr, "\rmemprof: symbolizing: %zu sites", named);
+            *current = (struct row){ .count = count, .bytes = bytes, .peak = peak, .allocs = allocs };
+            add_raw(current, site, object);
         }
+    }
+    for (size_t i = 0; i < rows.count; i++) {
+        struct row *r = &rows.rows[i];
+        if (r->raw_count)
+            r->frames = row_text(&naming, r);
+        free_raw(r);
+        if (progress && ++named % 1000 == 0)
+            fprintf(stderr, "\rmemprof: symbolizing: %zu sites", named);
     }
     if (progress && named >= 1000)
         fprintf(stderr, "\rmemprof: symbolized %zu sites\n", named);
@@ -234,7 +374,9 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
                 r->allocs);
         for (const char *f = r->frames, *nl; f; f = nl ? nl + 1 : NULL) {
             nl = strchr(f, '\n');
-            if (f != r->frames)
+            if (*f == '\t')
+                fputs("                                             inlined into ", out), f++;
+            else if (f != r->frames)
                 fputs("                                             from ", out);
             fprintf(out, "%.*s\n", (int)(nl ? (size_t)(nl - f) : strlen(f)), f);
         }
@@ -263,7 +405,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
         fprintf(out, "memprof: %lu live blocks; memprof's tables take %lu bytes (%.1f per block)\n",
                 blocks, table_bytes, (double)table_bytes / (double)blocks);
     free(rows.rows);
-    for (size_t i = 0; i < opened; i++)
-        symbolizer_close(cache[i].s);
+    for (size_t i = 0; i < naming.opened; i++)
+        symbolizer_close(naming.cache[i].s);
     return ferror(out) ? -1 : 0;
 }

@@ -200,6 +200,21 @@ static const struct run_option run_options[] = {
 static int take_run_option(int argc, char **argv, int *i)
 {
     const char *a = argv[*i];
+    if (strcmp(a, "--wrapper") == 0 || strncmp(a, "--wrapper=", 10) == 0) {
+        /* Repeatable: the patterns join MEMPROF_WRAPPERS, comma-separated. */
+        if (!a[9] && *i + 1 >= argc)
+            return fail("%s needs a value", "--wrapper", NULL), 2;
+        const char *value = a[9] ? a + 10 : argv[++*i];
+        if (!*value || strchr(value, ','))
+            return fail("--wrapper: '%s' is not one function name or glob", value, NULL), 2;
+        const char *before = getenv("MEMPROF_WRAPPERS");
+        char *joined = NULL;
+        if (asprintf(&joined, "%s%s%s", before && *before ? before : "", before && *before ? "," : "", value) < 0)
+            return fail("%s", "out of memory", NULL), 2;
+        setenv("MEMPROF_WRAPPERS", joined, 1);
+        free(joined);
+        return 1;
+    }
     for (size_t k = 0; k < sizeof run_options / sizeof *run_options; k++) {
         const struct run_option *o = &run_options[k];
         size_t n = strlen(o->flag);

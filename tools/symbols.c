@@ -1,5 +1,6 @@
 /* memprof symbols FILE            the function symbols memprof names code with
- * memprof symbolize FILE ADDR...  function+offset and file:line of addresses
+ * memprof symbolize FILE ADDR...  function+offset and file:line of addresses,
+ *                                 with the functions inlined there
  *
  * The symbol dump of the seeds' tools, with where each part comes from: the
  * file's .symtab or .dynsym, its DWARF, or a separate debug file. */
@@ -70,17 +71,24 @@ int cmd_symbolize(int argc, char **argv)
     }
     printf("# %s\n", symbolizer_sources(s));
     for (int i = 1; i < argc; i++) {
-        struct symbol_info info;
-        symbolizer_lookup(s, addrs[i], &info);
-        info.function = demangle(info.function);
-        printf("0x%" PRIx64 " ", addrs[i]);
-        if (info.function)
-            printf("%s+0x%" PRIx64, info.function, info.offset);
-        else
-            printf("??");
-        if (info.file)
-            printf(" %s:%u", info.file, info.line);
-        putchar('\n');
+        struct symbol_info frames[SYMBOLIZER_MAX_INLINED];
+        size_t n = symbolizer_frames(s, addrs[i], frames, SYMBOLIZER_MAX_INLINED);
+        for (size_t f = 0; f < n; f++) {
+            const char *function = demangle(frames[f].function);
+            if (f == 0)
+                printf("0x%" PRIx64 " ", addrs[i]);
+            else
+                printf("  inlined into ");
+            if (!function)
+                printf("??");
+            else if (f + 1 == n)
+                printf("%s+0x%" PRIx64, function, frames[f].offset);
+            else
+                printf("%s", function);
+            if (frames[f].file)
+                printf(" %s:%u", frames[f].file, frames[f].line);
+            putchar('\n');
+        }
     }
     symbolizer_close(s);
     free(addrs);

@@ -223,3 +223,25 @@ void disk_symbols_free(struct disk_function_set *set)
     pages_free(set->functions, set->bytes);
     memset(set, 0, sizeof *set);
 }
+
+struct each_function { disk_function_fn *each; void *ctx; uintptr_t bias; };
+
+static int each_function(void *ctx, const char *name, uint64_t address, uint64_t size)
+{
+    struct each_function *e = ctx;
+    return e->each(e->ctx, name, e->bias + address, size);
+}
+
+int disk_symbols_each(const struct elf_object *o, disk_function_fn *each, void *ctx, char *message, size_t size)
+{
+    memprof_elf_functions_fn *functions = load_helper(message, size);
+    if (!functions)
+        return ELIBACC;
+    struct each_function e = { each, ctx, o->base };
+    char why[PATH_MAX + 256];
+    if (functions(o->kind == ELF_OBJECT_PROGRAM ? "/proc/self/exe" : o->name, each_function, &e, why, sizeof why) != 0) {
+        snprintf(message, size, "memprof: %s", why);
+        return ENOENT;
+    }
+    return 0;
+}

@@ -28,4 +28,10 @@ int disk_symbols_spans(const char *name, struct disk_function_set *out, char *me
 /* The run-time address of the variable `name` (a data object of some loaded
  * object's symbol table). 0, or an errno with a one-line `message`. */
 int disk_symbols_variable(const char *name, uintptr_t *address, char *message, size_t size);
+/* Call each(ctx, name, run-time address, size) for every function of the
+ * file of object `o` (its .symtab, or its debug file's), until one returns
+ * non-zero. 0, or an errno with a one-line `message`. */
+struct elf_object;
+typedef int disk_function_fn(void *ctx, const char *name, uintptr_t address, size_t size);
+int disk_symbols_each(const struct elf_object *o, disk_function_fn *each, void *ctx, char *message, size_t size);
 #endif

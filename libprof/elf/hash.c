@@ -92,3 +92,28 @@ uintptr_t elf_object_symbol_address(const struct elf_object *obj, const char *na
     const ElfW(Sym) *s = elf_object_lookup(obj, name);
     return s ? obj->base + s->st_value : 0;
 }
+
+size_t elf_object_symbol_count(const struct elf_object *obj)
+{
+    if (!obj->symtab || !obj->strtab)
+        return 0;
+    if (obj->sysv_hash)
+        return obj->sysv_hash[1];   /* nchain: one per symbol */
+    if (!obj->gnu_hash)
+        return 0;
+    /* GNU hash: past the highest bucket's chain end. */
+    const uint32_t *h = obj->gnu_hash;
+    uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2];
+    const ElfW(Addr) *bloom = (const ElfW(Addr) *)&h[4];
+    const uint32_t *buckets = (const uint32_t *)&bloom[bloom_size];
+    const uint32_t *chain = &buckets[nbuckets];
+    uint32_t last = 0;
+    for (uint32_t b = 0; b < nbuckets; b++)
+        if (buckets[b] > last)
+            last = buckets[b];
+    if (last < symoffset)
+        return symoffset;
+    while (!(chain[last - symoffset] & 1))
+        last++;
+    return (size_t)last + 1;
+}

@@ -8,4 +8,7 @@
 const ElfW(Sym) *elf_object_lookup(const struct elf_object *obj, const char *name);
 /* Its run-time address, or 0. */
 uintptr_t elf_object_symbol_address(const struct elf_object *obj, const char *name);
+/* How many entries its .dynsym has (from the hash table: ELF records no
+ * count in the dynamic section). */
+size_t elf_object_symbol_count(const struct elf_object *obj);
 #endif

@@ -1,5 +1,5 @@
 #include "inlines.h"
-#include <fcntl.h>
+#include "dwarf_walk.h"
 #include <dwarf.h>
 #include <libdwarf.h>
 #include <stdbool.h>
@@ -15,6 +15,7 @@ struct walk {
     elf_span_fn *each;
     void *ctx;
     bool stop;
+    uint64_t cu_base;
 };
 
 /* The name of the DIE an attribute refers to (DW_AT_abstract_origin,
@@ -51,47 +52,19 @@ static bool is_named(struct walk *w, Dwarf_Die die)
     return refers_to(w, die, DW_AT_abstract_origin, 0) || refers_to(w, die, DW_AT_specification, 0);
 }
 
-static void report(struct walk *w, uint64_t start, uint64_t end, bool inlined)
+struct span_report { struct walk *w; bool inlined; };
+
+static void report_range(void *ctx, uint64_t start, uint64_t end)
 {
-    if (!w->stop && end > start && w->each(w->ctx, start, end, inlined))
-        w->stop = true;
+    struct span_report *r = ctx;
+    if (!r->w->stop && r->w->each(r->w->ctx, start, end, r->inlined))
+        r->w->stop = true;
 }
 
-/* low_pc/high_pc, or a DWARF 5 range list. */
 static void report_ranges(struct walk *w, Dwarf_Die die, bool inlined)
 {
-    Dwarf_Error error = NULL;
-    Dwarf_Addr low, high;
-    Dwarf_Half form;
-    enum Dwarf_Form_Class class;
-    if (dwarf_lowpc(die, &low, &error) == DW_DLV_OK &&
-        dwarf_highpc_b(die, &high, &form, &class, &error) == DW_DLV_OK) {
-        report(w, low, class == DW_FORM_CLASS_CONSTANT ? low + high : high, inlined);
-        return;
-    }
-    Dwarf_Attribute attr;
-    if (dwarf_attr(die, DW_AT_ranges, &attr, &error) != DW_DLV_OK)
-        return;
-    Dwarf_Unsigned value, count, global;
-    Dwarf_Rnglists_Head head;
-    if (dwarf_whatform(attr, &form, &error) == DW_DLV_OK &&
-        (form == DW_FORM_rnglistx ? dwarf_formudata(attr, &value, &error)
-                                  : dwarf_global_formref(attr, &value, &error)) == DW_DLV_OK &&
-        dwarf_rnglists_get_rle_head(attr, form, value, &head, &count, &global, &error) == DW_DLV_OK) {
-        for (Dwarf_Unsigned i = 0; i < count; i++) {
-            unsigned length, code;
-            Dwarf_Unsigned raw1, raw2, start, end;
-            Dwarf_Bool unavailable = 0;
-            if (dwarf_get_rnglists_entry_fields_a(head, i, &length, &code, &raw1, &raw2, &unavailable, &start,
-                                                  &end, &error) != DW_DLV_OK || unavailable)
-                continue;
-            if (code == DW_RLE_offset_pair || code == DW_RLE_start_end || code == DW_RLE_start_length ||
-                code == DW_RLE_startx_endx || code == DW_RLE_startx_length)
-                report(w, start, end, inlined);
-        }
-        dwarf_dealloc_rnglists_head(head);
-    }
-    dwarf_dealloc(w->dbg, attr, DW_DLA_ATTR);
+    struct span_report r = { w, inlined };
+    dwarf_walk_ranges(w->dbg, die, w->cu_base, report_range, &r);
 }
 
 static void walk_children(struct walk *w, Dwarf_Die parent, int depth)
@@ -160,58 +133,19 @@ static void find_variable(struct walk *w, Dwarf_Die parent, int depth, uint64_t 
     }
 }
 
-/* Open `path`'s DWARF, or say why not. */
-static bool open_dwarf(const char *path, int *fd, Dwarf_Debug *dbg, char *err, size_t errlen)
-{
-    *fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (*fd < 0) {
-        snprintf(err, errlen, "cannot open %s", path);
-        return false;
-    }
-    Dwarf_Error error = NULL;
-    int rc = dwarf_init_b(*fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL, dbg, &error);
-    if (rc != DW_DLV_OK) {
-        snprintf(err, errlen, "%s has no DWARF debug information", path);
-        if (rc == DW_DLV_ERROR)
-            dwarf_dealloc(NULL, error, DW_DLA_ERROR);
-        close(*fd);
-        return false;
-    }
-    return true;
-}
-
-/* The next compilation unit's DIE, or false at the end. */
-static bool next_cu(Dwarf_Debug dbg, Dwarf_Die *cu)
-{
-    Dwarf_Unsigned length, type_offset, next;
-    Dwarf_Half version, address_size, offset_size, extension_size, cu_type;
-    Dwarf_Off abbrev;
-    Dwarf_Sig8 signature;
-    Dwarf_Error error = NULL;
-    for (;;) {
-        if (dwarf_next_cu_header_d(dbg, 1, &length, &version, &abbrev, &address_size, &offset_size, &extension_size,
-                                   &signature, &type_offset, &next, &cu_type, &error) != DW_DLV_OK)
-            return false;
-        if (dwarf_siblingof_b(dbg, NULL, 1, cu, &error) == DW_DLV_OK)
-            return true;
-    }
-}
-
 int elf_variable_address(const char *path, const char *name, uint64_t *address, char *err, size_t errlen)
 {
     int fd;
     struct walk w = { .name = name };
-    if (!open_dwarf(path, &fd, &w.dbg, err, errlen))
+    if (!dwarf_walk_open(path, &fd, &w.dbg, err, errlen))
         return -1;
     bool found = false;
     Dwarf_Die cu;
-    while (!found && next_cu(w.dbg, &cu)) {
+    while (!found && dwarf_walk_next_cu(w.dbg, &cu, NULL)) {
         find_variable(&w, cu, 0, address, &found);
         dwarf_dealloc(w.dbg, cu, DW_DLA_DIE);
     }
-    Dwarf_Error error = NULL;
-    dwarf_finish(w.dbg, &error);
-    close(fd);
+    dwarf_walk_close(fd, w.dbg);
     if (!found)
         snprintf(err, errlen, "no DWARF variable %s with a static address in %s", name, path);
     return found ? 0 : -1;
@@ -221,15 +155,14 @@ int elf_function_spans(const char *path, const char *name, elf_span_fn *each, vo
 {
     int fd;
     struct walk w = { .name = name, .each = each, .ctx = ctx };
-    if (!open_dwarf(path, &fd, &w.dbg, err, errlen))
+    if (!dwarf_walk_open(path, &fd, &w.dbg, err, errlen))
         return -1;
     Dwarf_Die cu;
-    while (!w.stop && next_cu(w.dbg, &cu)) {
+    while (!w.stop && dwarf_walk_next_cu(w.dbg, &cu, NULL)) {
+        w.cu_base = dwarf_walk_cu_base(cu);
         walk_children(&w, cu, 0);
         dwarf_dealloc(w.dbg, cu, DW_DLA_DIE);
     }
-    Dwarf_Error error = NULL;
-    dwarf_finish(w.dbg, &error);
-    close(fd);
+    dwarf_walk_close(fd, w.dbg);
     return 0;
 }

@@ -12,8 +12,7 @@
  * inlined instance, else the function's own copy. */
 typedef int elf_span_fn(void *ctx, uint64_t start, uint64_t end, int inlined);
 
-/* 0, or -1 with `err` set (no DWARF). Ranges of a DWARF 4 .debug_ranges
- * list are not read (GCC 12 writes DWARF 5 .debug_rnglists). */
+/* 0, or -1 with `err` set (no DWARF). */
 int elf_function_spans(const char *path, const char *name, elf_span_fn *each, void *ctx, char *err, size_t errlen);
 /* The address of a static variable (DW_TAG_variable whose DW_AT_location is
  * one DW_OP_addr): a file address. 0, or -1 with `err` set. */

@@ -1,171 +1,504 @@
+/* Lines and inlined frames, read one compilation unit at a time: the CU that
+ * covers an address is found from .debug_aranges (or, without it, from each
+ * CU's own ranges), and only its line table and DIEs are read, once. A large
+ * debug file (libc's, a C++ program's) costs what the addresses asked for
+ * need, not the whole file. */
 #include "lines.h"
-#include <errno.h>
-#include <fcntl.h>
+#include "dwarf_walk.h"
+#include <dwarf.h>
 #include <libdwarf.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-struct row { uint64_t addr; uint32_t file; uint32_t line; bool end; };
+#define MAX_DIE_DEPTH 64
+
+/* `file`: the number the line table gives (see file_name). */
+struct line_row { uint64_t addr; uint32_t file; uint32_t line; bool end; };
+
+/* A function's code or one inlined copy of it: `depth` 0 for the function,
+ * n for a copy inlined n levels into it. Its name is read when first asked
+ * for (an index into `strings`, 0 until then). */
+struct scope {
+    uint64_t start, end;
+    Dwarf_Off die;
+    uint32_t depth, name, call_file, call_line;
+    bool named;
+};
+
+struct unit {
+    Dwarf_Off offset;
+    bool loaded;
+    unsigned version;
+    char **files;          /* the CU's file table (libdwarf's) */
+    Dwarf_Signed file_count;
+    struct line_row *rows;
+    size_t row_count, row_cap;
+    struct scope *scopes;
+    size_t scope_count, scope_cap;
+};
+
+struct span { uint64_t start, end; size_t unit; };
 
 struct elf_lines {
-    struct row *rows;
-    size_t count, cap;
-    char **files;
-    size_t file_count, file_cap;
+    int fd;
+    Dwarf_Debug dbg;
+    struct unit *units;
+    size_t unit_count;
+    struct span *spans;
+    size_t span_count, span_cap;
+    char **strings;   /* file and function names, index 0 is "" */
+    size_t string_count, string_cap;
+    bool no_memory;
 };
+
+static bool grow(void **array, size_t *cap, size_t count, size_t size, size_t first)
+{
+    if (count < *cap)
+        return true;
+    size_t n = *cap ? *cap * 2 : first;
+    void *p = realloc(*array, n * size);
+    if (!p)
+        return false;
+    *array = p;
+    *cap = n;
+    return true;
+}
+
+/* Index of `name` among the strings seen (consecutive lookups mostly repeat
+ * one of the last few); 0 when out of memory. */
+static uint32_t intern(struct elf_lines *l, const char *name)
+{
+    if (!name || !*name)
+        return 0;
+    for (size_t i = l->string_count; i-- > 1 && l->string_count - i <= 64;)
+        if (strcmp(l->strings[i], name) == 0)
+            return (uint32_t)i;
+    char *copy = strdup(name);
+    if (!copy || !grow((void **)&l->strings, &l->string_cap, l->string_count, sizeof *l->strings, 256)) {
+        free(copy);
+        l->no_memory = true;
+        return 0;
+    }
+    l->strings[l->string_count] = copy;
+    return (uint32_t)l->string_count++;
+}
+
+/* --- which unit covers an address ---------------------------------------------- */
+
+static int by_start(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+static size_t unit_at(struct elf_lines *l, Dwarf_Off offset)
+{
+    for (size_t i = l->unit_count; i-- > 0;)   /* spans of a unit come together */
+        if (l->units[i].offset == offset)
+            return i;
+    struct unit *units = realloc(l->units, (l->unit_count + 1) * sizeof *units);
+    if (!units) {
+        l->no_memory = true;
+        return SIZE_MAX;
+    }
+    l->units = units;
+    l->units[l->unit_count] = (struct unit){ .offset = offset };
+    return l->unit_count++;
+}
+
+static void add_span(struct elf_lines *l, uint64_t start, uint64_t end, size_t unit)
+{
+    if (unit == SIZE_MAX || !grow((void **)&l->spans, &l->span_cap, l->span_count, sizeof *l->spans, 256)) {
+        l->no_memory = true;
+        return;
+    }
+    l->spans[l->span_count++] = (struct span){ start, end, unit };
+}
+
+static bool spans_from_aranges(struct elf_lines *l)
+{
+    Dwarf_Arange *aranges;
+    Dwarf_Signed count;
+    Dwarf_Error error = NULL;
+    if (dwarf_get_aranges(l->dbg, &aranges, &count, &error) != DW_DLV_OK)
+        return false;
+    for (Dwarf_Signed i = 0; i < count; i++) {
+        Dwarf_Unsigned segment, segment_size, length;
+        Dwarf_Addr start;
+        Dwarf_Off cu;
+        if (dwarf_get_arange_info_b(aranges[i], &segment, &segment_size, &start, &length, &cu, &error) ==
+                DW_DLV_OK && length)
+            add_span(l, start, start + length, unit_at(l, cu));
+        dwarf_dealloc(l->dbg, aranges[i], DW_DLA_ARANGE);
+    }
+    dwarf_dealloc(l->dbg, aranges, DW_DLA_LIST);
+    return l->span_count > 0;
+}
+
+struct span_ctx { struct elf_lines *l; size_t unit; };
+
+static void unit_range(void *ctx, uint64_t start, uint64_t end)
+{
+    struct span_ctx *c = ctx;
+    add_span(c->l, start, end, c->unit);
+}
+
+/* Without .debug_aranges (clang's default): each CU's DIE says its ranges. */
+static void spans_from_units(struct elf_lines *l)
+{
+    Dwarf_Die cu;
+    Dwarf_Error error = NULL;
+    while (dwarf_walk_next_cu(l->dbg, &cu, NULL)) {
+        Dwarf_Off offset;
+        if (dwarf_dieoffset(cu, &offset, &error) == DW_DLV_OK) {
+            struct span_ctx c = { l, unit_at(l, offset) };
+            dwarf_walk_ranges(l->dbg, cu, dwarf_walk_cu_base(cu), unit_range, &c);
+        }
+        dwarf_dealloc(l->dbg, cu, DW_DLA_DIE);
+    }
+}
+
+static const struct span *span_of(const struct elf_lines *l, uint64_t addr)
+{
+    size_t lo = 0, hi = l->span_count;
+    while (lo < hi) {   /* first span starting above addr */
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->spans[mid].start <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* Spans may nest or overlap (a CU's range around another's): look back a little. */
+    for (size_t i = lo; i-- > 0 && lo - i <= 8;)
+        if (addr < l->spans[i].end)
+            return &l->spans[i];
+    return NULL;
+}
+
+/* --- one unit's lines and scopes ---------------------------------------------- */
 
 static int by_address(const void *a, const void *b)
 {
-    const struct row *x = a, *y = b;
+    const struct line_row *x = a, *y = b;
     if (x->addr != y->addr)
         return x->addr < y->addr ? -1 : 1;
     return (int)y->end - (int)x->end;   /* an end at A before a start at A */
 }
 
-/* Index of `name` among the files seen (consecutive rows mostly share one). */
-static long file_index(struct elf_lines *l, const char *name)
-{
-    for (size_t i = l->file_count; i-- > 0 && l->file_count - i <= 64;)
-        if (strcmp(l->files[i], name) == 0)
-            return (long)i;
-    if (l->file_count == l->file_cap) {
-        size_t cap = l->file_cap ? l->file_cap * 2 : 64;
-        char **f = realloc(l->files, cap * sizeof *f);
-        if (!f)
-            return -1;
-        l->files = f;
-        l->file_cap = cap;
-    }
-    if (!(l->files[l->file_count] = strdup(name)))
-        return -1;
-    return (long)l->file_count++;
-}
-
-static bool add_row(struct elf_lines *l, struct row r)
-{
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 1024;
-        struct row *rows = realloc(l->rows, cap * sizeof *rows);
-        if (!rows)
-            return false;
-        l->rows = rows;
-        l->cap = cap;
-    }
-    l->rows[l->count++] = r;
-    return true;
-}
-
-static bool read_cu_lines(Dwarf_Debug dbg, Dwarf_Die cu, struct elf_lines *l)
+static void read_unit_lines(struct elf_lines *l, struct unit *u, Dwarf_Die cu)
 {
     Dwarf_Unsigned version;
     Dwarf_Small tables;
     Dwarf_Line_Context ctx;
     Dwarf_Error error = NULL;
     if (dwarf_srclines_b(cu, &version, &tables, &ctx, &error) != DW_DLV_OK)
-        return true;   /* a CU without a line table */
+        return;   /* a CU without a line table */
     Dwarf_Line *lines;
     Dwarf_Signed n;
-    bool ok = true;
     if (dwarf_srclines_from_linecontext(ctx, &lines, &n, &error) == DW_DLV_OK) {
-        for (Dwarf_Signed i = 0; ok && i < n; i++) {
+        for (Dwarf_Signed i = 0; i < n; i++) {
             Dwarf_Addr addr;
             Dwarf_Unsigned lineno;
             Dwarf_Bool end = 0;
-            char *src = NULL;
             if (dwarf_lineaddr(lines[i], &addr, &error) != DW_DLV_OK ||
                 dwarf_lineno(lines[i], &lineno, &error) != DW_DLV_OK)
                 continue;
             dwarf_lineendsequence(lines[i], &end, &error);
-            long file = 0;
-            if (!end) {
-                if (dwarf_linesrc(lines[i], &src, &error) != DW_DLV_OK)
-                    continue;
-                file = file_index(l, src);
-                dwarf_dealloc(dbg, src, DW_DLA_STRING);
-                if (file < 0) {
-                    ok = false;
-                    break;
-                }
+            Dwarf_Unsigned file = 0;
+            if (!end && dwarf_line_srcfileno(lines[i], &file, &error) != DW_DLV_OK)
+                continue;
+            if (!grow((void **)&u->rows, &u->row_cap, u->row_count, sizeof *u->rows, 256)) {
+                l->no_memory = true;
+                break;
             }
-            ok = add_row(l, (struct row){ addr, (uint32_t)file, (uint32_t)lineno, end != 0 });
+            u->rows[u->row_count++] = (struct line_row){ addr, (uint32_t)file, (uint32_t)lineno, end != 0 };
         }
     }
     dwarf_srclines_dealloc_b(ctx);
-    return ok;
+    qsort(u->rows, u->row_count, sizeof *u->rows, by_address);
 }
+
+struct unit_walk {
+    struct elf_lines *l;
+    struct unit *u;
+    uint64_t cu_base;
+    struct scope scope;    /* the one whose ranges are being added */
+};
+
+/* A file number of the line table or DW_AT_call_file: DWARF 5 numbers files
+ * from 0, earlier versions from 1. */
+static const char *file_name(const struct unit *u, uint64_t number)
+{
+    Dwarf_Signed index = u->version >= 5 ? (Dwarf_Signed)number : (Dwarf_Signed)number - 1;
+    return index >= 0 && index < u->file_count ? u->files[index] : "??";
+}
+
+/* The linkage name (mangled, as the symbol tables say) or the plain name of
+ * a function, through its abstract origin or declaration. */
+static const char *function_name(Dwarf_Debug dbg, Dwarf_Die die, char *buf, size_t size, int hops)
+{
+    Dwarf_Attribute attr;
+    Dwarf_Error error = NULL;
+    char *name = NULL;
+    static const Dwarf_Half linkage[] = { DW_AT_linkage_name, DW_AT_MIPS_linkage_name };
+    for (size_t i = 0; i < 2; i++)
+        if (dwarf_attr(die, linkage[i], &attr, &error) == DW_DLV_OK) {
+            bool ok = dwarf_formstring(attr, &name, &error) == DW_DLV_OK;
+            if (ok)
+                snprintf(buf, size, "%s", name);
+            dwarf_dealloc(dbg, attr, DW_DLA_ATTR);
+            if (ok)
+                return buf;
+        }
+    Dwarf_Die target;
+    static const Dwarf_Half refs[] = { DW_AT_abstract_origin, DW_AT_specification };
+    for (size_t i = 0; hops < 4 && i < 2; i++)
+        if (dwarf_walk_ref(dbg, die, refs[i], &target)) {
+            const char *found = function_name(dbg, target, buf, size, hops + 1);
+            dwarf_dealloc(dbg, target, DW_DLA_DIE);
+            if (found)
+                return found;
+        }
+    if (dwarf_diename(die, &name, &error) == DW_DLV_OK) {
+        snprintf(buf, size, "%s", name);
+        return buf;
+    }
+    return NULL;
+}
+
+static void scope_range(void *ctx, uint64_t start, uint64_t end)
+{
+    struct unit_walk *w = ctx;
+    struct unit *u = w->u;
+    if (!grow((void **)&u->scopes, &u->scope_cap, u->scope_count, sizeof *u->scopes, 64)) {
+        w->l->no_memory = true;
+        return;
+    }
+    u->scopes[u->scope_count] = w->scope;
+    u->scopes[u->scope_count].start = start;
+    u->scopes[u->scope_count++].end = end;
+}
+
+static void add_scope(struct unit_walk *w, Dwarf_Die die, uint32_t depth, bool inlined)
+{
+    Dwarf_Error error = NULL;
+    w->scope = (struct scope){ .depth = depth };
+    if (dwarf_dieoffset(die, &w->scope.die, &error) != DW_DLV_OK)
+        w->scope.named = true;   /* without a name */
+    Dwarf_Attribute attr;
+    Dwarf_Unsigned value;
+    if (inlined && dwarf_attr(die, DW_AT_call_file, &attr, &error) == DW_DLV_OK) {
+        if (dwarf_formudata(attr, &value, &error) == DW_DLV_OK)
+            w->scope.call_file = (uint32_t)value;
+        dwarf_dealloc(w->l->dbg, attr, DW_DLA_ATTR);
+    }
+    if (inlined && dwarf_attr(die, DW_AT_call_line, &attr, &error) == DW_DLV_OK) {
+        if (dwarf_formudata(attr, &value, &error) == DW_DLV_OK)
+            w->scope.call_line = (uint32_t)value;
+        dwarf_dealloc(w->l->dbg, attr, DW_DLA_ATTR);
+    }
+    dwarf_walk_ranges(w->l->dbg, die, w->cu_base, scope_range, w);
+}
+
+/* Functions and their inlined copies, at any depth of namespaces, classes
+ * and lexical blocks. `depth`: the inline depth of the scope holding them,
+ * -1 outside every function. */
+static void walk_scopes(struct unit_walk *w, Dwarf_Die parent, int depth, int levels)
+{
+    Dwarf_Die child;
+    Dwarf_Error error = NULL;
+    if (levels > MAX_DIE_DEPTH || w->l->no_memory || dwarf_child(parent, &child, &error) != DW_DLV_OK)
+        return;
+    for (;;) {
+        Dwarf_Half tag;
+        if (dwarf_tag(child, &tag, &error) == DW_DLV_OK) {
+            Dwarf_Bool has_code = 0;
+            switch (tag) {
+            case DW_TAG_subprogram:
+                if ((dwarf_hasattr(child, DW_AT_low_pc, &has_code, &error) == DW_DLV_OK && has_code) ||
+                    (dwarf_hasattr(child, DW_AT_ranges, &has_code, &error) == DW_DLV_OK && has_code)) {
+                    add_scope(w, child, 0, false);
+                    walk_scopes(w, child, 0, levels + 1);
+                }
+                break;
+            case DW_TAG_inlined_subroutine:
+                if (depth >= 0) {
+                    add_scope(w, child, (uint32_t)depth + 1, true);
+                    walk_scopes(w, child, depth + 1, levels + 1);
+                }
+                break;
+            case DW_TAG_lexical_block:
+            case DW_TAG_namespace:
+            case DW_TAG_class_type:
+            case DW_TAG_structure_type:
+            case DW_TAG_union_type:
+                walk_scopes(w, child, depth, levels + 1);
+                break;
+            default:
+                break;
+            }
+        }
+        Dwarf_Die next;
+        int rc = dwarf_siblingof_b(w->l->dbg, child, 1, &next, &error);
+        dwarf_dealloc(w->l->dbg, child, DW_DLA_DIE);
+        if (rc != DW_DLV_OK)
+            return;
+        child = next;
+    }
+}
+
+static void load_unit(struct elf_lines *l, struct unit *u)
+{
+    u->loaded = true;
+    Dwarf_Die cu;
+    Dwarf_Error error = NULL;
+    if (dwarf_offdie_b(l->dbg, u->offset, 1, &cu, &error) != DW_DLV_OK)
+        return;
+    Dwarf_Half version = 0, offset_size;
+    dwarf_get_version_of_die(cu, &version, &offset_size);
+    u->version = version;
+    if (dwarf_srcfiles(cu, &u->files, &u->file_count, &error) != DW_DLV_OK) {
+        u->files = NULL;
+        u->file_count = 0;
+    }
+    read_unit_lines(l, u, cu);
+    struct unit_walk w = { .l = l, .u = u, .cu_base = dwarf_walk_cu_base(cu) };
+    walk_scopes(&w, cu, -1, 0);
+    dwarf_dealloc(l->dbg, cu, DW_DLA_DIE);
+}
+
+static const char *scope_name(struct elf_lines *l, struct scope *s)
+{
+    if (!s->named) {
+        s->named = true;
+        Dwarf_Die die;
+        Dwarf_Error error = NULL;
+        char name[1024];
+        if (dwarf_offdie_b(l->dbg, s->die, 1, &die, &error) == DW_DLV_OK) {
+            s->name = intern(l, function_name(l->dbg, die, name, sizeof name, 0));
+            dwarf_dealloc(l->dbg, die, DW_DLA_DIE);
+        }
+    }
+    return s->name ? l->strings[s->name] : NULL;
+}
+
+/* --- the interface ------------------------------------------------------------- */
 
 struct elf_lines *elf_lines_read(const char *path, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    Dwarf_Debug dbg;
-    Dwarf_Error error = NULL;
-    int rc = dwarf_init_b(fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL, &dbg, &error);
-    if (rc != DW_DLV_OK) {
-        snprintf(err, errlen, "%s has no DWARF debug information", path);
-        if (rc == DW_DLV_ERROR)
-            dwarf_dealloc(NULL, error, DW_DLA_ERROR);
-        close(fd);
-        return NULL;
-    }
     struct elf_lines *l = calloc(1, sizeof *l);
-    bool ok = l != NULL;
-    for (;;) {
-        Dwarf_Unsigned length, type_offset, next;
-        Dwarf_Half version, address_size, offset_size, extension_size, cu_type;
-        Dwarf_Off abbrev;
-        Dwarf_Sig8 signature;
-        if (!ok || dwarf_next_cu_header_d(dbg, 1, &length, &version, &abbrev, &address_size,
-                                          &offset_size, &extension_size, &signature, &type_offset,
-                                          &next, &cu_type, &error) != DW_DLV_OK)
-            break;
-        Dwarf_Die cu;
-        if (dwarf_siblingof_b(dbg, NULL, 1, &cu, &error) != DW_DLV_OK)
-            continue;
-        ok = read_cu_lines(dbg, cu, l);
-        dwarf_dealloc(dbg, cu, DW_DLA_DIE);
+    if (!l) {
+        snprintf(err, errlen, "out of memory reading %s", path);
+        return NULL;
     }
-    dwarf_finish(dbg, &error);
-    close(fd);
-    if (!ok || !l->count) {
-        snprintf(err, errlen, ok ? "%s has no DWARF line table" : "out of memory reading %s", path);
+    if (!dwarf_walk_open(path, &l->fd, &l->dbg, err, errlen)) {
+        free(l);
+        return NULL;
+    }
+    l->strings = calloc(256, sizeof *l->strings);
+    l->string_cap = l->strings ? 256 : 0;
+    if (l->strings && (l->strings[0] = strdup("")))
+        l->string_count = 1;
+    if (!spans_from_aranges(l))
+        spans_from_units(l);
+    if (l->no_memory || !l->span_count || !l->string_count) {
+        snprintf(err, errlen, l->span_count ? "out of memory reading %s" : "%s has no DWARF code ranges", path);
         elf_lines_free(l);
         return NULL;
     }
-    qsort(l->rows, l->count, sizeof *l->rows, by_address);
+    qsort(l->spans, l->span_count, sizeof *l->spans, by_start);
     return l;
 }
 
-const char *elf_lines_lookup(const struct elf_lines *l, uint64_t addr, unsigned *line)
+static struct unit *unit_for(struct elf_lines *l, uint64_t addr)
 {
-    size_t lo = 0, hi = l->count;
+    const struct span *s = span_of(l, addr);
+    if (!s)
+        return NULL;
+    struct unit *u = &l->units[s->unit];
+    if (!u->loaded)
+        load_unit(l, u);
+    return u;
+}
+
+static const struct line_row *row_at(const struct unit *u, uint64_t addr)
+{
+    size_t lo = 0, hi = u->row_count;
     while (lo < hi) {   /* first row above addr */
         size_t mid = lo + (hi - lo) / 2;
-        if (l->rows[mid].addr <= addr)
+        if (u->rows[mid].addr <= addr)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo == 0 || l->rows[lo - 1].end)
+    return lo == 0 || u->rows[lo - 1].end ? NULL : &u->rows[lo - 1];
+}
+
+const char *elf_lines_lookup(struct elf_lines *l, uint64_t addr, unsigned *line)
+{
+    struct elf_line_frame frame;
+    if (!elf_lines_frames(l, addr, &frame, 1))
         return NULL;
-    const struct row *r = &l->rows[lo - 1];
-    *line = r->line;
-    return l->files[r->file];
+    *line = frame.line;
+    return frame.file;
+}
+
+size_t elf_lines_frames(struct elf_lines *l, uint64_t addr, struct elf_line_frame *frames, size_t max)
+{
+    struct unit *u = max ? unit_for(l, addr) : NULL;
+    const struct line_row *row = u ? row_at(u, addr) : NULL;
+    if (!row)
+        return 0;
+    /* The scopes holding addr, one per depth: the function, then each
+     * inlined copy inside the one before. */
+    struct scope *chain[MAX_DIE_DEPTH + 1] = { 0 };
+    size_t deepest = 0;
+    bool any = false;
+    for (size_t i = 0; i < u->scope_count; i++) {
+        struct scope *s = &u->scopes[i];
+        if (addr >= s->start && addr < s->end && s->depth <= MAX_DIE_DEPTH && !chain[s->depth]) {
+            chain[s->depth] = s;
+            if (s->depth > deepest)
+                deepest = s->depth;
+            any = true;
+        }
+    }
+    const char *file = file_name(u, row->file);
+    unsigned line = row->line;
+    frames[0] = (struct elf_line_frame){ NULL, file, line };
+    if (!any)
+        return 1;
+    size_t n = 0;
+    for (size_t d = deepest + 1; d-- > 0 && n < max;) {
+        if (!chain[d])
+            continue;
+        frames[n++] = (struct elf_line_frame){ scope_name(l, chain[d]), file, line };
+        file = file_name(u, chain[d]->call_file);
+        line = chain[d]->call_line;
+    }
+    return n;
 }
 
 void elf_lines_free(struct elf_lines *l)
 {
     if (!l)
         return;
-    for (size_t i = 0; i < l->file_count; i++)
-        free(l->files[i]);
-    free(l->files);
-    free(l->rows);
+    for (size_t i = 0; i < l->unit_count; i++) {
+        struct unit *u = &l->units[i];
+        for (Dwarf_Signed f = 0; f < u->file_count; f++)
+            dwarf_dealloc(l->dbg, u->files[f], DW_DLA_STRING);
+        if (u->files)
+            dwarf_dealloc(l->dbg, u->files, DW_DLA_LIST);
+        free(l->units[i].rows);
+        free(l->units[i].scopes);
+    }
+    free(l->units);
+    free(l->spans);
+    for (size_t i = 0; i < l->string_count; i++)
+        free(l->strings[i]);
+    free(l->strings);
+    dwarf_walk_close(l->fd, l->dbg);
     free(l);
 }

@@ -1,5 +1,7 @@
-/* DWARF line tables of an ELF file, read with libdwarf into one sorted array:
- * a code address gives its source file:line. Not for hook paths. */
+/* DWARF line tables and inlined functions of an ELF file (libdwarf), read
+ * one compilation unit at a time as addresses ask for them: a code address
+ * gives its source file:line and the chain of functions inlined there.
+ * Not for hook paths. */
 #ifndef MEMPROF_ELF_LINES_H
 #define MEMPROF_ELF_LINES_H
 #include <stddef.h>
@@ -7,9 +9,23 @@
 
 struct elf_lines;
 
-/* NULL when the file has no DWARF line table (`err` says why, one line). */
+/* One frame at an address: a function inlined there, or the function that
+ * holds them all (the last). `function` is the DWARF name (the linkage name
+ * when there is one), NULL when DWARF has none. */
+struct elf_line_frame {
+    const char *function;
+    const char *file;
+    unsigned line;
+};
+
+/* NULL when the file has no DWARF (`err` says why, one line). The file stays
+ * open until elf_lines_free. */
 struct elf_lines *elf_lines_read(const char *path, char *err, size_t errlen);
 /* The file and line of `addr` (a file address); NULL outside every sequence. */
-const char *elf_lines_lookup(const struct elf_lines *l, uint64_t addr, unsigned *line);
+const char *elf_lines_lookup(struct elf_lines *l, uint64_t addr, unsigned *line);
+/* The frames at `addr`, innermost first: each inlined function at its line,
+ * then the function that holds them at the line of the outermost call.
+ * How many were written (at most max); 0 when no line covers addr. */
+size_t elf_lines_frames(struct elf_lines *l, uint64_t addr, struct elf_line_frame *frames, size_t max);
 void elf_lines_free(struct elf_lines *l);
 #endif

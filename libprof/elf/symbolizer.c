@@ -10,8 +10,20 @@
 struct symbolizer {
     struct elf_symbols *symbols;
     struct elf_lines *lines;
+    bool lines_tried;          /* lines are read at the first lookup */
+    char lines_path[PATH_MAX];
     char sources[PATH_MAX + 256];
 };
+
+static struct elf_lines *lines_of(struct symbolizer *s)
+{
+    if (!s->lines_tried) {
+        char why[256];
+        s->lines_tried = true;
+        s->lines = elf_lines_read(s->lines_path, why, sizeof why);
+    }
+    return s->lines;
+}
 
 struct symbolizer *symbolizer_open(const char *path, char *err, size_t errlen)
 {
@@ -39,7 +51,7 @@ struct symbolizer *symbolizer_open(const char *path, char *err, size_t errlen)
             elf_symbols_free(from_debug);
         }
     }
-    s->lines = elf_lines_read(own_lines || !have_debug ? path : debug, why, sizeof why);
+    snprintf(s->lines_path, sizeof s->lines_path, "%s", own_lines || !have_debug ? path : debug);
 
     if (own_lines)
         snprintf(s->sources, sizeof s->sources, "symbols and lines from %s", path);
@@ -59,12 +71,35 @@ struct symbolizer *symbolizer_open(const char *path, char *err, size_t errlen)
     return s;
 }
 
-void symbolizer_lookup(const struct symbolizer *s, uint64_t addr, struct symbol_info *out)
+void symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct symbol_info *out)
 {
     *out = (struct symbol_info){ 0 };
     out->function = elf_symbols_lookup(s->symbols, addr, &out->offset);
-    if (s->lines)
+    if (lines_of(s))
         out->file = elf_lines_lookup(s->lines, addr, &out->line);
+}
+
+size_t symbolizer_frames(struct symbolizer *s, uint64_t addr, struct symbol_info *frames, size_t max)
+{
+    struct elf_line_frame lines[SYMBOLIZER_MAX_INLINED];
+    size_t n = max && lines_of(s) ? elf_lines_frames(s->lines, addr, lines, max < SYMBOLIZER_MAX_INLINED ? max : SYMBOLIZER_MAX_INLINED) : 0;
+    if (!max)
+        return 0;
+    uint64_t offset = 0;
+    const char *symbol = elf_symbols_lookup(s->symbols, addr, &offset);
+    if (!n) {
+        frames[0] = (struct symbol_info){ symbol, offset, NULL, 0 };
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        frames[i] = (struct symbol_info){ lines[i].function, 0, lines[i].file, lines[i].line };
+    /* The holding function: as the symbol table names it (a clone's suffix,
+     * the exported alias), with the offset; DWARF's name when it has none. */
+    if (symbol) {
+        frames[n - 1].function = symbol;
+        frames[n - 1].offset = offset;
+    }
+    return n;
 }
 
 const char *symbolizer_sources(const struct symbolizer *s)

@@ -19,7 +19,13 @@ struct symbol_info {
 /* NULL with `err` set when `path` cannot be read as ELF. */
 struct symbolizer *symbolizer_open(const char *path, char *err, size_t errlen);
 /* `addr` is a file address (for a shared object: run-time address - bias). */
-void symbolizer_lookup(const struct symbolizer *s, uint64_t addr, struct symbol_info *out);
+void symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct symbol_info *out);
+/* The frames at `addr`, innermost first, as `addr2line -f -i` gives them:
+ * each function inlined there (its DWARF name, mangled when C++) at its
+ * line, then the function holding them (its symbol-table name and offset)
+ * at the line of the outermost call. At least one frame when max > 0. */
+#define SYMBOLIZER_MAX_INLINED 32
+size_t symbolizer_frames(struct symbolizer *s, uint64_t addr, struct symbol_info *frames, size_t max);
 /* One line on where names and lines come from, or why there are none. */
 const char *symbolizer_sources(const struct symbolizer *s);
 const struct elf_symbols *symbolizer_symbols(const struct symbolizer *s);

@@ -21,12 +21,14 @@
 #include "heap_ruby.h"
 #include "heap_thread.h"
 #include "heap_cxx.h"
+#include "heap_wrappers.h"
 #include "../hook/got.h"
 #include "../util/pages.h"
 #include "../util/reentry.h"
 #include "../elf/object.h"
 #include <dlfcn.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,7 +47,7 @@ static struct heap_thread *this_thread(void)
     struct heap_thread *t = pages_alloc_filled(sizeof *t);
     if (!t)
         return NULL;
-    if (heap_frames > 1 && !(t->callers = pages_alloc(CALLER_CACHE * sizeof *t->callers))) {
+    if (!(t->callers = pages_alloc(CALLER_CACHE * sizeof *t->callers))) {
         pages_free(t, sizeof *t);
         return NULL;
     }
@@ -156,13 +158,16 @@ static uint32_t origin_put(struct heap_thread *t, uint64_t key, uint64_t link)
 static int (*unwind_backtrace)(void **frames, int size);
 static uintptr_t self_start, self_end;   /* memprof's own code: not a frame */
 
-static uint32_t callers_of(uintptr_t site, uintptr_t *caller)
+/* The callers above `site`: heap_frames - 1 of them, or, for a site in an
+ * allocation wrapper, every frame up to the first caller outside the
+ * wrappers and heap_frames - 1 from there. */
+static uint32_t callers_of(uintptr_t site, uintptr_t *caller, bool wrapped)
 {
     void *raw[HEAP_MAX_FRAMES + 8];
-    int n = unwind_backtrace(raw, heap_frames + 8);
-    uint32_t count = 0;
+    int n = unwind_backtrace(raw, wrapped ? HEAP_MAX_FRAMES + 8 : heap_frames + 8);
+    uint32_t count = 0, limit = wrapped ? HEAP_MAX_FRAMES - 1 : (uint32_t)heap_frames - 1;
     bool past_site = false;
-    for (int i = 0; i < n && count < (uint32_t)heap_frames - 1; i++) {
+    for (int i = 0; i < n && count < limit; i++) {
         uintptr_t ip = (uintptr_t)raw[i];
         if (ip >= self_start && ip < self_end)
             continue;
@@ -172,16 +177,21 @@ static uint32_t callers_of(uintptr_t site, uintptr_t *caller)
             continue;
         }
         caller[count++] = ip;
+        if (wrapped && !heap_wrappers_contain(ip)) {   /* the caller charged */
+            wrapped = false;
+            if (count + (uint32_t)heap_frames - 1 < limit)
+                limit = count + (uint32_t)heap_frames - 1;
+        }
     }
     return past_site ? count : 0;
 }
 
 /* The chain of callers above `site` as an origin link (chain id + 1, 0:
  * none). The same stack is usually seen again: a cache of whole chains. */
-static uint64_t caller_link(struct heap_thread *t, uintptr_t site)
+static uint64_t caller_link(struct heap_thread *t, uintptr_t site, bool wrapped)
 {
     uintptr_t pcs[HEAP_MAX_FRAMES - 1];
-    uint32_t count = callers_of(site, pcs);
+    uint32_t count = callers_of(site, pcs, wrapped);
     uint64_t h = count;
     for (uint32_t i = 0; i < count; i++)
         h = (h ^ pcs[i]) * 0x9E3779B97F4A7C15ull;
@@ -266,11 +276,14 @@ COLD void vacate(struct heap_thread *t, struct block_slot *y, uintptr_t p)
 COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site)
 {
     uint64_t key = (uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT;
-    uint64_t link = t->callers && unwind_backtrace ? caller_link(t, site) : 0;
+    bool wrapped = heap_wrappers_contain(site);
+    uint64_t link = unwind_backtrace && (heap_frames > 1 || wrapped) ? caller_link(t, site, wrapped) : 0;
     if (heap_ruby_enabled())
         link |= (uint64_t)heap_ruby_line(&t->ruby_lines) << 32;
     uint32_t id = origin_put(t, key, link);
-    if (!link && id != UINT32_MAX) {
+    /* The next allocation at this site may skip all this: only when the
+     * site alone is the whole origin. */
+    if (!link && heap_frames == 1 && !wrapped && id != UINT32_MAX) {
         t->last_key = key;
         t->last_origin = id;
     }
@@ -313,7 +326,7 @@ HOT void note_alloc(void *p, size_t size, void *site)
     }
     uint64_t number = read_number();
     uint64_t key = (uintptr_t)site | (uint64_t)t->serial << THREAD_SHIFT;
-    uint32_t origin = key == t->last_key && !t->callers && !heap_ruby_enabled()
+    uint32_t origin = key == t->last_key && !heap_ruby_enabled()
                           ? t->last_origin : full_origin(t, (uintptr_t)site);
     if (__builtin_expect(origin == UINT32_MAX, 0)) {
         t->dropped++;
@@ -583,8 +596,9 @@ static void prepare_backtraces(void)
         self_start = self->start;
         self_end = self->end;
     }
-    if (heap_frames <= 1 || unwind_backtrace)
+    if (unwind_backtrace)
         return;
+    /* Also for one frame: an allocation wrapper's caller is found by unwinding. */
     void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     *(void **)&unwind_backtrace = lib ? dlsym(lib, "unw_backtrace") : NULL;
     if (!unwind_backtrace) {
@@ -598,6 +612,26 @@ static void prepare_backtraces(void)
         set_policy(*local, 2 /* UNW_CACHE_PER_THREAD */);
 }
 
+static char wrapper_patterns[1024], wrapper_message[512];
+static bool wrapper_problem;
+
+void heap_tracer_set_wrappers(const char *patterns)
+{
+    snprintf(wrapper_patterns, sizeof wrapper_patterns, "%s", patterns ? patterns : "");
+}
+
+const char *heap_tracer_wrapper_problem(void)
+{
+    bool problem = wrapper_problem;
+    wrapper_problem = false;
+    return problem ? wrapper_message : NULL;
+}
+
+int heap_tracer_frames(void)
+{
+    return heap_frames;
+}
+
 bool heap_tracer_has_backtraces(void)
 {
     return unwind_backtrace != NULL;
@@ -609,6 +643,8 @@ enum heap_status heap_tracer_start(void)
     if (heap.running)
         return HEAP_OK;
     prepare_backtraces();
+    if (!heap_wrappers_build(wrapper_patterns, wrapper_message, sizeof wrapper_message))
+        wrapper_problem = true;
     heap_ruby_enable();
     pthread_once(&atfork_once, prepare_once);
     if (got_hooks_install(hooks, HOOK_COUNT) != 0)

@@ -15,6 +15,12 @@ enum heap_status { HEAP_OK = 0, HEAP_BUSY, HEAP_HOOK_FAILED, HEAP_NO_MEMORY, HEA
  * the next start. More than one needs libunwind (libunwind.so.8). */
 bool heap_tracer_set_frames(int frames);
 bool heap_tracer_has_backtraces(void);
+int heap_tracer_frames(void);
+/* Functions to look through besides the built-in allocation wrappers
+ * (heap_wrappers.h), from the next start: comma-separated names or globs. */
+void heap_tracer_set_wrappers(const char *patterns);
+/* Once after a start: why a wrapper pattern was not used, else NULL. */
+const char *heap_tracer_wrapper_problem(void);
 enum heap_status heap_tracer_start(void);
 void heap_tracer_stop(void);
 bool heap_tracer_running(void);

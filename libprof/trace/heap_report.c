@@ -8,6 +8,7 @@
  * its table. */
 #include "heap.h"
 #include "heap_thread.h"
+#include "heap_wrappers.h"
 #include "../store/intern.h"
 #include "../util/pages.h"
 #include "../util/sort.h"
@@ -187,6 +188,23 @@ static void write_row(struct out *o, const struct report_row *row, bool by_threa
         write_site(o, (uintptr_t)t->a, objects, object_count);
         out_char(o, '\n');
         parent = (uint32_t)t->b;
+    }
+    /* How many of the frames are allocation wrappers: the first frame after
+     * them is the one the row is charged to. */
+    uint64_t wrapped = 0;
+    if (heap_wrappers_contain(ORIGIN_SITE(row->key))) {
+        wrapped = 1;
+        for (uint32_t parent = row->chain; parent && parent != UINT32_MAX; wrapped++) {
+            const struct intern_tuple *t = intern_get(frames, parent - 1);
+            if (!heap_wrappers_contain((uintptr_t)t->a))
+                break;
+            parent = (uint32_t)t->b;
+        }
+    }
+    if (wrapped) {
+        out_str(o, "  wrapped ");
+        out_u64(o, wrapped);
+        out_char(o, '\n');
     }
     if (row->ruby_line) {
         out_str(o, "  ruby ");
@@ -447,6 +465,11 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
     if (object_count > 256)
         object_count = 256;
     out_str(o, "# memprof heap: live blocks by call site (count bytes peak_bytes total_count total_bytes site object+offset)\n");
+    out_str(o, "# frames ");
+    out_u64(o, (uint64_t)heap_tracer_frames());
+    out_str(o, "\n# wrappers ");
+    out_str(o, heap_wrappers_patterns());
+    out_char(o, '\n');
     unsigned long held, table_bytes;
     heap_tracer_usage(&held, &table_bytes);
     out_str(o, "# tables ");

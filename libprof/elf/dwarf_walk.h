@@ -1,0 +1,26 @@
+/* What every DWARF reader here needs of libdwarf: opening a file, stepping
+ * through its compilation units, and the code ranges of a DIE in each
+ * encoding (low_pc/high_pc, DWARF 4 .debug_ranges, DWARF 5 range lists).
+ * Reads files and calls malloc: not for hooks. */
+#ifndef MEMPROF_ELF_DWARF_WALK_H
+#define MEMPROF_ELF_DWARF_WALK_H
+#include <libdwarf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Open `path`'s DWARF, or say why not in `err`. */
+bool dwarf_walk_open(const char *path, int *fd, Dwarf_Debug *dbg, char *err, size_t errlen);
+void dwarf_walk_close(int fd, Dwarf_Debug dbg);
+/* The next compilation unit's DIE and DWARF version; false at the end. */
+bool dwarf_walk_next_cu(Dwarf_Debug dbg, Dwarf_Die *cu, unsigned *version);
+/* A CU's base address for its range lists (its DW_AT_low_pc, else 0). */
+uint64_t dwarf_walk_cu_base(Dwarf_Die cu);
+
+typedef void dwarf_range_fn(void *ctx, uint64_t start, uint64_t end);
+/* Each non-empty range [start, end) of `die`'s code; how many there were. */
+size_t dwarf_walk_ranges(Dwarf_Debug dbg, Dwarf_Die die, uint64_t cu_base, dwarf_range_fn *each, void *ctx);
+/* The DIE an attribute (DW_AT_abstract_origin, DW_AT_specification) refers
+ * to; the caller deallocates it. */
+bool dwarf_walk_ref(Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half attr_name, Dwarf_Die *target);
+#endif

@@ -1,0 +1,256 @@
+/* Allocation wrappers (see heap_wrappers.h). The table is a sorted array of
+ * code ranges, built whole and then published by one pointer store: a hook
+ * reads whichever table is current, and a rebuild never writes the table a
+ * hook may be reading (two tables, used in turn). */
+#include "heap_wrappers.h"
+#include "heap_wrapper_names.h"
+#include "../arch/x86_64/decode.h"
+#include "../elf/disk_symbols.h"
+#include "../elf/hash.h"
+#include "../elf/object.h"
+#include "../util/pages.h"
+#include <dlfcn.h>
+#include <elf.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RANGES 8192
+#define MAX_OBJECTS 512
+#define MAX_PATTERNS 32
+#define CALLEE_DEPTH 2   /* ruby_xmalloc -> ruby_xmalloc_body -> objspace_xmalloc0 */
+
+struct range { uintptr_t start, end; };
+struct table { size_t count; struct range ranges[MAX_RANGES]; };
+
+static struct table *tables[2];
+static struct table *published;
+static char patterns_seen[1024];
+
+static const char *const builtin[] = { HEAP_WRAPPER_NAMES };
+
+static int compare_name(const void *key, const void *entry)
+{
+    return strcmp(key, *(const char *const *)entry);
+}
+
+struct build {
+    struct table *table;
+    bool full;
+    char patterns[MAX_PATTERNS][128];
+    bool matched[MAX_PATTERNS];
+    size_t pattern_count;
+    /* libunwind's procedure info, for the extent of a function no symbol names */
+    int (*proc_info)(void *as, uintptr_t ip, void *info, void *arg);
+    void *address_space;
+};
+
+static void add(struct build *b, uintptr_t start, uintptr_t end)
+{
+    if (end <= start)
+        return;
+    if (b->table->count == MAX_RANGES) {
+        b->full = true;
+        return;
+    }
+    b->table->ranges[b->table->count++] = (struct range){ start, end };
+}
+
+static bool user_named(struct build *b, const char *name)
+{
+    bool any = false;
+    for (size_t i = 0; i < b->pattern_count; i++)
+        if (fnmatch(b->patterns[i], name, 0) == 0)
+            any = b->matched[i] = true;
+    return any;
+}
+
+/* A PLT entry of `o`: its first instructions (after endbr64) read one of
+ * the object's jump slots. */
+static bool is_plt_entry(const struct elf_object *o, uintptr_t pc)
+{
+    struct insn insn;
+    for (int i = 0; i < 2; i++, pc += insn.length) {
+        if (!decode_insn((const void *)pc, 16, pc, &insn))
+            return true;
+        if (!insn.rip_relative)
+            continue;
+        for (size_t r = 0; r < o->jmprel_size / sizeof *o->jmprel; r++)
+            if (o->base + o->jmprel[r].r_offset == insn.rip_address)
+                return true;
+        return false;
+    }
+    return false;
+}
+
+struct callees { struct build *b; const struct elf_object *o; uintptr_t found[64]; size_t count; };
+
+static int note_callee(void *ctx, uintptr_t pc, const struct insn *insn)
+{
+    (void)pc;
+    struct callees *c = ctx;
+    if ((insn->kind == INSN_CALL_REL32 || insn->kind == INSN_JMP_REL32) && c->count < 64 &&
+        insn->target >= c->o->start && insn->target < c->o->end)
+        c->found[c->count++] = insn->target;
+    return 0;
+}
+
+/* The functions a wrapper calls or jumps to in its own object (the static
+ * helpers that call malloc), to CALLEE_DEPTH, their extent from the unwind
+ * tables. */
+static void add_callees(struct build *b, const struct elf_object *o, uintptr_t start, uintptr_t end, int depth)
+{
+    if (depth == 0 || !b->proc_info)
+        return;
+    struct callees c = { .b = b, .o = o };
+    struct code_range code = { start, end - start };
+    decode_ranges(&code, 1, 0, note_callee, &c);
+    for (size_t i = 0; i < c.count; i++) {
+        uintptr_t info[16] = { 0 };   /* unw_proc_info_t begins start_ip, end_ip */
+        if (c.found[i] >= start && c.found[i] < end)
+            continue;   /* a branch within the wrapper */
+        if (is_plt_entry(o, c.found[i]) || b->proc_info(b->address_space, c.found[i], info, NULL) != 0 ||
+            info[0] > c.found[i] || info[1] <= c.found[i] || info[1] - info[0] > 1 << 20)
+            continue;
+        add(b, info[0], info[1]);
+        add_callees(b, o, info[0], info[1], depth - 1);
+    }
+}
+
+static void add_exported(struct build *b, const struct elf_object *o)
+{
+    size_t n = elf_object_symbol_count(o);
+    for (size_t i = 1; i < n; i++) {
+        const ElfW(Sym) *sym = &o->symtab[i];
+        if (sym->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sym->st_info) != STT_FUNC || !sym->st_size)
+            continue;
+        const char *name = elf_object_symbol_name(o, i);
+        if (!name || !(bsearch(name, builtin, sizeof builtin / sizeof *builtin, sizeof *builtin, compare_name) ||
+                       (b->pattern_count && user_named(b, name))))
+            continue;
+        uintptr_t start = o->base + sym->st_value;
+        add(b, start, start + sym->st_size);
+        add_callees(b, o, start, start + sym->st_size, CALLEE_DEPTH);
+    }
+}
+
+/* The code of libstdc++ itself: containers, strings, operator new. */
+static void add_whole_object(struct build *b, const struct elf_object *o)
+{
+    for (ElfW(Half) i = 0; i < o->phnum; i++)
+        if (o->phdr[i].p_type == PT_LOAD && (o->phdr[i].p_flags & PF_X))
+            add(b, o->base + o->phdr[i].p_vaddr, o->base + o->phdr[i].p_vaddr + o->phdr[i].p_memsz);
+}
+
+static int disk_function(void *ctx, const char *name, uintptr_t address, size_t size)
+{
+    struct build *b = ctx;
+    if (size && (heap_wrapper_is_std(name) || (b->pattern_count && user_named(b, name))))
+        add(b, address, address + size);
+    return 0;
+}
+
+static int by_start(const void *x, const void *y)
+{
+    const struct range *a = x, *b = y;
+    return (a->start > b->start) - (a->start < b->start);
+}
+
+bool heap_wrappers_build(const char *patterns, char *message, size_t size)
+{
+    struct build b = { 0 };
+    snprintf(patterns_seen, sizeof patterns_seen, "%s", patterns ? patterns : "");
+    for (const char *p = patterns_seen; *p && b.pattern_count < MAX_PATTERNS;) {
+        size_t len = strcspn(p, ",");
+        if (len && len < sizeof b.patterns[0])
+            snprintf(b.patterns[b.pattern_count++], sizeof b.patterns[0], "%.*s", (int)len, p);
+        p += len + (p[len] == ',');
+    }
+    struct table *next = published == tables[0] && tables[0] ? tables[1] : tables[0];
+    if (!next && !(next = pages_alloc(sizeof *next)))
+        return snprintf(message, size, "memprof: out of memory for the wrappers' table"), false;
+    if (!tables[0])
+        tables[0] = next;
+    else if (!tables[1] && next != tables[0])
+        tables[1] = next;
+    next->count = 0;
+    b.table = next;
+
+    void *unwind = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    void **space = unwind ? dlsym(unwind, "_ULx86_64_local_addr_space") : NULL;
+    *(void **)&b.proc_info = unwind ? dlsym(unwind, "_ULx86_64_get_proc_info_by_ip") : NULL;
+    b.address_space = space ? *space : NULL;
+    if (!b.address_space)
+        b.proc_info = NULL;
+
+    struct elf_object *objects = pages_alloc(MAX_OBJECTS * sizeof *objects);
+    if (!objects)
+        return snprintf(message, size, "memprof: out of memory for the wrappers' table"), false;
+    size_t n = elf_objects_snapshot(objects, MAX_OBJECTS);
+    if (n > MAX_OBJECTS)
+        n = MAX_OBJECTS;
+    const struct elf_object *self = elf_objects_find(objects, n, (uintptr_t)heap_wrappers_build);
+    bool cxx = false;
+    for (size_t i = 0; i < n; i++) {
+        const struct elf_object *o = &objects[i];
+        if (o == self || (o->kind != ELF_OBJECT_PROGRAM && o->kind != ELF_OBJECT_LIBRARY))
+            continue;
+        if (strstr(o->name, "/libstdc++.so")) {
+            add_whole_object(&b, o);
+            cxx = true;
+        } else {
+            add_exported(&b, o);
+        }
+    }
+    /* The program's own functions from its symbol table on disk: the std::
+     * code it instantiated (a C++ program) and the user's names. */
+    for (size_t i = 0; i < n; i++)
+        if (objects[i].kind == ELF_OBJECT_PROGRAM && (cxx || b.pattern_count)) {
+            char why[256];
+            disk_symbols_each(&objects[i], disk_function, &b, why, sizeof why);
+        }
+    pages_free(objects, MAX_OBJECTS * sizeof *objects);
+
+    qsort(next->ranges, next->count, sizeof *next->ranges, by_start);
+    __atomic_store_n(&published, next, __ATOMIC_RELEASE);
+
+    bool ok = true;
+    for (size_t i = 0; i < b.pattern_count; i++)
+        if (!b.matched[i] && ok) {
+            snprintf(message, size, "memprof: wrapper '%s' names no function of the program or its libraries",
+                     b.patterns[i]);
+            ok = false;
+        }
+    if (ok && b.full) {
+        snprintf(message, size, "memprof: more than %d wrapper functions: the rest are not looked through",
+                 MAX_RANGES);
+        ok = false;
+    }
+    return ok;
+}
+
+bool heap_wrappers_contain(uintptr_t pc)
+{
+    const struct table *t = __atomic_load_n(&published, __ATOMIC_ACQUIRE);
+    if (!t || !t->count)
+        return false;
+    size_t lo = 0, hi = t->count;
+    while (lo < hi) {   /* first range starting above pc */
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->ranges[mid].start <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* Ranges may nest (a helper found twice): look back a little. */
+    for (size_t i = lo; i-- > 0 && lo - i <= 4;)
+        if (pc < t->ranges[i].end)
+            return true;
+    return false;
+}
+
+const char *heap_wrappers_patterns(void)
+{
+    return patterns_seen;
+}

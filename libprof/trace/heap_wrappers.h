@@ -1,0 +1,23 @@
+/* Allocation wrappers: code that allocates on its caller's behalf (strdup,
+ * asprintf, getline, Ruby's ruby_xmalloc family, GLib's g_malloc family,
+ * all of libstdc++, and the functions the user names). An allocation made
+ * there is charged to the first caller outside them: the heap tracer
+ * unwinds that far for these allocations only. */
+#ifndef MEMPROF_TRACE_HEAP_WRAPPERS_H
+#define MEMPROF_TRACE_HEAP_WRAPPERS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Find the wrappers' code in the objects loaded now: the built-in ones and
+ * `patterns` (comma-separated function names or fnmatch globs; NULL: none),
+ * with the functions they call directly. Before the hooks go in, or with
+ * them in (the new table replaces the old at once). Reads files and calls
+ * malloc. False with `message` set when a pattern names no function (the
+ * others still count). */
+bool heap_wrappers_build(const char *patterns, char *message, size_t size);
+/* Is `pc` in a wrapper's code? No malloc, no lock: callable from a hook. */
+bool heap_wrappers_contain(uintptr_t pc);
+/* The patterns of the last build ("" when none): for the report's header. */
+const char *heap_wrappers_patterns(void);
+#endif
