@@ -843,7 +843,10 @@ static void memprof_init_inside(void)
     int heap_frames = (int)env_number("MEMPROF_HEAP_FRAMES", 1, 16, 1);
     heap_tracer_set_frames(heap_frames);
     heap_tracer_set_wrappers(getenv("MEMPROF_WRAPPERS"));
-    if (env_says_yes("MEMPROF_HEAP") && memprof_heap_start() == MEMPROF_OK) {
+    /* "auto" (GDB's memprof.gdbinit): the C heap of a process without Ruby. */
+    const char *heap = getenv("MEMPROF_HEAP");
+    bool want_heap = env_says_yes("MEMPROF_HEAP") || (heap && strcmp(heap, "auto") == 0 && !ruby_tracer_available());
+    if (want_heap && memprof_heap_start() == MEMPROF_OK) {
         if (heap_frames > 1 && !heap_tracer_has_backtraces())
             say("memprof: backtraces need libunwind (the Debian package libunwind8): "
                 "recording call sites only", (char *)NULL);

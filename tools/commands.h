@@ -10,6 +10,8 @@ int cmd_threads(int argc, char **argv);    /* memprof threads -p PID */
 int cmd_collapse(int argc, char **argv);   /* memprof collapse REPORT */
 int cmd_flamegraph(int argc, char **argv); /* memprof flamegraph REPORT */
 int cmd_diff(int argc, char **argv);       /* memprof diff BEFORE AFTER */
+int cmd_heap_table(int argc, char **argv); /* memprof heap-table [FILE] */
+int cmd_name_sites(int argc, char **argv); /* memprof name-sites < TEXT */
 
 #include <stdbool.h>
 #include <stddef.h>

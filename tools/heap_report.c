@@ -13,6 +13,7 @@
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,6 +283,9 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
             if (sscanf(line, "# tables %lu %lu", &b, &t) == 2)
                 blocks = b, table_bytes = t;
             sscanf(line, "# frames %u", &naming.frames);
+            long raw_pid;
+            if (!pid && sscanf(line, "# pid %ld", &raw_pid) == 1)
+                pid = (pid_t)raw_pid;
             if (sscanf(line, "# wrappers %1023[^\n]", naming.wrappers) != 1 && strncmp(line, "# wrappers", 10) == 0)
                 naming.wrappers[0] = '\0';
             struct thread_line *th = &threads[thread_count];
@@ -408,4 +412,101 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     for (size_t i = 0; i < naming.opened; i++)
         symbolizer_close(naming.cache[i].s);
     return ferror(out) ? -1 : 0;
+}
+
+/* memprof heap-table [--top N] [--filter TEXT] [FILE|-]: name a raw heap
+ * report (GDB's memprof-info heap hands the runtime's rows to it). Input
+ * that is not a raw report (the runtime's one-line reason) passes through. */
+int cmd_heap_table(int argc, char **argv)
+{
+    struct heap_report_options opt = { 0, NULL, "in" };
+    const char *path = "-";
+    for (int i = 0; i < argc; i++) {
+        char *end;
+        if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) {
+            opt.top = strtoul(argv[++i], &end, 10);
+            if (*end || end == argv[i]) {
+                fprintf(stderr, "memprof: heap-table: --top: '%s' is not a whole number\n", argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
+            opt.filter = *argv[++i] ? argv[i] : NULL;
+        } else if (i == argc - 1 && (argv[i][0] != '-' || !argv[i][1])) {
+            path = argv[i];
+        } else {
+            fputs("memprof: usage: memprof heap-table [--top N] [--filter TEXT] [FILE|-]\n", stderr);
+            return 2;
+        }
+    }
+    FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (!in) {
+        fprintf(stderr, "memprof: cannot read %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    int first = getc(in);
+    if (first != '#') {   /* not a report: the runtime's reason, as it is */
+        for (int c = first; c != EOF; c = getc(in))
+            putchar(c);
+        if (in != stdin)
+            fclose(in);
+        return 1;
+    }
+    ungetc(first, in);
+    int rc = heap_report_symbolize(in, stdout, 0, &opt);
+    if (in != stdin)
+        fclose(in);
+    return rc == 0 ? 0 : 1;
+}
+
+/* memprof name-sites: copy text, each "0xADDRESS OBJECT+0xOFFSET" a
+ * runtime wrote (memprof-where in GDB) named as a heap row's frame is. */
+int cmd_name_sites(int argc, char **argv)
+{
+    (void)argv;
+    if (argc != 0) {
+        fputs("memprof: usage: memprof name-sites < TEXT\n", stderr);
+        return 2;
+    }
+    static struct naming naming;
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, stdin) > 0) {
+        /* " 0xADDRESS OBJECT+0xOFFSET": the first such pair of the line. */
+        char *at, *raw = NULL;
+        const char *object = NULL;
+        uint64_t site = 0;
+        size_t length = 0;
+        for (at = strstr(line, " 0x"); at; at = strstr(at + 1, " 0x")) {
+            char *end;
+            site = strtoull(at + 1, &end, 16);
+            if (*end != ' ')
+                continue;
+            object = end + 1;
+            length = strcspn(object, " \n");
+            raw = strndup(object, length);
+            char *plus = raw ? strrchr(raw, '+') : NULL;
+            if (plus && strncmp(plus, "+0x", 3) == 0)
+                break;
+            free(raw);
+            raw = NULL;
+        }
+        if (!raw) {
+            fputs(line, stdout);
+            continue;
+        }
+        struct named named[SYMBOLIZER_MAX_INLINED];
+        size_t count = 0;
+        name_address(&naming, &(struct raw_frame){ site, raw }, named, &count, SYMBOLIZER_MAX_INLINED);
+        printf("%.*s", (int)(at + 1 - line), line);
+        for (size_t i = 0; i < count; i++) {
+            printf("%s%s", i ? ", inlined into " : "", named[i].text);
+            free(named[i].text);
+        }
+        fputs(object + length, stdout);
+        free(raw);
+    }
+    free(line);
+    for (size_t i = 0; i < naming.opened; i++)
+        symbolizer_close(naming.cache[i].s);
+    return ferror(stdout) ? 1 : 0;
 }

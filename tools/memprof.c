@@ -59,7 +59,11 @@ static void usage(FILE *f)
           "\n"
           "  symbols  list the function symbols of an ELF FILE (from .symtab or .dynsym, or\n"
           "           its separate debug file), and where they come from\n"
-          "  symbolize  name file ADDRESSes (hex) of FILE: function+offset and file:line\n"
+          "  symbolize  name file ADDRESSes (hex) of FILE: function+offset and file:line,\n"
+          "           with the functions inlined there\n"
+          "  heap-table  name a raw C heap report (FILE or -; GDB's memprof-info heap\n"
+          "           uses it): [--top N] [--filter TEXT]\n"
+          "  name-sites  copy text (stdin), naming each 'ADDRESS OBJECT+OFFSET' in it\n"
           "\n"
           "Options for run:\n"
           "  -o, --output FILE   write the report to FILE (mode 0600, replaced atomically;\n"
@@ -649,6 +653,7 @@ int main(int argc, char **argv)
         { "run", cmd_run },           { "attach", cmd_attach }, { "threads", cmd_threads },
         { "collapse", cmd_collapse }, { "flamegraph", cmd_flamegraph }, { "diff", cmd_diff },
         { "symbols", cmd_symbols },   { "symbolize", cmd_symbolize },
+        { "heap-table", cmd_heap_table }, { "name-sites", cmd_name_sites },
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)

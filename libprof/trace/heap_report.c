@@ -465,7 +465,9 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
     if (object_count > 256)
         object_count = 256;
     out_str(o, "# memprof heap: live blocks by call site (count bytes peak_bytes total_count total_bytes site object+offset)\n");
-    out_str(o, "# frames ");
+    out_str(o, "# pid ");
+    out_u64(o, (uint64_t)getpid());
+    out_str(o, "\n# frames ");
     out_u64(o, (uint64_t)heap_tracer_frames());
     out_str(o, "\n# wrappers ");
     out_str(o, heap_wrappers_patterns());
