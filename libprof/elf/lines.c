@@ -14,7 +14,7 @@
 
 #define MAX_DIE_DEPTH 64
 
-/* `file`: the number the line table gives (see file_name). */
+/* `file`: an index into `strings`. */
 struct line_row { uint64_t addr; uint32_t file; uint32_t line; bool end; };
 
 /* A function's code or one inlined copy of it: `depth` 0 for the function,
@@ -31,6 +31,7 @@ struct unit {
     Dwarf_Off offset;
     bool loaded;
     unsigned version;
+    bool default_file_is_zero;   /* libdwarf's file 0 is the default file 1 */
     char **files;          /* the CU's file table (libdwarf's) */
     Dwarf_Signed file_count;
     struct line_row *rows;
@@ -187,6 +188,14 @@ static int by_address(const void *a, const void *b)
     return (int)y->end - (int)x->end;   /* an end at A before a start at A */
 }
 
+/* A file number of the line table or DW_AT_call_file: DWARF 5 numbers files
+ * from 0, earlier versions from 1. */
+static const char *file_name(const struct unit *u, uint64_t number)
+{
+    Dwarf_Signed index = u->version >= 5 ? (Dwarf_Signed)number : (Dwarf_Signed)number - 1;
+    return index >= 0 && index < u->file_count ? u->files[index] : "??";
+}
+
 static void read_unit_lines(struct elf_lines *l, struct unit *u, Dwarf_Die cu)
 {
     Dwarf_Unsigned version;
@@ -197,6 +206,7 @@ static void read_unit_lines(struct elf_lines *l, struct unit *u, Dwarf_Die cu)
         return;   /* a CU without a line table */
     Dwarf_Line *lines;
     Dwarf_Signed n;
+    uint32_t names[256] = { 0 };
     if (dwarf_srclines_from_linecontext(ctx, &lines, &n, &error) == DW_DLV_OK) {
         for (Dwarf_Signed i = 0; i < n; i++) {
             Dwarf_Addr addr;
@@ -206,14 +216,29 @@ static void read_unit_lines(struct elf_lines *l, struct unit *u, Dwarf_Die cu)
                 dwarf_lineno(lines[i], &lineno, &error) != DW_DLV_OK)
                 continue;
             dwarf_lineendsequence(lines[i], &end, &error);
-            Dwarf_Unsigned file = 0;
-            if (!end && dwarf_line_srcfileno(lines[i], &file, &error) != DW_DLV_OK)
+            Dwarf_Unsigned number = 0;
+            uint32_t file = 0;
+            if (!end && dwarf_line_srcfileno(lines[i], &number, &error) != DW_DLV_OK)
                 continue;
+            /* libdwarf 20210528 starts a DWARF 5 sequence's file register at
+             * 0, not at 1 as DWARF 5 says (6.2.2), and reports the files a
+             * program sets as they are. GCC never sets file 0, so its 0 is
+             * the default 1 (they differ where a header holds the function:
+             * glibc's bsearch); clang sets file 0 for the main file. */
+            if (!end && u->default_file_is_zero && number == 0)
+                number = 1;
+            if (!end && number < sizeof names / sizeof *names && names[number]) {
+                file = names[number];
+            } else if (!end) {
+                file = intern(l, file_name(u, number));
+                if (number < sizeof names / sizeof *names)
+                    names[number] = file;
+            }
             if (!grow((void **)&u->rows, &u->row_cap, u->row_count, sizeof *u->rows, 256)) {
                 l->no_memory = true;
                 break;
             }
-            u->rows[u->row_count++] = (struct line_row){ addr, (uint32_t)file, (uint32_t)lineno, end != 0 };
+            u->rows[u->row_count++] = (struct line_row){ addr, file, (uint32_t)lineno, end != 0 };
         }
     }
     dwarf_srclines_dealloc_b(ctx);
@@ -227,13 +252,6 @@ struct unit_walk {
     struct scope scope;    /* the one whose ranges are being added */
 };
 
-/* A file number of the line table or DW_AT_call_file: DWARF 5 numbers files
- * from 0, earlier versions from 1. */
-static const char *file_name(const struct unit *u, uint64_t number)
-{
-    Dwarf_Signed index = u->version >= 5 ? (Dwarf_Signed)number : (Dwarf_Signed)number - 1;
-    return index >= 0 && index < u->file_count ? u->files[index] : "??";
-}
 
 /* The linkage name (mangled, as the symbol tables say) or the plain name of
  * a function, through its abstract origin or declaration. */
@@ -359,6 +377,12 @@ static void load_unit(struct elf_lines *l, struct unit *u)
     Dwarf_Half version = 0, offset_size;
     dwarf_get_version_of_die(cu, &version, &offset_size);
     u->version = version;
+    Dwarf_Attribute producer;
+    char *name = NULL;
+    if (version >= 5 && dwarf_attr(cu, DW_AT_producer, &producer, &error) == DW_DLV_OK) {
+        u->default_file_is_zero = dwarf_formstring(producer, &name, &error) == DW_DLV_OK && strncmp(name, "GNU ", 4) == 0;
+        dwarf_dealloc(l->dbg, producer, DW_DLA_ATTR);
+    }
     if (dwarf_srcfiles(cu, &u->files, &u->file_count, &error) != DW_DLV_OK) {
         u->files = NULL;
         u->file_count = 0;
@@ -465,7 +489,7 @@ size_t elf_lines_frames(struct elf_lines *l, uint64_t addr, struct elf_line_fram
             any = true;
         }
     }
-    const char *file = file_name(u, row->file);
+    const char *file = l->strings[row->file];
     unsigned line = row->line;
     frames[0] = (struct elf_line_frame){ NULL, file, line };
     if (!any)
