@@ -1,10 +1,15 @@
 /* The C heap benchmark: 10M malloc/free pairs of 16-271 bytes over 2
- * threads, 1% of blocks kept (PAIRS sets the total). */
+ * threads, 1% of blocks kept (PAIRS sets the total). With the argument
+ * "strdup", each block is a strdup of a string of that length instead: an
+ * allocation wrapper memprof looks through to its caller. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static long pairs_per_thread;
+static int through_strdup;
+static char text[272];
 
 static void *work(void *seed_arg)
 {
@@ -13,7 +18,8 @@ static void *work(void *seed_arg)
     void **kept = malloc((size_t)kept_count * sizeof *kept);
     for (long i = 0; i < pairs_per_thread; i++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        void *p = malloc(16 + (size_t)(seed >> 56));
+        size_t size = 16 + (size_t)(seed >> 56);
+        void *p = through_strdup ? strdup(text + sizeof text - size) : malloc(size);
         if (i % 100 == 0 && k < kept_count)
             kept[k++] = p;
         else
@@ -22,8 +28,10 @@ static void *work(void *seed_arg)
     return kept;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    through_strdup = argc > 1 && strcmp(argv[1], "strdup") == 0;
+    memset(text, 'x', sizeof text - 1);
     const char *env = getenv("PAIRS");
     pairs_per_thread = (env ? atol(env) : 10000000L) / 2;
     pthread_t t[2];
