@@ -93,6 +93,15 @@ const char *memprof_hook_message(void);
 #define MEMPROF_GDB_TEXT_SIZE 1024
 extern char memprof_gdb_text[MEMPROF_GDB_TEXT_SIZE];
 int memprof_hook_gdb_text(void);
+/* Allocation wrappers besides the built-in ones (strdup, operator new,
+ * std:: code, ruby_xmalloc, g_malloc...): comma-separated function names or
+ * globs whose allocations are charged to their callers; "" for none. Used
+ * from the heap tracer's next start, or at once if it is running.
+ * MEMPROF_BAD_ARGUMENT when a pattern names no function; the message (as
+ * memprof_hook_message) says which. memprof_wrappers_gdb_text: on
+ * memprof_gdb_text. */
+int memprof_wrappers(const char *patterns);
+int memprof_wrappers_gdb_text(void);
 int memprof_heap_report(int fd, unsigned long top);
 const char *memprof_heap_report_text(unsigned long top);
 /* With MEMPROF_HEAP_BY_THREAD in `flags`: a row per site and allocating

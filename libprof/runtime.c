@@ -345,6 +345,35 @@ EXPORT int memprof_hook_gdb_text(void)
     return memprof_hook(memprof_gdb_text);
 }
 
+EXPORT int memprof_wrappers(const char *patterns)
+{
+    heap_tracer_set_wrappers(patterns);
+    bool running = heap_tracer_running();
+    if (running && !heap_tracer_rebuild_wrappers(hook_message, sizeof hook_message))
+        return set_status(MEMPROF_BAD_ARGUMENT);
+    struct out o;
+    out_init_fd(&o, -1, hook_message, sizeof hook_message);
+    if (!running) {
+        out_str(&o, "memprof: wrappers '");
+        out_str(&o, patterns);
+        out_str(&o, "': looked through once the C heap is traced");
+    } else if (*patterns) {
+        out_str(&o, "memprof: allocations made in ");
+        out_str(&o, patterns);
+        out_str(&o, " are charged to their callers");
+    } else {
+        out_str(&o, "memprof: only the built-in allocation wrappers are looked through");
+    }
+    out_finish(&o);
+    return set_status(MEMPROF_OK);
+}
+
+EXPORT int memprof_wrappers_gdb_text(void)
+{
+    memprof_gdb_text[sizeof memprof_gdb_text - 1] = '\0';
+    return memprof_wrappers(memprof_gdb_text);
+}
+
 EXPORT const char *memprof_hook_message(void)
 {
     return hook_message;

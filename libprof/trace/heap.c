@@ -620,6 +620,11 @@ void heap_tracer_set_wrappers(const char *patterns)
     snprintf(wrapper_patterns, sizeof wrapper_patterns, "%s", patterns ? patterns : "");
 }
 
+bool heap_tracer_rebuild_wrappers(char *message, size_t size)
+{
+    return heap_wrappers_build(wrapper_patterns, message, size);
+}
+
 const char *heap_tracer_wrapper_problem(void)
 {
     bool problem = wrapper_problem;

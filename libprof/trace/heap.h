@@ -19,6 +19,9 @@ int heap_tracer_frames(void);
 /* Functions to look through besides the built-in allocation wrappers
  * (heap_wrappers.h), from the next start: comma-separated names or globs. */
 void heap_tracer_set_wrappers(const char *patterns);
+/* Find the wrappers again now (the tracer running): false with `message`
+ * when a pattern names no function. */
+bool heap_tracer_rebuild_wrappers(char *message, size_t size);
 /* Once after a start: why a wrapper pattern was not used, else NULL. */
 const char *heap_tracer_wrapper_problem(void);
 enum heap_status heap_tracer_start(void);

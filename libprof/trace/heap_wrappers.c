@@ -57,12 +57,27 @@ static void add(struct build *b, uintptr_t start, uintptr_t end)
     b->table->ranges[b->table->count++] = (struct range){ start, end };
 }
 
+/* A pattern matches a name as the symbol table has it, or a C++ name as
+ * the developer wrote it ("Pool::take(unsigned long)"), demangled with the
+ * process's own libstdc++ when it has one (this runs before the hooks). */
 static bool user_named(struct build *b, const char *name)
 {
+    typedef char *demangle_fn(const char *, char *, size_t *, int *);
+    static demangle_fn *demangle;
+    static bool looked;
+    if (!looked) {
+        looked = true;
+        *(void **)&demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    }
+    char *plain = NULL;
+    int status = 0;
+    if (demangle && strncmp(name, "_Z", 2) == 0)
+        plain = demangle(name, NULL, NULL, &status);
     bool any = false;
     for (size_t i = 0; i < b->pattern_count; i++)
-        if (fnmatch(b->patterns[i], name, 0) == 0)
+        if (fnmatch(b->patterns[i], name, 0) == 0 || (plain && fnmatch(b->patterns[i], plain, 0) == 0))
             any = b->matched[i] = true;
+    free(plain);
     return any;
 }
 
