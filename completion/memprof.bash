@@ -5,7 +5,7 @@ _memprof()
     local cur prev words cword
     _init_completion || return
 
-    local commands="run attach threads collapse flamegraph diff symbols symbolize"
+    local commands="run attach threads collapse flamegraph diff symbols symbolize heap-table name-sites"
     if [[ $cword -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return
@@ -20,7 +20,7 @@ _memprof()
                 _command_offset $((i + 1))
                 return
             fi
-            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--dump|--hook|--site|--frames|--sample|--sort|--top|--filter) ]]; then
+            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--dump|--hook|--wrapper|--site|--frames|--sample|--sort|--top|--filter) ]]; then
                 _command_offset $i
                 return
             fi
@@ -29,10 +29,10 @@ _memprof()
         -o | --output | --pprof | --dump) _filedir; return ;;
         --site) COMPREPLY=($(compgen -W "nearest user" -- "$cur")); return ;;
         --sort) COMPREPLY=($(compgen -W "count bytes" -- "$cur")); return ;;
-        --hook | --frames | --sample | --top | --filter) return ;;
+        --hook | --wrapper | --frames | --sample | --top | --filter) return ;;
         esac
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "-o --output --heap --by-thread --pprof --dump --hook --site --frames
+            COMPREPLY=($(compgen -W "-o --output --heap --by-thread --wrapper --pprof --dump --hook --site --frames
                 --sample --bytes --sort --top --filter --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))
@@ -72,6 +72,16 @@ _memprof()
         ;;
     symbols | symbolize)
         [[ $cword -eq 2 ]] && _filedir
+        ;;
+    heap-table)
+        case $prev in
+        --top | --filter) return ;;
+        esac
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "--top --filter -" -- "$cur"))
+        else
+            _filedir
+        fi
         ;;
     esac
 } &&

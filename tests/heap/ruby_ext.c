@@ -42,10 +42,21 @@ static VALUE keep(VALUE self, VALUE text)
     return Qnil;
 }
 
+/* Through Ruby's allocator (ruby_xmalloc, as ALLOC_N and most extensions
+ * allocate): charged to this function, not to Ruby's allocator. */
+static VALUE keep_buffer(VALUE self, VALUE count)
+{
+    (void)self;
+    long *buffer = ALLOC_N(long, NUM2LONG(count));   /* LEAK:xmalloc */
+    ruby_ext_sink = buffer;
+    return Qnil;
+}
+
 void Init_ruby_ext(void)
 {
     VALUE m = rb_define_module("LeakyExt");
     rb_define_module_function(m, "leak", leak, 1);
     rb_define_module_function(m, "churn", churn, 1);
     rb_define_module_function(m, "keep", keep, 1);
+    rb_define_module_function(m, "keep_buffer", keep_buffer, 1);
 }

@@ -9,5 +9,6 @@ end
 3.times { from_a_method }
 LeakyExt.churn(1000) # RUBY:churn
 LeakyExt.keep("twelve chars") # RUBY:keep
+LeakyExt.keep_buffer(125) # RUBY:buffer
 threads = 4.times.map { Thread.new { 5.times { LeakyExt.leak(7) } } } # RUBY:thread
 threads.each(&:join)
