@@ -91,7 +91,11 @@ static bool user_wrapper(const struct naming *n, const char *mangled, const char
     for (const char *p = n->wrappers; *p;) {
         size_t len = strcspn(p, ",");
         snprintf(pattern, sizeof pattern, "%.*s", (int)len, p);
-        if (len && (fnmatch(pattern, mangled, 0) == 0 || (plain && fnmatch(pattern, plain, 0) == 0)))
+        const char *dot = strchr(mangled, '.');   /* a clone: name.constprop.0 */
+        char base[256];
+        snprintf(base, sizeof base, "%.*s", dot ? (int)(dot - mangled) : (int)strlen(mangled), mangled);
+        if (len && (fnmatch(pattern, mangled, 0) == 0 || (dot && fnmatch(pattern, base, 0) == 0) ||
+                    (plain && fnmatch(pattern, plain, 0) == 0)))
             return true;
         p += len + (p[len] == ',');
     }
@@ -332,6 +336,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
             free(rows.rows[i].ruby);
     rows.count = kept;
     /* --filter, on the names: before merging, the same text either way. */
+    size_t filtered_out = rows.count;
     kept = 0;
     for (size_t i = 0; i < rows.count; i++) {
         if (row_matches(&rows.rows[i], opt->filter)) {
@@ -342,6 +347,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
         }
     }
     rows.count = kept;
+    filtered_out -= kept;
     qsort(rows.rows, rows.count, sizeof *rows.rows, by_frames);
     kept = 0;
     for (size_t i = 0; i < rows.count; i++) {
@@ -365,6 +371,8 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     if (rows.count)
         fprintf(out, "== memprof: live C heap blocks %s pid %ld (count bytes peak_bytes allocs site) ==\n",
                 opt->when ? opt->when : "at exit of", (long)pid);
+    else if (opt->filter && filtered_out)
+        fprintf(out, "memprof: no live C heap rows match '%s'\n", opt->filter);
     else
         fprintf(out, "memprof: no live C heap blocks recorded\n");
     for (size_t i = 0; i < rows.count; i++) {
@@ -399,7 +407,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     }
     if (shown < rows.count)
         fprintf(out, "memprof: %zu more rows not shown (--top %zu)\n", rows.count - shown, shown);
-    if (thread_count > 1) {
+    if (thread_count > 1 && rows.count) {
         fprintf(out, "memprof: by thread (thread tid count bytes allocs name):\n");
         for (size_t i = 0; i < thread_count; i++)
             fprintf(out, "%7u %8ld %7" PRIu64 " %10" PRIu64 " %8" PRIu64 " %s\n", threads[i].serial,

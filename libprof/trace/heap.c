@@ -186,6 +186,18 @@ static uint32_t callers_of(uintptr_t site, uintptr_t *caller, bool wrapped)
     return past_site ? count : 0;
 }
 
+uintptr_t heap_caller_outside_wrappers(uintptr_t site)
+{
+    if (!unwind_backtrace || !heap_wrappers_contain(site))
+        return site;
+    uintptr_t pcs[HEAP_MAX_FRAMES - 1];
+    uint32_t n = callers_of(site, pcs, true);
+    for (uint32_t i = 0; i < n; i++)
+        if (!heap_wrappers_contain(pcs[i]))
+            return pcs[i];
+    return site;
+}
+
 /* The chain of callers above `site` as an origin link (chain id + 1, 0:
  * none). The same stack is usually seen again: a cache of whole chains. */
 static uint64_t caller_link(struct heap_thread *t, uintptr_t site, bool wrapped)

@@ -22,6 +22,10 @@ void heap_tracer_set_wrappers(const char *patterns);
 /* Find the wrappers again now (the tracer running): false with `message`
  * when a pattern names no function. */
 bool heap_tracer_rebuild_wrappers(char *message, size_t size);
+/* The first caller outside the allocation wrappers of the code that called
+ * the current function at return address `site` (`site` itself when it is
+ * not in one, or without libunwind). Callable from a hook. */
+uintptr_t heap_caller_outside_wrappers(uintptr_t site);
 /* Once after a start: why a wrapper pattern was not used, else NULL. */
 const char *heap_tracer_wrapper_problem(void);
 enum heap_status heap_tracer_start(void);

@@ -59,7 +59,8 @@ static void add(struct build *b, uintptr_t start, uintptr_t end)
 
 /* A pattern matches a name as the symbol table has it, or a C++ name as
  * the developer wrote it ("Pool::take(unsigned long)"), demangled with the
- * process's own libstdc++ when it has one (this runs before the hooks). */
+ * process's own libstdc++ when it has one (this runs before the hooks), or
+ * the function a compiler's clone was made from. */
 static bool user_named(struct build *b, const char *name)
 {
     typedef char *demangle_fn(const char *, char *, size_t *, int *);
@@ -73,9 +74,14 @@ static bool user_named(struct build *b, const char *name)
     int status = 0;
     if (demangle && strncmp(name, "_Z", 2) == 0)
         plain = demangle(name, NULL, NULL, &status);
+    /* A compiler's clone is its function: checked_alloc.constprop.0, .isra.0, .part.0. */
+    char base[256];
+    const char *dot = strchr(name, '.');
+    snprintf(base, sizeof base, "%.*s", dot ? (int)(dot - name) : (int)strlen(name), name);
     bool any = false;
     for (size_t i = 0; i < b->pattern_count; i++)
-        if (fnmatch(b->patterns[i], name, 0) == 0 || (plain && fnmatch(b->patterns[i], plain, 0) == 0))
+        if (fnmatch(b->patterns[i], name, 0) == 0 || (dot && fnmatch(b->patterns[i], base, 0) == 0) ||
+            (plain && fnmatch(b->patterns[i], plain, 0) == 0))
             any = b->matched[i] = true;
     free(plain);
     return any;

@@ -227,7 +227,9 @@ static int hook_pthread_create(pthread_t *thread, const pthread_attr_t *attr, vo
         t->creator_tid = (int32_t)gettid();
         t->start_routine = (uintptr_t)start;
         t->arg = (uintptr_t)arg;
-        t->call_site = (uintptr_t)__builtin_return_address(0);
+        /* std::thread's pthread_create is libstdc++'s: the thread is the
+         * user's, made where the first frame outside the wrappers is. */
+        t->call_site = heap_caller_outside_wrappers((uintptr_t)__builtin_return_address(0));
         describe_site(t, t->call_site);
         set_state(t, MEMPROF_THREAD_STARTING);
     }
