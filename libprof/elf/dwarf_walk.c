@@ -1,36 +1,155 @@
 #include "dwarf_walk.h"
 #include <dwarf.h>
 #include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-bool dwarf_walk_open(const char *path, int *fd, Dwarf_Debug *dbg, char *err, size_t errlen)
+/* libdwarf reads the file through this interface rather than its own ELF
+ * reader: libelf inflates a compressed section only when libdwarf loads it,
+ * and the sections memprof never reads are not offered. libdwarf 20210528
+ * inflates .debug_loclists whenever it loads .debug_info (location lists:
+ * a tenth of naming one libc address). */
+struct dwarf_file {
+    int fd;
+    Elf *elf;
+    size_t sections, names;
+    Dwarf_Debug dbg;
+    Dwarf_Obj_Access_Interface interface;
+};
+
+static bool hidden(const char *name)
 {
-    *fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (*fd < 0) {
-        snprintf(err, errlen, "cannot open %s", path);
-        return false;
+    return strcmp(name, ".debug_loclists") == 0 || strcmp(name, ".debug_loc") == 0;
+}
+
+static int section_info(void *obj, Dwarf_Half index, Dwarf_Obj_Access_Section *out, int *error)
+{
+    struct dwarf_file *f = obj;
+    Elf_Scn *scn = elf_getscn(f->elf, index);
+    GElf_Shdr sh;
+    (void)error;
+    if (!scn || !gelf_getshdr(scn, &sh))
+        return DW_DLV_NO_ENTRY;
+    const char *name = elf_strptr(f->elf, f->names, sh.sh_name);
+    *out = (Dwarf_Obj_Access_Section){ .addr = sh.sh_addr, .type = sh.sh_type, .size = sh.sh_size,
+                                       .name = name ? name : "", .link = sh.sh_link, .info = sh.sh_info,
+                                       .entrysize = sh.sh_entsize };
+    GElf_Chdr chdr;
+    if ((sh.sh_flags & SHF_COMPRESSED) && gelf_getchdr(scn, &chdr))
+        out->size = chdr.ch_size;   /* what libdwarf will be given */
+    if (name && hidden(name))
+        out->name = ".memprof.unused";
+    if (sh.sh_type == SHT_NOBITS)
+        out->size = 0;
+    return DW_DLV_OK;
+}
+
+static Dwarf_Endianness byte_order(void *obj)
+{
+    (void)obj;
+    return DW_OBJECT_LSB;
+}
+
+static Dwarf_Small length_size(void *obj)
+{
+    (void)obj;
+    return 4;
+}
+
+static Dwarf_Small pointer_size(void *obj)
+{
+    (void)obj;
+    return 8;
+}
+
+static Dwarf_Unsigned section_count(void *obj)
+{
+    return ((struct dwarf_file *)obj)->sections;
+}
+
+static int load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int *error)
+{
+    struct dwarf_file *f = obj;
+    Elf_Scn *scn = elf_getscn(f->elf, index);
+    GElf_Shdr sh;
+    (void)error;
+    if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+        return DW_DLV_NO_ENTRY;
+    if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+        return DW_DLV_NO_ENTRY;
+    Elf_Data *d = elf_getdata(scn, NULL);
+    if (!d || !d->d_buf)
+        return DW_DLV_NO_ENTRY;
+    *data = d->d_buf;
+    return DW_DLV_OK;
+}
+
+static const Dwarf_Obj_Access_Methods methods = {
+    .get_section_info = section_info,
+    .get_byte_order = byte_order,
+    .get_length_size = length_size,
+    .get_pointer_size = pointer_size,
+    .get_section_count = section_count,
+    .load_section = load_section,
+    .relocate_a_section = NULL,   /* linked objects: nothing to relocate */
+};
+
+struct dwarf_file *dwarf_walk_open(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen)
+{
+    struct dwarf_file *f = calloc(1, sizeof *f);
+    if (!f) {
+        snprintf(err, errlen, "out of memory reading %s", path);
+        return NULL;
     }
+    if ((f->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+        snprintf(err, errlen, "cannot open %s", path);
+        free(f);
+        return NULL;
+    }
+    elf_version(EV_CURRENT);
+    GElf_Ehdr eh;
+    f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+    if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh) ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+        elf_getshdrnum(f->elf, &f->sections) != 0 || elf_getshdrstrndx(f->elf, &f->names) != 0) {
+        snprintf(err, errlen, "%s is not a 64-bit little-endian ELF file", path);
+        dwarf_walk_close(f);
+        return NULL;
+    }
+    f->interface = (Dwarf_Obj_Access_Interface){ .object = f, .methods = &methods };
     Dwarf_Error error = NULL;
     /* libdwarf's table of every allocation costs a sixth of the time of a
      * lookup; every reader here deallocates what it takes. */
     dwarf_set_de_alloc_flag(0);
-    int rc = dwarf_init_b(*fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL, dbg, &error);
+    int rc = dwarf_object_init_b(&f->interface, NULL, NULL, DW_GROUPNUMBER_ANY, &f->dbg, &error);
     if (rc != DW_DLV_OK) {
         snprintf(err, errlen, "%s has no DWARF debug information", path);
         if (rc == DW_DLV_ERROR)
             dwarf_dealloc(NULL, error, DW_DLA_ERROR);
-        close(*fd);
-        return false;
+        f->dbg = NULL;
+        dwarf_walk_close(f);
+        return NULL;
     }
-    return true;
+    *dbg = f->dbg;
+    return f;
 }
 
-void dwarf_walk_close(int fd, Dwarf_Debug dbg)
+void dwarf_walk_close(struct dwarf_file *f)
 {
+    if (!f)
+        return;
     Dwarf_Error error = NULL;
-    dwarf_finish(dbg, &error);
-    close(fd);
+    if (f->dbg)
+        dwarf_object_finish(f->dbg, &error);
+    if (f->elf)
+        elf_end(f->elf);
+    if (f->fd >= 0)
+        close(f->fd);
+    free(f);
 }
 
 bool dwarf_walk_next_cu(Dwarf_Debug dbg, Dwarf_Die *cu, unsigned *version)

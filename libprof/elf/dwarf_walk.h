@@ -9,9 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Open `path`'s DWARF, or say why not in `err`. */
-bool dwarf_walk_open(const char *path, int *fd, Dwarf_Debug *dbg, char *err, size_t errlen);
-void dwarf_walk_close(int fd, Dwarf_Debug dbg);
+/* Open `path`'s DWARF (its sections read with libelf, compressed ones
+ * inflated by it, as libdwarf asks for them), or NULL saying why not in
+ * `err`. Close with dwarf_walk_close, which ends `dbg` too. */
+struct dwarf_file;
+struct dwarf_file *dwarf_walk_open(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen);
+void dwarf_walk_close(struct dwarf_file *file);
 /* The next compilation unit's DIE and DWARF version; false at the end. */
 bool dwarf_walk_next_cu(Dwarf_Debug dbg, Dwarf_Die *cu, unsigned *version);
 /* A CU's base address for its range lists (its DW_AT_low_pc, else 0). */

@@ -135,9 +135,9 @@ static void find_variable(struct walk *w, Dwarf_Die parent, int depth, uint64_t 
 
 int elf_variable_address(const char *path, const char *name, uint64_t *address, char *err, size_t errlen)
 {
-    int fd;
     struct walk w = { .name = name };
-    if (!dwarf_walk_open(path, &fd, &w.dbg, err, errlen))
+    struct dwarf_file *file = dwarf_walk_open(path, &w.dbg, err, errlen);
+    if (!file)
         return -1;
     bool found = false;
     Dwarf_Die cu;
@@ -145,7 +145,7 @@ int elf_variable_address(const char *path, const char *name, uint64_t *address, 
         find_variable(&w, cu, 0, address, &found);
         dwarf_dealloc(w.dbg, cu, DW_DLA_DIE);
     }
-    dwarf_walk_close(fd, w.dbg);
+    dwarf_walk_close(file);
     if (!found)
         snprintf(err, errlen, "no DWARF variable %s with a static address in %s", name, path);
     return found ? 0 : -1;
@@ -153,9 +153,9 @@ int elf_variable_address(const char *path, const char *name, uint64_t *address, 
 
 int elf_function_spans(const char *path, const char *name, elf_span_fn *each, void *ctx, char *err, size_t errlen)
 {
-    int fd;
     struct walk w = { .name = name, .each = each, .ctx = ctx };
-    if (!dwarf_walk_open(path, &fd, &w.dbg, err, errlen))
+    struct dwarf_file *file = dwarf_walk_open(path, &w.dbg, err, errlen);
+    if (!file)
         return -1;
     Dwarf_Die cu;
     while (!w.stop && dwarf_walk_next_cu(w.dbg, &cu, NULL)) {
@@ -163,6 +163,6 @@ int elf_function_spans(const char *path, const char *name, elf_span_fn *each, vo
         walk_children(&w, cu, 0);
         dwarf_dealloc(w.dbg, cu, DW_DLA_DIE);
     }
-    dwarf_walk_close(fd, w.dbg);
+    dwarf_walk_close(file);
     return 0;
 }

@@ -43,7 +43,7 @@ struct unit {
 struct span { uint64_t start, end; size_t unit; };
 
 struct elf_lines {
-    int fd;
+    struct dwarf_file *file;
     Dwarf_Debug dbg;
     struct unit *units;
     size_t unit_count;
@@ -417,7 +417,7 @@ struct elf_lines *elf_lines_read(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory reading %s", path);
         return NULL;
     }
-    if (!dwarf_walk_open(path, &l->fd, &l->dbg, err, errlen)) {
+    if (!(l->file = dwarf_walk_open(path, &l->dbg, err, errlen))) {
         free(l);
         return NULL;
     }
@@ -523,6 +523,6 @@ void elf_lines_free(struct elf_lines *l)
     for (size_t i = 0; i < l->string_count; i++)
         free(l->strings[i]);
     free(l->strings);
-    dwarf_walk_close(l->fd, l->dbg);
+    dwarf_walk_close(l->file);
     free(l);
 }
