@@ -9,16 +9,19 @@ trap 'rm -rf "$TMP"' EXIT
 # What the tools under test keep in TMPDIR (GDB's snapshots, say) goes too.
 TMPDIR=$TMP; export TMPDIR
 
-# ok DESCRIPTION COMMAND [ARGS...]: one TAP line from the command's status.
+# ok DESCRIPTION COMMAND [ARGS...]: one TAP line from the command's status,
+# which it returns, so that `ok ... || DIAGNOSTIC` prints the diagnostic
+# when the check fails.
 ok() {
     desc=$1; shift
     tap_n=$((tap_n + 1))
     if "$@"; then
         echo "ok $tap_n - $desc"
-    else
-        echo "not ok $tap_n - $desc"
-        tap_failed=$((tap_failed + 1))
+        return 0
     fi
+    echo "not ok $tap_n - $desc"
+    tap_failed=$((tap_failed + 1))
+    return 1
 }
 
 # has_line FILE LINE: FILE holds exactly LINE as one of its lines.
