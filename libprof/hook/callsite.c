@@ -2,7 +2,6 @@
  * 4-byte store (hook/code_write.c). */
 #include "callsite.h"
 #include "code_write.h"
-#include "../util/maps.h"
 #include "../util/pages.h"
 #include "../util/sort.h"
 #include <errno.h>
@@ -16,11 +15,6 @@ static int32_t displacement_at(uintptr_t site)
     int32_t d;
     memcpy(&d, (const void *)(site + 1), sizeof d);
     return d;
-}
-
-static uintptr_t call_target(uintptr_t site)
-{
-    return site + CALL_REL32_LENGTH + (uintptr_t)(intptr_t)displacement_at(site);
 }
 
 static bool add_site(struct callsite_patch *p, uintptr_t site)
@@ -66,18 +60,16 @@ static int32_t displacement_to(uintptr_t site, uintptr_t stub)
     return (int32_t)(int64_t)(stub - (site + CALL_REL32_LENGTH));
 }
 
-/* Point every site at `stub`, or with 0 give each its original back. */
-static int write_sites(const struct callsite_patch *p, uintptr_t stub)
+/* Each site's displacement: the original, then the stub's. */
+static struct code_patch *site_patches(const struct callsite_patch *p, uintptr_t stub, size_t *bytes)
 {
-    struct maps maps = { 0 };
-    int err = maps_load(&maps);
-    for (size_t i = 0; i < p->count && !err; i++) {
-        const struct call_site *s = &p->sites[i];
-        err = code_write(&maps, s->at + 1, (uint32_t)(stub ? displacement_to(s->at, stub) : s->original), 4);
-    }
-    code_write_done();
-    maps_release(&maps);
-    return err;
+    *bytes = p->count * sizeof(struct code_patch);
+    struct code_patch *patches = pages_alloc(*bytes);
+    for (size_t i = 0; patches && i < p->count; i++)
+        patches[i] = (struct code_patch){ .at = p->sites[i].at + 1, .width = 4,
+                                          .before = (uint32_t)p->sites[i].original,
+                                          .after = (uint32_t)displacement_to(p->sites[i].at, stub) };
+    return patches;
 }
 
 int callsite_apply(struct callsite_patch *p, uintptr_t stub, size_t expected)
@@ -89,18 +81,21 @@ int callsite_apply(struct callsite_patch *p, uintptr_t stub, size_t expected)
     for (size_t i = 0; i < p->count; i++) {
         uintptr_t site = p->sites[i].at;
         int64_t d = (int64_t)(stub - (site + CALL_REL32_LENGTH));
-        if (call_target(site) != p->target || *(const uint8_t *)site != 0xE8)
+        struct insn insn;
+        if (!decode_insn((const void *)site, CALL_REL32_LENGTH, site, &insn) || insn.kind != INSN_CALL_REL32 ||
+            insn.target != p->target)
             return EINVAL;
         if (d < INT32_MIN || d > INT32_MAX)
             return ERANGE;
-        if (!code_write_atomic(site + 1, 4))
-            return EXDEV;
     }
-    int err = write_sites(p, stub);
-    if (err)
-        write_sites(p, 0);   /* none, then */
-    else
+    size_t bytes;
+    struct code_patch *patches = site_patches(p, stub, &bytes);
+    if (!patches)
+        return ENOMEM;
+    int err = code_patch_apply(patches, p->count);
+    if (!err)
         p->stub = stub;
+    pages_free(patches, bytes);
     return err;
 }
 
@@ -108,12 +103,14 @@ int callsite_restore(struct callsite_patch *p)
 {
     if (!p->stub)
         return 0;
-    for (size_t i = 0; i < p->count; i++)
-        if (call_target(p->sites[i].at) != p->stub)
-            return EINVAL;
-    int err = write_sites(p, 0);
+    size_t bytes;
+    struct code_patch *patches = site_patches(p, p->stub, &bytes);
+    if (!patches)
+        return ENOMEM;
+    int err = code_patch_undo(patches, p->count);
     if (!err)
         p->stub = 0;
+    pages_free(patches, bytes);
     return err;
 }
 

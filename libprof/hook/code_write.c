@@ -1,5 +1,6 @@
 #include "code_write.h"
 #include <errno.h>
+#include <string.h>
 #include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -36,4 +37,46 @@ void code_write_done(void)
         registered = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0 ? 1 : -1;
     if (registered > 0)
         syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+}
+
+static bool holds(uintptr_t at, uint64_t bytes, unsigned width)
+{
+    return memcmp((const void *)at, &bytes, width) == 0;
+}
+
+/* Forward: before -> after; backward: after -> before. */
+static int transact(const struct code_patch *p, size_t n, bool forward)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].width != 4 && p[i].width != 8)
+            return EINVAL;
+        if (!holds(p[i].at, forward ? p[i].before : p[i].after, p[i].width))
+            return EINVAL;
+        if (!code_write_atomic(p[i].at, p[i].width))
+            return EXDEV;
+    }
+    struct maps maps = { 0 };
+    int err = maps_load(&maps);
+    size_t made = 0;
+    while (!err && made < n) {
+        err = code_write(&maps, p[made].at, forward ? p[made].after : p[made].before, p[made].width);
+        if (!err)
+            made++;
+    }
+    if (err)   /* all or none: the ones made go back */
+        while (made-- > 0)
+            code_write(&maps, p[made].at, forward ? p[made].before : p[made].after, p[made].width);
+    code_write_done();
+    maps_release(&maps);
+    return err;
+}
+
+int code_patch_apply(const struct code_patch *patches, size_t count)
+{
+    return transact(patches, count, true);
+}
+
+int code_patch_undo(const struct code_patch *patches, size_t count)
+{
+    return transact(patches, count, false);
 }

@@ -7,6 +7,7 @@
 #define MEMPROF_HOOK_CODE_WRITE_H
 #include "../util/maps.h"
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Whether `width` bytes at `at` lie within one cache line. */
@@ -16,4 +17,20 @@ bool code_write_atomic(uintptr_t at, unsigned width);
 int code_write(const struct maps *maps, uintptr_t at, uint64_t value, unsigned width);
 /* After a batch of writes: every thread of the process serializes. */
 void code_write_done(void);
+
+/* One change of code: `width` (4 or 8) bytes at `at`, from the bytes of
+ * `before` to those of `after` (little-endian, as the code holds them). */
+struct code_patch {
+    uintptr_t at;
+    uint64_t before, after;
+    unsigned width;
+};
+/* Make every change, all or none: each place must hold its `before` bytes
+ * (EINVAL) and lie within one cache line (EXDEV), checked before anything is
+ * written; a write that fails (mprotect's errno) has the ones made undone.
+ * Then every thread serializes. 0, or an errno. The transaction every code
+ * patch goes through (caller-side calls, store sites). */
+int code_patch_apply(const struct code_patch *patches, size_t count);
+/* Undo them the same way: each place must hold its `after` bytes. */
+int code_patch_undo(const struct code_patch *patches, size_t count);
 #endif

@@ -20,7 +20,6 @@
 #include "stub_frames.h"
 #include "../arch/x86_64/decode.h"
 #include "../arch/x86_64/emit.h"
-#include "../util/maps.h"
 #include "../util/pages.h"
 #include <errno.h>
 #include <stdio.h>
@@ -133,31 +132,21 @@ static int make_stub(const struct store_patch *p, const struct store_site *site,
 }
 
 /* The 8 bytes that send the site to `stub`: where the store was, jmp rel32
- * and int3 up to its length; around it, the bytes that were there. */
+ * and int3 up to its length (the rest of the store, never run); around it,
+ * the bytes that were there. */
 static uint64_t patched_window(const struct store_site *site, uintptr_t stub)
 {
     uint8_t bytes[WINDOW];
     memcpy(bytes, site->original, WINDOW);
-    uint8_t *insn = bytes + (site->at - site->window);
-    int32_t rel = (int32_t)(int64_t)(stub - (site->at + JMP_REL32_LENGTH));
-    insn[0] = 0xE9;
-    memcpy(insn + 1, &rel, sizeof rel);
-    for (uint8_t *b = insn + JMP_REL32_LENGTH; b < insn + site->length && b < bytes + WINDOW; b++)
-        *b = 0xCC;   /* the rest of the store, never run */
+    size_t offset = site->at - site->window;
+    struct emitter e;
+    emit_init(&e, bytes + offset, WINDOW - offset, site->at);
+    emit_jmp(&e, stub);
+    while (e.len < site->length && e.len < WINDOW - offset)
+        emit_int3(&e);
     uint64_t window;
     memcpy(&window, bytes, sizeof window);
     return window;
-}
-
-static int write_windows(const struct store_patch *p, const uint64_t *windows)
-{
-    struct maps maps = { 0 };
-    int err = maps_load(&maps);
-    for (size_t i = 0; i < p->count && !err; i++)
-        err = code_write(&maps, p->sites[i].window, windows[i], WINDOW);
-    code_write_done();
-    maps_release(&maps);
-    return err;
 }
 
 int store_sites_apply(struct store_patch *p, uint32_t id, const char *name, store_handler_fn *handler,
@@ -175,27 +164,26 @@ int store_sites_apply(struct store_patch *p, uint32_t id, const char *name, stor
             return EXDEV;
     }
     /* Every stub first: a site is patched only once all have one. */
-    size_t bytes = p->count * 2 * sizeof(uint64_t);
-    uint64_t *windows = pages_alloc(bytes), *originals = windows ? windows + p->count : NULL;
-    if (!windows)
+    size_t bytes = p->count * sizeof(struct code_patch);
+    struct code_patch *patches = pages_alloc(bytes);
+    if (!patches)
         return ENOMEM;
     int err = 0;
     for (size_t i = 0; i < p->count && !err; i++) {
         uintptr_t stub;
         err = make_stub(p, &p->sites[i], id, name, handler, &stub);
         if (!err) {
-            windows[i] = patched_window(&p->sites[i], stub);
-            memcpy(&originals[i], p->sites[i].original, WINDOW);
+            patches[i] = (struct code_patch){ .at = p->sites[i].window, .width = WINDOW,
+                                              .after = patched_window(&p->sites[i], stub) };
+            memcpy(&patches[i].before, p->sites[i].original, WINDOW);
         }
     }
-    if (!err) {
-        err = write_windows(p, windows);
-        if (err)
-            write_windows(p, originals);   /* none, then */
-        else
-            p->applied = 1;
+    if (!err && (err = code_patch_apply(patches, p->count)) == 0) {
+        p->applied = 1;
+        for (size_t i = 0; i < p->count; i++)
+            p->sites[i].patched = patches[i].after;   /* what restoring expects to find */
     }
-    pages_free(windows, bytes);
+    pages_free(patches, bytes);
     return err;
 }
 
@@ -203,15 +191,19 @@ int store_sites_restore(struct store_patch *p)
 {
     if (!p->applied)
         return 0;
-    uint64_t *originals = pages_alloc(p->count * sizeof *originals);
-    if (!originals)
+    size_t bytes = p->count * sizeof(struct code_patch);
+    struct code_patch *patches = pages_alloc(bytes);
+    if (!patches)
         return ENOMEM;
-    for (size_t i = 0; i < p->count; i++)
-        memcpy(&originals[i], p->sites[i].original, WINDOW);
-    int err = write_windows(p, originals);
+    for (size_t i = 0; i < p->count; i++) {
+        patches[i] = (struct code_patch){ .at = p->sites[i].window, .width = WINDOW,
+                                          .after = p->sites[i].patched };
+        memcpy(&patches[i].before, p->sites[i].original, WINDOW);
+    }
+    int err = code_patch_undo(patches, p->count);
     if (!err)
         p->applied = 0;
-    pages_free(originals, p->count * sizeof *originals);
+    pages_free(patches, bytes);
     return err;
 }
 

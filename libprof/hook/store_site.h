@@ -22,6 +22,7 @@ struct store_site {
     int32_t imm;
     uintptr_t window;        /* the 8 bytes one patch replaces: they hold the jmp at `at` */
     uint8_t original[8];     /* those 8 bytes before patching */
+    uint64_t patched;        /* and while patched */
 };
 
 struct store_patch {
