@@ -5,6 +5,7 @@
  * need, not the whole file. */
 #include "lines.h"
 #include "dwarf_walk.h"
+#include "../util/sort.h"
 #include <dwarf.h>
 #include <libdwarf.h>
 #include <stdbool.h>
@@ -163,14 +164,7 @@ static void spans_from_units(struct elf_lines *l)
 
 static const struct span *span_of(const struct elf_lines *l, uint64_t addr)
 {
-    size_t lo = 0, hi = l->span_count;
-    while (lo < hi) {   /* first span starting above addr */
-        size_t mid = lo + (hi - lo) / 2;
-        if (l->spans[mid].start <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = sorted_first_above(l->spans, l->span_count, sizeof *l->spans, addr);
     /* Spans may nest or overlap (a CU's range around another's): look back a little. */
     for (size_t i = lo; i-- > 0 && lo - i <= 8;)
         if (addr < l->spans[i].end)
@@ -449,14 +443,7 @@ static struct unit *unit_for(struct elf_lines *l, uint64_t addr)
 
 static const struct line_row *row_at(const struct unit *u, uint64_t addr)
 {
-    size_t lo = 0, hi = u->row_count;
-    while (lo < hi) {   /* first row above addr */
-        size_t mid = lo + (hi - lo) / 2;
-        if (u->rows[mid].addr <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = sorted_first_above(u->rows, u->row_count, sizeof *u->rows, addr);
     return lo == 0 || u->rows[lo - 1].end ? NULL : &u->rows[lo - 1];
 }
 

@@ -9,6 +9,7 @@
 #include "../elf/hash.h"
 #include "../elf/object.h"
 #include "../util/pages.h"
+#include "../util/sort.h"
 #include <dlfcn.h>
 #include <elf.h>
 #include <fnmatch.h>
@@ -256,14 +257,7 @@ bool heap_wrappers_contain(uintptr_t pc)
     const struct table *t = __atomic_load_n(&published, __ATOMIC_ACQUIRE);
     if (!t || !t->count)
         return false;
-    size_t lo = 0, hi = t->count;
-    while (lo < hi) {   /* first range starting above pc */
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->ranges[mid].start <= pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = sorted_first_above(t->ranges, t->count, sizeof *t->ranges, pc);
     /* Ranges may nest (a helper found twice): look back a little. */
     for (size_t i = lo; i-- > 0 && lo - i <= 4;)
         if (pc < t->ranges[i].end)
