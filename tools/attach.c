@@ -391,7 +391,7 @@ int cmd_attach(int argc, char **argv)
 
     const char *second[] = {
         "echo @memprof-ruby\\n", ruby ? "memprof-info" : "echo", "echo @memprof-heap\\n",
-        heap ? "memprof--heap-raw 0" : "echo", "echo @memprof-threads\\n", "memprof-threads",
+        heap ? "memprof--report $memprof_report_heap 0 0 0" : "echo", "echo @memprof-threads\\n", "memprof-threads",
         "echo @memprof-end\\n", "memprof-detach", "printf \"@memprof-status=%d\\n\", $memprof_status",
     };
     char *report = NULL;

@@ -12,6 +12,8 @@ int cmd_flamegraph(int argc, char **argv); /* memprof flamegraph REPORT */
 int cmd_diff(int argc, char **argv);       /* memprof diff BEFORE AFTER */
 int cmd_heap_table(int argc, char **argv); /* memprof heap-table [FILE] */
 int cmd_name_sites(int argc, char **argv); /* memprof name-sites < TEXT */
+int cmd_safe_point(int argc, char **argv); /* memprof safe-point < BACKTRACES */
+int cmd_keep(int argc, char **argv);       /* memprof keep --dir DIR NAME < TEXT */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -40,6 +40,8 @@ static void usage(FILE *f)
           "       memprof symbolize FILE ADDRESS...\n"
           "       memprof heap-table [--top N] [--filter TEXT] [FILE|-]\n"
           "       memprof name-sites < TEXT\n"
+          "       memprof safe-point [--thread N] < BACKTRACES\n"
+          "       memprof keep --dir DIR NAME < TEXT\n"
           "       memprof --help | --version\n"
           "\n"
           "Commands:\n"
@@ -67,6 +69,11 @@ static void usage(FILE *f)
           "           memprof-info heap hands the runtime's rows to it) as run --heap does\n"
           "  name-sites  copy text from stdin, each 'ADDRESS OBJECT+OFFSET' in it named\n"
           "           (GDB's memprof-where uses it)\n"
+          "  safe-point  read GDB's 'thread apply all bt': is a thread inside malloc or\n"
+          "           the dynamic loader? (exit status: its number + 1; GDB's\n"
+          "           memprof-safe-point uses it)\n"
+          "  keep     keep stdin as DIR/NAME, DIR a directory of yours with mode 0700,\n"
+          "           written whole or not at all (GDB's memprof-snapshot uses it)\n"
           "\n"
           "Options for run:\n"
           "  -o, --output FILE   write the report to FILE (mode 0600, replaced atomically;\n"
@@ -657,6 +664,7 @@ int main(int argc, char **argv)
         { "collapse", cmd_collapse }, { "flamegraph", cmd_flamegraph }, { "diff", cmd_diff },
         { "symbols", cmd_symbols },   { "symbolize", cmd_symbolize },
         { "heap-table", cmd_heap_table }, { "name-sites", cmd_name_sites },
+        { "safe-point", cmd_safe_point }, { "keep", cmd_keep },
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)

@@ -4,7 +4,7 @@
  * creation and death events asked for with td_ta_set_event, a breakpoint
  * on each event function (td_ta_event_addr), the event messages read with
  * td_ta_event_getmsg at each stop. When the memprof runtime is loaded, a new
- * thread's creation site comes from its registry (memprof.h).
+ * thread's creation site comes from its registry (memprof_debugger.h).
  *
  * This file is the proc_service side libthread_db calls back into (reading
  * memory and registers of the stopped process, looking up its symbols) and
@@ -13,7 +13,7 @@
  * instruction. Ctrl-C (or the process's end) clears the events, removes the
  * breakpoints and detaches every thread. */
 #include "commands.h"
-#include "memprof.h"
+#include "memprof_debugger.h"
 #include "elf/symbolizer.h"
 #include "elf/symbols.h"
 #include <dirent.h>

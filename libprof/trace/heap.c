@@ -654,23 +654,23 @@ bool heap_tracer_has_backtraces(void)
     return unwind_backtrace != NULL;
 }
 
-enum heap_status heap_tracer_start(void)
+enum memprof_status heap_tracer_start(void)
 {
     static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
     if (heap.running)
-        return HEAP_OK;
+        return MEMPROF_OK;
     prepare_backtraces();
     if (!heap_wrappers_build(wrapper_patterns, wrapper_message, sizeof wrapper_message))
         wrapper_problem = true;
     heap_ruby_enable();
     pthread_once(&atfork_once, prepare_once);
     if (got_hooks_install(hooks, HOOK_COUNT) != 0)
-        return HEAP_HOOK_FAILED;
+        return MEMPROF_HOOK_FAILED;
     /* Without it, a new is charged to operator new itself. Before recording
      * starts: a failed dlsym allocates its error message. */
     heap_cxx_start();
     __atomic_store_n(&heap.running, true, __ATOMIC_RELEASE);
-    return HEAP_OK;
+    return MEMPROF_OK;
 }
 
 void heap_tracer_stop(void)

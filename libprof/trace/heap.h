@@ -3,13 +3,12 @@
  * and a report merges them (heap_thread.h). */
 #ifndef MEMPROF_TRACE_HEAP_H
 #define MEMPROF_TRACE_HEAP_H
+#include "../memprof.h"
 #include "../util/out.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-enum heap_status { HEAP_OK = 0, HEAP_BUSY, HEAP_HOOK_FAILED, HEAP_NO_MEMORY, HEAP_OFF };
 
 /* Record `frames` frames per site (1: the call site only; up to 16), from
  * the next start. More than one needs libunwind (libunwind.so.8). */
@@ -28,7 +27,7 @@ bool heap_tracer_rebuild_wrappers(char *message, size_t size);
 uintptr_t heap_caller_outside_wrappers(uintptr_t site);
 /* Once after a start: why a wrapper pattern was not used, else NULL. */
 const char *heap_tracer_wrapper_problem(void);
-enum heap_status heap_tracer_start(void);
+enum memprof_status heap_tracer_start(void);
 void heap_tracer_stop(void);
 bool heap_tracer_running(void);
 /* The live blocks by call site, largest bytes first, the first `top` rows
@@ -37,11 +36,11 @@ bool heap_tracer_running(void);
  * ("  ruby"), and with `by_thread` (a row per site and thread) "  thread N".
  * Before them, "# thread N tid live_count live_bytes total_count name" per
  * thread. No malloc, try-lock only; the threads may go on allocating. */
-enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread);
+enum memprof_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread);
 /* The same rows in another format: HEAP_FORMAT_PPROF, google-pprof's heap
  * profile (live count and bytes, totals, the stack; then the memory map). */
 enum heap_format { HEAP_FORMAT_TEXT, HEAP_FORMAT_PPROF };
-enum heap_status heap_tracer_report_as(struct out *o, unsigned long top, bool by_thread, enum heap_format format);
+enum memprof_status heap_tracer_report_as(struct out *o, unsigned long top, bool by_thread, enum heap_format format);
 /* Live blocks held and bytes of the tracer's tables. */
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes);
 void heap_tracer_after_fork(void);
@@ -53,7 +52,7 @@ bool heap_current_thread_totals(uint64_t *count, uint64_t *bytes);
 bool heap_thread_totals(pid_t tid, uint64_t *count, uint64_t *bytes);
 /* Who allocated the live block that holds `addr`: its size, site, callers
  * and Ruby line. *found false when no live block holds it. */
-enum heap_status heap_tracer_where(struct out *o, uintptr_t addr, bool *found);
+enum memprof_status heap_tracer_where(struct out *o, uintptr_t addr, bool *found);
 
 /* Blocks of an allocator memprof does not know (trace/heap_custom.c): made
  * at `site` (a return address), and freed. Kept apart from malloc's blocks

@@ -205,28 +205,28 @@ static bool sites_as_expected(const struct custom_hook *h, size_t found, char *m
 }
 
 /* A failed patch: nothing was changed. */
-static enum custom_status patch_failed(const struct custom_hook *h, int err, char *message, size_t size)
+static enum memprof_status patch_failed(const struct custom_hook *h, int err, char *message, size_t size)
 {
     snprintf(message, size, "memprof: cannot %s %s: %s", h->calls ? "rewrite the calls of" : "patch the stores to",
              h->name, err == EXDEV ? h->calls ? "a call's displacement crosses a cache line" : "a store lies across a cache line"
                                    : strerror(err));
-    return err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_HOOK_FAILED;
+    return err == ENOMEM ? MEMPROF_NO_MEMORY : MEMPROF_HOOK_FAILED;
 }
 
 /* --calls: every call rel32 to the function (found by its object's symbols
  * on disk) pointed at a stub that keeps every register. */
-static enum custom_status rewrite_calls(uint32_t id, struct custom_hook *h, char *message, size_t message_size)
+static enum memprof_status rewrite_calls(uint32_t id, struct custom_hook *h, char *message, size_t message_size)
 {
     struct disk_function_set set;
     int err = disk_symbols_find(h->name, &set, message, message_size);
     if (err)
-        return err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_BAD_SPEC;
+        return err == ENOMEM ? MEMPROF_NO_MEMORY : MEMPROF_BAD_ARGUMENT;
     uintptr_t target = set.address;
     err = callsite_find(set.functions, set.count, target, &h->patch);
     disk_symbols_free(&set);
     if (!err && !sites_as_expected(h, h->patch.count, message, message_size)) {
         callsite_free(&h->patch);
-        return CUSTOM_BAD_SPEC;
+        return MEMPROF_BAD_ARGUMENT;
     }
     struct intercept_stub stub;
     if (!err)
@@ -237,26 +237,26 @@ static enum custom_status rewrite_calls(uint32_t id, struct custom_hook *h, char
         callsite_free(&h->patch);
         return patch_failed(h, err, message, message_size);
     }
-    return CUSTOM_OK;
+    return MEMPROF_OK;
 }
 
 /* --stores: the stores to the variable inside the function's code: its own
  * copy and every inlined instance (DWARF). */
-static enum custom_status patch_stores(uint32_t id, struct custom_hook *h, char *message, size_t message_size)
+static enum memprof_status patch_stores(uint32_t id, struct custom_hook *h, char *message, size_t message_size)
 {
     uintptr_t variable;
     if (disk_symbols_variable(h->name, &variable, message, message_size) != 0)
-        return CUSTOM_BAD_SPEC;
+        return MEMPROF_BAD_ARGUMENT;
     struct disk_function_set set;
     int err = disk_symbols_spans(h->in, &set, message, message_size);
     if (err)
-        return err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_BAD_SPEC;
+        return err == ENOMEM ? MEMPROF_NO_MEMORY : MEMPROF_BAD_ARGUMENT;
     h->copies = set.count;
     err = store_sites_find(set.functions, set.count, variable, &h->store);
     disk_symbols_free(&set);
     if (!err && !sites_as_expected(h, h->store.count, message, message_size)) {
         store_sites_free(&h->store);
-        return CUSTOM_BAD_SPEC;
+        return MEMPROF_BAD_ARGUMENT;
     }
     if (!err)
         err = store_sites_apply(&h->store, id, h->name, custom_store, h->expected);
@@ -264,43 +264,43 @@ static enum custom_status patch_stores(uint32_t id, struct custom_hook *h, char 
         store_sites_free(&h->store);
         return patch_failed(h, err, message, message_size);
     }
-    return CUSTOM_OK;
+    return MEMPROF_OK;
 }
 
-enum custom_status heap_custom_hook(const char *spec, char *message, size_t message_size)
+enum memprof_status heap_custom_hook(const char *spec, char *message, size_t message_size)
 {
     struct custom_hook h = { 0 };
     if (!spec || !parse(spec, &h)) {
         snprintf(message, message_size, "memprof: usage: memprof-hook FUNCTION size=argN ptr=ret, "
                                         "FUNCTION ptr=argN [size=argM], --calls FUNCTION ptr=ret [size=argN] [sites=N], "
                                         "--stores VARIABLE --in FUNCTION free=value [sites=N] (argN: 0-5)");
-        return CUSTOM_BAD_SPEC;
+        return MEMPROF_BAD_ARGUMENT;
     }
     if (!name_address(&h, message, message_size))
-        return CUSTOM_BAD_SPEC;
+        return MEMPROF_BAD_ARGUMENT;
     pthread_mutex_lock(&custom_lock);
-    enum custom_status status = CUSTOM_OK;
-    for (unsigned i = 0; i < hook_count && status == CUSTOM_OK; i++)
+    enum memprof_status status = MEMPROF_OK;
+    for (unsigned i = 0; i < hook_count && status == MEMPROF_OK; i++)
         if (!hooks[i].removed && strcmp(hooks[i].name, h.name) == 0 && hooks[i].stores == h.stores) {
             snprintf(message, message_size, "memprof: %s is already hooked", h.name);
-            status = CUSTOM_BAD_SPEC;
+            status = MEMPROF_BAD_ARGUMENT;
         }
-    if (status == CUSTOM_OK && hook_count == MAX_CUSTOM) {
+    if (status == MEMPROF_OK && hook_count == MAX_CUSTOM) {
         snprintf(message, message_size, "memprof: at most %d hooks in a process's life", MAX_CUSTOM);
-        status = CUSTOM_BAD_SPEC;
+        status = MEMPROF_BAD_ARGUMENT;
     }
-    if (status == CUSTOM_OK && heap_tracer_start() != HEAP_OK) {
+    if (status == MEMPROF_OK && heap_tracer_start() != MEMPROF_OK) {
         snprintf(message, message_size, "memprof: could not start the heap tracer");
-        status = CUSTOM_HOOK_FAILED;
+        status = MEMPROF_HOOK_FAILED;
     }
     uint32_t id = hook_count;
-    if (status == CUSTOM_OK && (h.calls || h.stores)) {
+    if (status == MEMPROF_OK && (h.calls || h.stores)) {
         /* The handlers read the hook as soon as the first site is patched. */
         hooks[id] = h;
         struct custom_hook *slot = &hooks[id];
         status = h.calls ? rewrite_calls(id, slot, message, message_size)
                          : patch_stores(id, slot, message, message_size);
-        if (status == CUSTOM_OK) {
+        if (status == MEMPROF_OK) {
             hook_count++;
             describe(slot, h.calls ? slot->patch.count : slot->store.count, message, message_size);
         }
@@ -308,15 +308,15 @@ enum custom_status heap_custom_hook(const char *spec, char *message, size_t mess
         return status;
     }
     struct intercept_stub stub;
-    if (status == CUSTOM_OK) {
+    if (status == MEMPROF_OK) {
         int err = h.ptr_arg == ARG_RET ? intercept_full_stub(id, h.name, custom_pre, custom_post, 0, &stub)
                                        : intercept_entry_stub(id, h.name, custom_pre, 0, &stub);
         if (err) {
             snprintf(message, message_size, "memprof: cannot make a stub for %s: %s", h.name, strerror(err));
-            status = err == ENOMEM ? CUSTOM_NO_MEMORY : CUSTOM_HOOK_FAILED;
+            status = err == ENOMEM ? MEMPROF_NO_MEMORY : MEMPROF_HOOK_FAILED;
         }
     }
-    if (status == CUSTOM_OK) {
+    if (status == MEMPROF_OK) {
         struct custom_hook *slot = &hooks[id];
         *slot = h;
         slot->got = (struct got_hook){ .symbol = slot->name, .replacement = (void *)stub.entry,
@@ -325,7 +325,7 @@ enum custom_status heap_custom_hook(const char *spec, char *message, size_t mess
         if (got_hook_install(&slot->got) != 0) {
             /* The stub stays (a pool never gives code back); the id is reused. */
             snprintf(message, message_size, "memprof: cannot hook %s", got_error());
-            status = CUSTOM_BAD_SPEC;
+            status = MEMPROF_BAD_ARGUMENT;
         } else {
             hook_count++;
             describe(slot, got_patched_slot_count() - before, message, message_size);
@@ -335,7 +335,7 @@ enum custom_status heap_custom_hook(const char *spec, char *message, size_t mess
     return status;
 }
 
-enum custom_status heap_custom_unhook_all(char *message, size_t message_size)
+enum memprof_status heap_custom_unhook_all(char *message, size_t message_size)
 {
     pthread_mutex_lock(&custom_lock);
     size_t removed = 0, failed = 0;
@@ -367,7 +367,7 @@ enum custom_status heap_custom_unhook_all(char *message, size_t message_size)
     else
         snprintf(message, message_size, "memprof: %zu hook%s removed: the code patched is as it was", removed,
                  removed == 1 ? "" : "s");
-    return failed ? CUSTOM_HOOK_FAILED : CUSTOM_OK;
+    return failed ? MEMPROF_HOOK_FAILED : MEMPROF_OK;
 }
 
 int heap_custom_describe(struct out *o)

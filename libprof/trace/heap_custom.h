@@ -2,10 +2,9 @@
  * memprof_hook() in C), whose blocks go into the C heap report. */
 #ifndef MEMPROF_TRACE_HEAP_CUSTOM_H
 #define MEMPROF_TRACE_HEAP_CUSTOM_H
+#include "../memprof.h"
 #include "../util/out.h"
 #include <stddef.h>
-
-enum custom_status { CUSTOM_OK = 0, CUSTOM_BAD_SPEC, CUSTOM_HOOK_FAILED, CUSTOM_NO_MEMORY };
 
 /* Hook the function `spec` names:
  *   "FUNCTION size=argN ptr=ret"    an allocator: a block of argument N's
@@ -20,11 +19,11 @@ enum custom_status { CUSTOM_OK = 0, CUSTOM_BAD_SPEC, CUSTOM_HOOK_FAILED, CUSTOM_
  * ("0x..."), where an exported function starts. Starts the heap tracer if it
  * is not running. A one-line message for the user in `message`. Not for
  * hooks: it maps memory and reads /proc/self/maps. */
-enum custom_status heap_custom_hook(const char *spec, char *message, size_t message_size);
+enum memprof_status heap_custom_hook(const char *spec, char *message, size_t message_size);
 /* Remove every hook: GOT slots, rewritten calls and patched stores get back
  * their bytes exactly (stubs stay: a thread may be inside one). Blocks
  * recorded stay in the report. */
-enum custom_status heap_custom_unhook_all(char *message, size_t message_size);
+enum memprof_status heap_custom_unhook_all(char *message, size_t message_size);
 /* One line per hook in place, "  hook NAME (how)"; the number of them, or
  * -1 when a hook is being changed right now. */
 int heap_custom_describe(struct out *o);

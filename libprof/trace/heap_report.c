@@ -343,7 +343,7 @@ static void write_pprof(struct out *o, const struct report_row *rows, size_t sho
         close(fd);
 }
 
-static enum heap_status report_locked(struct out *o, unsigned long top, bool by_thread,
+static enum memprof_status report_locked(struct out *o, unsigned long top, bool by_thread,
                                       enum heap_format format, struct report_memory *mem,
                                       struct intern_table *frames, struct intern_table *groups)
 {
@@ -354,7 +354,7 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
         views++;
     struct thread_view *view = report_alloc(mem, views * sizeof *view);
     if (!view)
-        return HEAP_NO_MEMORY;
+        return MEMPROF_NO_MEMORY;
     size_t i = views, origins = 0, slots = 0;
     for (struct heap_thread *t = newest; t; t = t->next) {
         struct thread_view *v = &view[--i];
@@ -373,7 +373,7 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
     uint32_t *chain = report_alloc(mem, origins * sizeof *chain);
     struct event *events = report_alloc(mem, slots * sizeof *events);
     if (!live || !chain || !events)
-        return HEAP_NO_MEMORY;
+        return MEMPROF_NO_MEMORY;
     size_t n = 0;
     for (i = 0; i < views; i++) {
         view[i].live = live;
@@ -392,7 +392,7 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
     size_t map_capacity;
     uint32_t *last = last_events(events, n, &map_capacity, mem);
     if (!last)
-        return HEAP_NO_MEMORY;
+        return MEMPROF_NO_MEMORY;
     size_t live_blocks = 0;
     for (size_t m = 0; m < map_capacity; m++) {
         if (!last[m])
@@ -413,7 +413,7 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
      * line of every other thread (or kept apart, by thread). */
     struct report_row *rows = report_alloc(mem, (origins ? origins : 1) * sizeof *rows);
     if (!rows)
-        return HEAP_NO_MEMORY;
+        return MEMPROF_NO_MEMORY;
     size_t row_count = 0;
     unsigned long dropped = 0;
     for (i = 0; i < views; i++) {
@@ -426,11 +426,11 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
             uint32_t link = ORIGIN_CALLER(r->link), ruby_line = ORIGIN_RUBY_LINE(r->link);
             uint32_t canon = link ? canonical_chain(v, link, frames) : 0;
             if (canon == UINT32_MAX)
-                return HEAP_NO_MEMORY;
+                return MEMPROF_NO_MEMORY;
             uint32_t g = intern_put(groups, by_thread ? r->key : ORIGIN_SITE(r->key),
                                     canon | (uint64_t)ruby_line << 32);
             if (g == INTERN_NONE)
-                return HEAP_NO_MEMORY;
+                return MEMPROF_NO_MEMORY;
             if (g == row_count)
                 rows[row_count++] = (struct report_row){ .key = r->key, .chain = canon, .ruby_line = ruby_line };
             struct site_stats s = {
@@ -455,12 +455,12 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
     sort_in_place(rows, shown, sizeof *rows, report_row_cmp, NULL);
     if (format == HEAP_FORMAT_PPROF) {
         write_pprof(o, rows, shown, frames);
-        return HEAP_OK;
+        return MEMPROF_OK;
     }
 
     struct elf_object *objects = report_alloc(mem, 256 * sizeof *objects);
     if (!objects)
-        return HEAP_NO_MEMORY;
+        return MEMPROF_NO_MEMORY;
     size_t object_count = elf_objects_snapshot(objects, 256);
     if (object_count > 256)
         object_count = 256;
@@ -489,7 +489,7 @@ static enum heap_status report_locked(struct out *o, unsigned long top, bool by_
         out_u64(o, dropped);
         out_str(o, " allocations were not recorded (out of memory)\n");
     }
-    return HEAP_OK;
+    return MEMPROF_OK;
 }
 
 /* The tables held still for reading (try-locks only: false when a hook or
@@ -513,13 +513,13 @@ static void end_reading(void)
     spin_unlock(&heap.report_lock);
 }
 
-enum heap_status heap_tracer_report_as(struct out *o, unsigned long top, bool by_thread, enum heap_format format)
+enum memprof_status heap_tracer_report_as(struct out *o, unsigned long top, bool by_thread, enum heap_format format)
 {
     if (!begin_reading())
-        return HEAP_BUSY;
+        return MEMPROF_BUSY;
     struct report_memory mem = { 0 };
     struct intern_table frames = { 0 }, groups = { 0 };
-    enum heap_status status = report_locked(o, top, by_thread, format, &mem, &frames, &groups);
+    enum memprof_status status = report_locked(o, top, by_thread, format, &mem, &frames, &groups);
     end_reading();
     intern_free(&frames);
     intern_free(&groups);
@@ -527,7 +527,7 @@ enum heap_status heap_tracer_report_as(struct out *o, unsigned long top, bool by
     return status;
 }
 
-enum heap_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread)
+enum memprof_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread)
 {
     return heap_tracer_report_as(o, top, by_thread, HEAP_FORMAT_TEXT);
 }
@@ -615,12 +615,12 @@ static void where_locked(struct out *o, uintptr_t addr, bool *found)
     }
 }
 
-enum heap_status heap_tracer_where(struct out *o, uintptr_t addr, bool *found)
+enum memprof_status heap_tracer_where(struct out *o, uintptr_t addr, bool *found)
 {
     *found = false;
     if (!begin_reading())
-        return HEAP_BUSY;
+        return MEMPROF_BUSY;
     where_locked(o, addr, found);
     end_reading();
-    return HEAP_OK;
+    return MEMPROF_OK;
 }

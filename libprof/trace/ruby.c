@@ -355,35 +355,35 @@ static void register_atfork(void)
     pthread_atfork(NULL, NULL, ruby_tracer_after_fork);
 }
 
-enum ruby_status ruby_tracer_start(void (*at_exit)(void))
+enum memprof_status ruby_tracer_start(void (*at_exit)(void))
 {
     static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
     if (!ruby_tracer_available())
-        return RUBY_NOT_RUBY;
+        return MEMPROF_NOT_RUBY;
     if (running)
-        return RUBY_OK;
+        return MEMPROF_OK;
     exit_callback = at_exit;
     pthread_once(&atfork_once, register_atfork);
     ruby_site_configure();
     bool watch_pages = !munmap_hook.installed;
     if (watch_pages && got_hook_install(&munmap_hook) != 0)
-        return RUBY_HOOK_FAILED;
+        return MEMPROF_HOOK_FAILED;
     if (got_hook_install(&define_alloc_hook) != 0) {
         if (watch_pages)
             got_hook_remove(&munmap_hook);
-        return RUBY_HOOK_FAILED;
+        return MEMPROF_HOOK_FAILED;
     }
     if (got_hooks_install(hooks, HOOK_COUNT) != 0) {
         got_hook_remove(&define_alloc_hook);
         if (watch_pages)
             got_hook_remove(&munmap_hook);
-        return RUBY_HOOK_FAILED;
+        return MEMPROF_HOOK_FAILED;
     }
     wrap_allocators();
     __atomic_store_n(&running, true, __ATOMIC_RELEASE);
     /* Already inside a running VM (loaded by require or from GDB): the safe
      * point job is asked for at the next allocation by Ruby code. */
-    return RUBY_OK;
+    return MEMPROF_OK;
 }
 
 void ruby_tracer_stop(void)
@@ -415,20 +415,20 @@ bool ruby_tracer_running(void)
     return running;
 }
 
-enum ruby_status ruby_tracer_reset(void)
+enum memprof_status ruby_tracer_reset(void)
 {
     struct ruby_tracer *t = &ruby_tracer;
     if (!ruby_tracer_available())
-        return RUBY_NOT_RUBY;
+        return MEMPROF_NOT_RUBY;
     if (!spin_trylock_report(&t->lock))
-        return RUBY_BUSY;
+        return MEMPROF_BUSY;
     slot_map_clear(&t->objects);
     memset(t->pc_cache, 0, sizeof t->pc_cache);
     intern_free(&t->origins);
     sites_free(&t->sites);
     t->dropped = 0;
     spin_unlock(&t->lock);
-    return RUBY_OK;
+    return MEMPROF_OK;
 }
 
 void ruby_tracer_config(struct ruby_config *c)
@@ -436,21 +436,21 @@ void ruby_tracer_config(struct ruby_config *c)
     *c = ruby_tracer.config;
 }
 
-enum ruby_status ruby_tracer_configure(const struct ruby_config *c)
+enum memprof_status ruby_tracer_configure(const struct ruby_config *c)
 {
     struct ruby_tracer *t = &ruby_tracer;
     if ((c->site != RUBY_SITE_NEAREST && c->site != RUBY_SITE_USER) || c->frames < 1 ||
         c->frames > RUBY_MAX_FRAMES || c->sample < 1 || c->sample > (1u << 30))
-        return RUBY_BAD_ARGUMENT;
+        return MEMPROF_BAD_ARGUMENT;
     if (!ruby_tracer_available())
-        return RUBY_NOT_RUBY;
+        return MEMPROF_NOT_RUBY;
     if (!spin_trylock_report(&t->lock))
-        return RUBY_BUSY;
+        return MEMPROF_BUSY;
     bool new_rate = c->sample != t->config.sample;
     t->config = *c;
     memset(t->pc_cache, 0, sizeof t->pc_cache);
     spin_unlock(&t->lock);
-    return new_rate ? ruby_tracer_reset() : RUBY_OK;
+    return new_rate ? ruby_tracer_reset() : MEMPROF_OK;
 }
 
 uint32_t ruby_tracer_new_epoch(void)

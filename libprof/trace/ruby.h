@@ -2,19 +2,10 @@
  * Active only in a process that has a Ruby VM, found at run time. */
 #ifndef MEMPROF_TRACE_RUBY_H
 #define MEMPROF_TRACE_RUBY_H
+#include "../memprof.h"
 #include "../util/out.h"
 #include <stdbool.h>
 #include <stdint.h>
-
-enum ruby_status {
-    RUBY_OK = 0,
-    RUBY_NOT_RUBY,      /* no Ruby VM in this process */
-    RUBY_BUSY,          /* a hook holds the tracer's lock */
-    RUBY_IN_GC,         /* the GC is running: heap flags are in flux */
-    RUBY_HOOK_FAILED,   /* a GOT slot could not be written */
-    RUBY_NO_MEMORY,
-    RUBY_BAD_ARGUMENT,  /* a configuration value out of range */
-};
 
 /* Where an allocation is attributed: the nearest Ruby frame, or the first
  * frame in the user's own code (not a gem, the standard library or the VM's
@@ -43,28 +34,28 @@ bool ruby_tracer_available(void);
 bool ruby_tracer_vm_running(void);
 /* Hook the allocators and record. `at_exit` runs from a Ruby end proc, while
  * the heap is still whole, once Ruby code has started. */
-enum ruby_status ruby_tracer_start(void (*at_exit)(void));
+enum memprof_status ruby_tracer_start(void (*at_exit)(void));
 /* Stop recording; the records stay, and so does the watch that drops those of
  * heap pages the GC gives back. */
 void ruby_tracer_stop(void);
 /* Stop, remove every hook and forget the records (memprof_detach). */
 void ruby_tracer_detach(void);
 bool ruby_tracer_running(void);
-enum ruby_status ruby_tracer_reset(void);
+enum memprof_status ruby_tracer_reset(void);
 /* Write the table of live objects. Allocation-free and lock-free (try-lock):
  * callable from GDB with the process stopped anywhere. */
-enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_options *opt);
+enum memprof_status ruby_tracer_report(struct out *o, const struct ruby_report_options *opt);
 /* Leave rows whose site is in `file` out of reports (the Ruby API's own
  * files). False when the list is full. */
 bool ruby_tracer_hide_file(const char *file);
 /* Where the object at `addr` was recorded: "file:line:Class" and its callers,
- * or RUBY_NOT_RUBY / RUBY_BUSY; *found is false when it is not recorded. */
+ * or MEMPROF_NOT_RUBY / MEMPROF_BUSY; *found is false when it is not recorded. */
 /* The live objects recorded, as JSON lines in ObjectSpace.dump_all's schema. */
-enum ruby_status ruby_tracer_dump(struct out *o);
-enum ruby_status ruby_tracer_where(struct out *o, uintptr_t addr, bool *found);
+enum memprof_status ruby_tracer_dump(struct out *o);
+enum memprof_status ruby_tracer_where(struct out *o, uintptr_t addr, bool *found);
 /* Attribution and sampling for what is recorded from now on. A new sampling
  * rate forgets what was recorded (counts are scaled by one rate). */
-enum ruby_status ruby_tracer_configure(const struct ruby_config *c);
+enum memprof_status ruby_tracer_configure(const struct ruby_config *c);
 void ruby_tracer_config(struct ruby_config *c);
 /* Start a new epoch; reports can be limited to objects made since. */
 uint32_t ruby_tracer_new_epoch(void);

@@ -179,17 +179,17 @@ static void dump_named_classes(struct dump *d)
     }
 }
 
-enum ruby_status ruby_tracer_dump(struct out *o)
+enum memprof_status ruby_tracer_dump(struct out *o)
 {
     struct ruby_tracer *t = &ruby_tracer;
-    enum ruby_status locked = ruby_lock_for_reading();
-    if (locked != RUBY_OK)
+    enum memprof_status locked = ruby_lock_for_reading();
+    if (locked != MEMPROF_OK)
         return locked;
     struct maps maps;
-    enum ruby_status status = RUBY_OK;
+    enum memprof_status status = MEMPROF_OK;
     if (maps_load(&maps) != 0) {
         spin_unlock(&t->lock);
-        return RUBY_NO_MEMORY;
+        return MEMPROF_NO_MEMORY;
     }
     struct dump d = { .t = t, .maps = &maps, .o = o, .progress = isatty(STDERR_FILENO) == 1 };
     slot_map_each(&t->objects, dump_one, &d);

@@ -279,9 +279,15 @@ static void write_rows(struct out *o, const struct rows *r, const struct site_ta
         out_char(o, '\n');
         write_callers(o, sites, row->site, width + 1 + (opt->bytes ? bytes_width + 1 : 0));
     }
-    if (shown == 0)
-        out_str(o, r->count ? "memprof: no live Ruby objects match\n"
-                            : "memprof: no live Ruby objects recorded\n");
+    if (shown == 0 && r->count && opt->filter && *opt->filter) {
+        out_str(o, "memprof: no live Ruby objects match '");
+        out_str(o, opt->filter);
+        out_str(o, "'\n");
+    } else if (shown == 0 && r->count) {
+        out_str(o, "memprof: no live Ruby objects match\n");   /* every row hidden */
+    } else if (shown == 0) {
+        out_str(o, "memprof: no live Ruby objects recorded\n");
+    }
     if (hidden) {
         out_str(o, "memprof: ");
         out_u64(o, hidden);
@@ -319,36 +325,36 @@ static void tally_one(const struct slot_entry *e, void *ctx)
         row->bytes += t->api.rb_obj_memsize_of(e->key);
 }
 
-enum ruby_status ruby_lock_for_reading(void)
+enum memprof_status ruby_lock_for_reading(void)
 {
     if (!ruby_tracer_available())
-        return RUBY_NOT_RUBY;
+        return MEMPROF_NOT_RUBY;
     if (ruby_tracer.api.rb_during_gc())
-        return RUBY_IN_GC;
-    return spin_trylock_report(&ruby_tracer.lock) ? RUBY_OK : RUBY_BUSY;
+        return MEMPROF_IN_GC;
+    return spin_trylock_report(&ruby_tracer.lock) ? MEMPROF_OK : MEMPROF_BUSY;
 }
 
-enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_options *opt)
+enum memprof_status ruby_tracer_report(struct out *o, const struct ruby_report_options *opt)
 {
     static const struct ruby_report_options defaults;
     struct ruby_tracer *t = &ruby_tracer;
     if (!opt)
         opt = &defaults;
-    enum ruby_status locked = ruby_lock_for_reading();
-    if (locked != RUBY_OK)
+    enum memprof_status locked = ruby_lock_for_reading();
+    if (locked != MEMPROF_OK)
         return locked;
 
-    enum ruby_status status = RUBY_OK;
+    enum memprof_status status = MEMPROF_OK;
     struct maps maps;
     struct rows rows;
     bool have_maps = maps_load(&maps) == 0;
     if (!have_maps) {
-        status = RUBY_NO_MEMORY;
+        status = MEMPROF_NO_MEMORY;
         goto out;
     }
     if (!rows_init(&rows, t->objects.count)) {
         rows_free(&rows);
-        status = RUBY_NO_MEMORY;
+        status = MEMPROF_NO_MEMORY;
         goto out;
     }
     struct tally tally = {
@@ -362,7 +368,7 @@ enum ruby_status ruby_tracer_report(struct out *o, const struct ruby_report_opti
         out_char(&rows.names, '\0');
     }
     if (rows.names.error) {
-        status = RUBY_NO_MEMORY;
+        status = MEMPROF_NO_MEMORY;
     } else {
         unsigned scale = t->config.sample;
         struct row_order order = { &rows, &t->sites, opt->sort };
@@ -405,14 +411,14 @@ out:
     return status;
 }
 
-enum ruby_status ruby_tracer_where(struct out *o, uintptr_t addr, bool *found)
+enum memprof_status ruby_tracer_where(struct out *o, uintptr_t addr, bool *found)
 {
     struct ruby_tracer *t = &ruby_tracer;
     *found = false;
     if (!ruby_tracer_available())
-        return RUBY_NOT_RUBY;
+        return MEMPROF_NOT_RUBY;
     if (!spin_trylock_report(&t->lock))
-        return RUBY_BUSY;
+        return MEMPROF_BUSY;
     struct slot_entry entry;
     const struct slot_entry *e = slot_map_get(&t->objects, addr, &entry) ? &entry : NULL;
     struct maps maps;
@@ -431,5 +437,5 @@ enum ruby_status ruby_tracer_where(struct out *o, uintptr_t addr, bool *found)
         maps_release(&maps);
     }
     spin_unlock(&t->lock);
-    return RUBY_OK;
+    return MEMPROF_OK;
 }

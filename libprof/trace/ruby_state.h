@@ -96,9 +96,9 @@ struct maps;
 /* Rows of singleton classes are kept apart from the classes' own rows: they
  * are VM bookkeeping made with every class (ObjectSpace does not list them). */
 #define ROW_SINGLETON_CLASS 0x100u
-/* The tables held for a report or a dump: RUBY_OK with the lock taken, or
+/* The tables held for a report or a dump: MEMPROF_OK with the lock taken, or
  * why not (no VM, the GC running, a hook holding it). */
-enum ruby_status ruby_lock_for_reading(void);
+enum memprof_status ruby_lock_for_reading(void);
 /* "T_STRING" for a type. */
 const char *ruby_type_name(unsigned type);
 /* The object's class now, if the object at that address is still the one

@@ -14,7 +14,7 @@
 #include "heap.h"
 #include "heap_ruby.h"
 #include "ruby.h"
-#include "../memprof.h"
+#include "../memprof_debugger.h"
 #include "../hook/got.h"
 #include "../util/pages.h"
 #include "../util/reentry.h"

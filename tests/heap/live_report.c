@@ -4,6 +4,7 @@
  * through the runtime's API. Every report must show the main thread's
  * 1000 blocks of 16 bytes, whole: a report reading a table its owner just
  * replaced must neither crash nor lose rows. Exit status 0 when all did. */
+#include "memprof.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -53,9 +54,10 @@ static void *worker(void *arg)
 
 int main(void)
 {
-    const char *(*report)(unsigned long) =
-        (const char *(*)(unsigned long))dlsym(RTLD_DEFAULT, "memprof_heap_report_text");
-    if (!report) {
+    int (*report)(int, int, unsigned long, unsigned, const char *, const char *) =
+        (int (*)(int, int, unsigned long, unsigned, const char *, const char *))dlsym(RTLD_DEFAULT, "memprof_report");
+    const char *(*report_text)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "memprof_text");
+    if (!report || !report_text) {
         fprintf(stderr, "live_report: run me under memprof run --heap\n");
         return 2;
     }
@@ -66,7 +68,8 @@ int main(void)
         pthread_create(&t[i], NULL, worker, (void *)(i + 1));
     int whole = 0;
     for (int r = 0; r < REPORTS; r++) {
-        const char *text = report(0);   /* rows follow a "#" header line */
+        report(MEMPROF_REPORT_HEAP, 0, 0, 0, NULL, NULL);
+        const char *text = report_text();   /* rows follow a "#" header line */
         if (text && strstr(text, "\n1000 16000 ")) {
             whole++;
         } else {

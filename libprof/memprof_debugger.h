@@ -1,0 +1,79 @@
+/* memprof's runtime as a debugger sees it: what GDB's memprof.gdbinit and
+ * `memprof threads` read or call besides the C API (memprof.h). The layouts
+ * here are read from outside the process: they change only with their
+ * version numbers. */
+#ifndef MEMPROF_DEBUGGER_H
+#define MEMPROF_DEBUGGER_H
+
+#include "memprof.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Text GDB writes by assignment and passes to memprof_hook, memprof_wrappers
+ * or memprof_report as their string: a debugger must not make the target
+ * call malloc for a string of its own. */
+#define MEMPROF_GDB_TEXT_SIZE 1024
+extern char memprof_gdb_text[MEMPROF_GDB_TEXT_SIZE];
+
+/* In a process the runtime was loaded into by dlopen: start `tracers`
+ * (0: Ruby objects in a Ruby process, else the C heap) and always the thread
+ * registry; memprof_text() says what. memprof_detach: stop every tracer,
+ * remove every hook (GOT slots, rewritten calls and stores get their bytes
+ * back) and leave the runtime inert, its reports still readable. */
+int memprof_attach(int tracers);
+int memprof_detach(void);
+
+/* --- threads (memprof_start(MEMPROF_THREADS); doc/manual.md "Threads") -----
+ * A record per thread, in the process, for debuggers to read. */
+#define MEMPROF_THREAD_RECORD_VERSION 1
+enum memprof_thread_state {
+    MEMPROF_THREAD_UNUSED = 0,
+    MEMPROF_THREAD_STARTING = 1,  /* pthread_create called, not yet running */
+    MEMPROF_THREAD_RUNNING = 2,
+    MEMPROF_THREAD_EXITED = 3,
+    MEMPROF_THREAD_FAILED = 4,    /* pthread_create failed */
+};
+struct memprof_thread {
+    uint32_t number;              /* 1, 2, ... in the order memprof saw them */
+    int32_t tid;                  /* 0 until it runs */
+    int32_t creator_tid;          /* 0: running before memprof started */
+    uint32_t state;               /* enum memprof_thread_state */
+    uint64_t start_routine;       /* what pthread_create was given */
+    uint64_t call_site;           /* the return address of that call */
+    uint64_t stack_base, stack_size;   /* lowest address and bytes; 0 unknown */
+    uint64_t allocations, allocated_bytes;   /* C heap blocks it made (heap tracer) */
+    char site[160];               /* "worker.rb:5", or "spawn+0x1f in prog" */
+    char name[16];
+    uint64_t arg;                 /* what pthread_create was given */
+};
+/* Chunks of records, reachable from the exported memprof_thread_registry. */
+#define MEMPROF_THREAD_CHUNK 256
+#define MEMPROF_THREAD_CHUNKS 4096
+struct memprof_thread_registry {
+    uint32_t version;             /* MEMPROF_THREAD_RECORD_VERSION */
+    uint32_t record_size;         /* sizeof (struct memprof_thread) */
+    uint32_t count;               /* records handed out */
+    uint32_t chunk_size;          /* MEMPROF_THREAD_CHUNK */
+    struct memprof_thread *chunks[MEMPROF_THREAD_CHUNKS];
+};
+extern struct memprof_thread_registry memprof_thread_registry;
+
+/* What memprof_thread_event is told: set a breakpoint there (GDB's
+ * memprof-thread-events does), the event is in %rdi on x86-64. */
+enum memprof_thread_event_kind { MEMPROF_THREAD_CREATED = 1, MEMPROF_THREAD_DIED = 2 };
+struct memprof_thread_event {
+    uint32_t version;             /* MEMPROF_THREAD_RECORD_VERSION */
+    uint32_t kind;                /* enum memprof_thread_event_kind */
+    const struct memprof_thread *thread;
+};
+/* Called in the new thread before its start routine, and in the thread
+ * itself when it exits (after its start routine returned, pthread_exit or
+ * cancellation). Does nothing: it is where a debugger stops. */
+void memprof_thread_event(const struct memprof_thread_event *event);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

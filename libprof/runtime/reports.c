@@ -1,0 +1,176 @@
+/* Every report the runtime writes, by kind, into a descriptor, a file (whole
+ * or not at all) or text the runtime owns. */
+#include "runtime.h"
+#include "../hook/got.h"
+#include "../hook/pool.h"
+#include "../trace/heap.h"
+#include "../trace/heap_custom.h"
+#include "../trace/ruby.h"
+#include "../trace/threads.h"
+#include "../util/atomic_file.h"
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct out report_text;
+
+static void write_status(struct out *o)
+{
+    out_str(o, "memprof ");
+    out_str(o, PACKAGE_VERSION);
+    out_str(o, ", runtime in pid ");
+    out_u64(o, (uint64_t)getpid());
+    out_char(o, '\n');
+    unsigned long objects, ruby_bytes, blocks, heap_bytes, records, thread_bytes, stacks, stack_bytes;
+    ruby_tracer_usage(&objects, &ruby_bytes);
+    heap_tracer_usage(&blocks, &heap_bytes);
+    threads_usage(&records, &thread_bytes);
+    threads_stacks(&stacks, &stack_bytes);
+    out_str(o, "  ruby:    ");
+    out_str(o, !ruby_tracer_available() ? "no Ruby VM" : ruby_tracer_running() ? "recording" : "stopped");
+    out_str(o, ", ");
+    out_u64(o, objects);
+    out_str(o, " objects tracked\n  heap:    ");
+    out_str(o, heap_tracer_running() ? "recording" : "stopped");
+    out_str(o, ", ");
+    out_u64(o, blocks);
+    out_str(o, " live blocks tracked\n  threads: ");
+    out_str(o, threads_running() ? "following" : "not following");
+    out_str(o, ", ");
+    out_u64(o, records);
+    out_str(o, " seen, ");
+    out_u64(o, stacks);
+    out_str(o, " live stacks of ");
+    out_u64(o, stack_bytes / 1024);
+    out_str(o, " KiB\n  hooks:   ");
+    out_u64(o, got_patched_slot_count());
+    out_str(o, " GOT slots patched, ");
+    out_u64(o, pool_regions());
+    out_str(o, " stub regions\n");
+    if (heap_custom_describe(o) < 0)
+        out_str(o, "  (memprof-hook is changing hooks right now)\n");
+    out_str(o, "  memory:  ");
+    out_u64(o, (ruby_bytes + heap_bytes + thread_bytes + 1023) / 1024);
+    out_str(o, " KiB of tables (ruby ");
+    out_u64(o, ruby_bytes / 1024);
+    out_str(o, ", heap ");
+    out_u64(o, heap_bytes / 1024);
+    out_str(o, ", threads ");
+    out_u64(o, thread_bytes / 1024);
+    out_str(o, ")\n");
+}
+
+static enum memprof_report_kind resolve_auto(enum memprof_report_kind kind)
+{
+    if (kind != MEMPROF_REPORT_AUTO)
+        return kind;
+    return ruby_tracer_available() ? MEMPROF_REPORT_RUBY_JSON
+           : heap_tracer_running() ? MEMPROF_REPORT_HEAP_PPROF : MEMPROF_REPORT_ALL;
+}
+
+static int run_report(struct out *o, const struct report_request *r)
+{
+    switch (resolve_auto(r->kind)) {
+    case MEMPROF_REPORT_RUBY: {
+        struct ruby_report_options opt = {
+            .sort = r->flags & MEMPROF_REPORT_SORT_BYTES ? RUBY_SORT_BYTES : RUBY_SORT_COUNT,
+            .bytes = (r->flags & MEMPROF_REPORT_BYTES) != 0,
+            .top = r->top, .since = r->since, .filter = r->filter,
+        };
+        return ruby_tracer_report(o, &opt);
+    }
+    case MEMPROF_REPORT_HEAP:
+    case MEMPROF_REPORT_HEAP_PPROF:
+        return heap_tracer_report_as(o, r->top, (r->flags & MEMPROF_REPORT_BY_THREAD) != 0,
+                                     r->kind == MEMPROF_REPORT_HEAP_PPROF ? HEAP_FORMAT_PPROF : HEAP_FORMAT_TEXT);
+    case MEMPROF_REPORT_RUBY_JSON:
+        return ruby_tracer_dump(o);
+    case MEMPROF_REPORT_THREADS:
+        threads_report(o);
+        return MEMPROF_OK;
+    case MEMPROF_REPORT_STATUS:
+        write_status(o);
+        return MEMPROF_OK;
+    case MEMPROF_REPORT_ALL: {
+        write_status(o);
+        int status = MEMPROF_OK;
+        if (ruby_tracer_available()) {
+            out_str(o, "\n== Ruby objects (count bytes file:line:Class) ==\n");
+            status = run_report(o, &(struct report_request){ .kind = MEMPROF_REPORT_RUBY,
+                                                              .flags = MEMPROF_REPORT_BYTES | MEMPROF_REPORT_SORT_BYTES });
+        }
+        if (status == MEMPROF_OK && heap_tracer_running()) {
+            out_str(o, "\n== C heap ==\n");
+            status = run_report(o, &(struct report_request){ .kind = MEMPROF_REPORT_HEAP });
+        }
+        if (status == MEMPROF_OK) {
+            out_str(o, "\n== threads ==\n");
+            threads_report(o);
+        }
+        return status;
+    }
+    case MEMPROF_REPORT_AUTO:
+        break;
+    }
+    return MEMPROF_BAD_ARGUMENT;
+}
+
+/* "memprof: cannot write the report[ to PATH]: WHY" as the call's message. */
+static int io_error(const char *path, int err)
+{
+    struct out m;
+    message_begin(&m);
+    out_str(&m, "memprof: cannot write the report");
+    if (path) {
+        out_str(&m, " to ");
+        out_str(&m, path);
+    }
+    out_str(&m, ": ");
+    out_str(&m, err == ELOOP ? "it is a symbolic link (refusing to follow it)" : strerror(err));
+    out_finish(&m);
+    return MEMPROF_IO_ERROR;
+}
+
+static int write_to_fd(int fd, const char *path, const struct report_request *r)
+{
+    struct out o;
+    char buf[8192];
+    out_init_fd(&o, fd, buf, sizeof buf);
+    int status = run_report(&o, r);
+    int err = out_finish(&o);
+    if (status == MEMPROF_OK && err)
+        status = io_error(path, err);
+    return status;
+}
+
+int report_to_fd(int fd, const struct report_request *r)
+{
+    return call_done(write_to_fd(fd, NULL, r), NULL);
+}
+
+/* Whole or not at all (util/atomic_file.c). */
+int report_to_file(const char *path, const struct report_request *r)
+{
+    struct atomic_file f;
+    int err = atomic_file_open(&f, path);
+    if (err)
+        return call_done(io_error(path, err), NULL);
+    int status = write_to_fd(f.fd, path, r);
+    if (status != MEMPROF_OK) {
+        atomic_file_abort(&f);
+        return call_done(status, NULL);
+    }
+    err = atomic_file_commit(&f);
+    return call_done(err ? io_error(path, err) : MEMPROF_OK, NULL);
+}
+
+int report_to_text(const struct report_request *r)
+{
+    out_release_mem(&report_text);
+    out_init_mem(&report_text);
+    int status = report_text.error ? MEMPROF_NO_MEMORY : run_report(&report_text, r);
+    out_finish(&report_text);
+    if (status == MEMPROF_OK && report_text.error)
+        status = MEMPROF_NO_MEMORY;
+    return call_done(status, status == MEMPROF_OK ? report_text.buf : NULL);
+}

@@ -1,0 +1,61 @@
+/* The runtime's glue between the tracers and the outside: the exported API
+ * (api.c), what GDB alone uses (debugger.c), reports of each kind
+ * (reports.c), the reports made at exit (exit.c) and start-up from the
+ * environment (startup.c). One status type (enum memprof_status) and one
+ * channel for text (text.c) serve them all. */
+#ifndef MEMPROF_RUNTIME_H
+#define MEMPROF_RUNTIME_H
+#include "../memprof.h"
+#include "../util/out.h"
+#include <stdbool.h>
+#include <stddef.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* --- text.c: the one channel ----------------------------------------------
+ * Each exported call ends with call_done: its status, and the text
+ * memprof_text() gives: `text` (a report, an allocation), else the message
+ * the call wrote (message_begin), else the status's own line. */
+int call_done(int status, const char *text);
+/* The call's one-line message, written through `o` (replaces the last one). */
+void message_begin(struct out *o);
+/* The same for a writer that takes a buffer and its size. */
+char *message_buffer(size_t *size);
+/* The line memprof_text() gives for `status` when the call said nothing. */
+const char *status_line(int status);
+/* One line on stderr, from the strings given up to a NULL. */
+__attribute__((sentinel)) void say(const char *part, ...);
+
+/* --- reports.c -------------------------------------------------------------- */
+struct report_request {
+    enum memprof_report_kind kind;
+    int flags;                   /* enum memprof_report_flag */
+    unsigned long top;
+    unsigned since;
+    const char *filter;
+};
+/* The report into `fd`, into the file `path` (atomically), or as text owned
+ * by reports.c; each sets the call's status and text (call_done). */
+int report_to_fd(int fd, const struct report_request *r);
+int report_to_file(const char *path, const struct report_request *r);
+int report_to_text(const struct report_request *r);
+
+/* --- api.c: the tracers started and stopped as the API does ---------------- */
+int tracers_start(int tracers);
+
+/* --- exit.c ------------------------------------------------------------------ */
+/* `owner`: the process owning the report paths (MEMPROF_OWNER_PID), 0 if
+ * none yet: this one, and its children are told. */
+void exit_reports_init(unsigned long owner);
+/* The Ruby tracer's end-of-program report (MEMPROF_OUTPUT, MEMPROF_DUMP). */
+void ruby_report_at_exit(void);
+/* Whether a Ruby process reports at exit, and how: MEMPROF_SORT, MEMPROF_TOP,
+ * MEMPROF_BYTES (startup.c reads them). */
+void exit_reports_want_ruby(bool wanted, int flags, unsigned long top);
+/* MEMPROF_HEAP_OUTPUT, MEMPROF_HEAP_PPROF: at the program's end and at exit. */
+void exit_reports_want_heap(void);
+
+/* --- startup.c ----------------------------------------------------------------- */
+bool env_says_yes(const char *name);
+bool env_says_no(const char *name);
+#endif

@@ -1,0 +1,138 @@
+/* libmemprof.so's start-up: loaded by LD_PRELOAD (memprof run, GDB's `run`)
+ * or by dlopen, it does what the environment says. It stays inert in
+ * processes without a Ruby VM unless told otherwise: children such as sh or
+ * make inherit LD_PRELOAD and must behave exactly as without it. */
+#include "runtime.h"
+#include "../memprof_debugger.h"
+#include "../trace/heap.h"
+#include "../trace/ruby.h"
+#include "../util/reentry.h"
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool env_says_no(const char *name)
+{
+    const char *v = getenv(name);
+    return v && (strcmp(v, "0") == 0 || strcmp(v, "no") == 0 || strcmp(v, "false") == 0);
+}
+
+/* Set, not empty, and not a "no". */
+bool env_says_yes(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && !env_says_no(name);
+}
+
+/* A whole decimal number in [min, max] from the environment; `fallback` when
+ * unset, and a one-line complaint when malformed. */
+static unsigned long env_number(const char *name, unsigned long min, unsigned long max,
+                                unsigned long fallback)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return fallback;
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (errno || *end || v[0] == '-' || n < min || n > max) {
+        char range[64];
+        struct out o;
+        out_init_fd(&o, -1, range, sizeof range);
+        out_u64(&o, min);
+        out_str(&o, "-");
+        out_u64(&o, max);
+        out_finish(&o);
+        say("memprof: ignoring ", name, "=", v, ": not a number in ", range, (char *)NULL);
+        return fallback;
+    }
+    return n;
+}
+
+/* MEMPROF_SITE, MEMPROF_FRAMES, MEMPROF_SAMPLE and the exit report's options
+ * (MEMPROF_SORT, MEMPROF_BYTES, MEMPROF_TOP; MEMPROF_FILTER is read at exit). */
+static void configure_ruby_from_environment(bool report_at_exit)
+{
+    struct ruby_config c;
+    ruby_tracer_config(&c);
+    const char *site = getenv("MEMPROF_SITE");
+    if (site && *site) {
+        if (strcmp(site, "nearest") == 0)
+            c.site = RUBY_SITE_NEAREST;
+        else if (strcmp(site, "user") == 0)
+            c.site = RUBY_SITE_USER;
+        else
+            say("memprof: ignoring MEMPROF_SITE=", site, ": it is nearest or user", (char *)NULL);
+    }
+    c.frames = (int)env_number("MEMPROF_FRAMES", 1, 64, (unsigned long)c.frames);
+    c.sample = (unsigned)env_number("MEMPROF_SAMPLE", 1, 1ul << 30, c.sample);
+    ruby_tracer_configure(&c);
+
+    int flags = 0;
+    const char *sort = getenv("MEMPROF_SORT");
+    if (sort && strcmp(sort, "bytes") == 0)
+        flags |= MEMPROF_REPORT_SORT_BYTES | MEMPROF_REPORT_BYTES;
+    else if (sort && *sort && strcmp(sort, "count") != 0)
+        say("memprof: ignoring MEMPROF_SORT=", sort, ": it is count or bytes", (char *)NULL);
+    if (env_says_yes("MEMPROF_BYTES"))
+        flags |= MEMPROF_REPORT_BYTES;
+    exit_reports_want_ruby(report_at_exit, flags, env_number("MEMPROF_TOP", 0, ~0ul, 0));
+}
+
+/* MEMPROF_HOOKS: memprof_hook specs separated by ';' (memprof run --hook). */
+static void hooks_from_environment(void)
+{
+    const char *specs = getenv("MEMPROF_HOOKS");
+    for (const char *at = specs; at && *at;) {
+        const char *end = strchr(at, ';');
+        size_t len = end ? (size_t)(end - at) : strlen(at);
+        char spec[MEMPROF_GDB_TEXT_SIZE];
+        if (len > 0 && len < sizeof spec) {
+            memcpy(spec, at, len);
+            spec[len] = '\0';
+            if (memprof_hook(spec) != MEMPROF_OK)
+                say(memprof_text(), (char *)NULL);
+        }
+        at = end ? end + 1 : NULL;
+    }
+}
+
+static void start_from_environment(void)
+{
+    exit_reports_init(env_number("MEMPROF_OWNER_PID", 1, INT_MAX, 0));
+    int heap_frames = (int)env_number("MEMPROF_HEAP_FRAMES", 1, 16, 1);
+    heap_tracer_set_frames(heap_frames);
+    heap_tracer_set_wrappers(getenv("MEMPROF_WRAPPERS"));
+    /* "auto" (GDB's memprof.gdbinit): the C heap of a process without Ruby. */
+    const char *heap = getenv("MEMPROF_HEAP");
+    bool want_heap = env_says_yes("MEMPROF_HEAP") || (heap && strcmp(heap, "auto") == 0 && !ruby_tracer_available());
+    if (want_heap && tracers_start(MEMPROF_HEAP) == MEMPROF_OK) {
+        if (heap_frames > 1 && !heap_tracer_has_backtraces())
+            say("memprof: backtraces need libunwind (the Debian package libunwind8): "
+                "recording call sites only", (char *)NULL);
+        exit_reports_want_heap();
+        hooks_from_environment();
+    }
+    if (env_says_yes("MEMPROF_THREADS"))
+        tracers_start(MEMPROF_THREADS);
+    if (!ruby_tracer_available())
+        return;
+    /* Loaded into a VM already running (require 'memprof', GDB): recording
+     * waits for memprof_start, and reports at exit if MEMPROF_OUTPUT says.
+     * Loaded before it (LD_PRELOAD): start now, and report at exit. */
+    const char *output = getenv("MEMPROF_OUTPUT");
+    bool waits = env_says_no("MEMPROF_START") || ruby_tracer_vm_running();
+    configure_ruby_from_environment(!waits || (output && *output));
+    if (!waits)
+        tracers_start(MEMPROF_RUBY);
+}
+
+/* memprof's own start-up (dlsym, atexit...) allocates: not the program's. */
+__attribute__((constructor)) static void memprof_init(void)
+{
+    bool entered = reentry_enter();
+    start_from_environment();
+    if (entered)
+        reentry_leave();
+}
