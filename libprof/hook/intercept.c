@@ -208,37 +208,31 @@ static void hook_unwinder(void)
         got_hook_install(&unwind_hooks[i]);   /* already hooked: nothing to do */
 }
 
-/* Frame ranges of a stub, for GDB (jit.h): each instruction that moves the
- * stack pointer or the frame pointer starts a new one. */
+/* A stub for GDB (jit.h): its name and the frame ranges the emitter booked. */
 static void describe(const struct stub_frames *f, const struct code_chunk *chunk, uintptr_t end,
                      enum jit_stub_kind kind, const char *what, const char *name)
 {
-    struct stub_frames done = *f;
-    stub_frames_end(&done, end);
     char text[160];
     snprintf(text, sizeof text, "memprof %s for %s", what, name && *name ? name : "?");
-    jit_add_stub(chunk->region, chunk->cookie, f->start, end - f->start, kind, text, done.r, done.count);
+    jit_add_stub(chunk->region, chunk->cookie, f->start, end - f->start, kind, text, f->r, f->count);
 }
 
-/* Both stubs' frame, with its ranges: the caller's CFA is 8 above the
+/* Both stubs' frame (the emitter books its ranges): the caller's CFA is 8 above the
  * return address (wherever that is), rbp saved below it, and the stack
  * aligned to 16 bytes however the caller left it (a caller of a static
  * function need not align it: compilers know when the callee does not
  * care). */
-static void enter_aligned_frame(struct emitter *e, struct stub_frames *f, enum jit_ra_rule ra)
+static void enter_aligned_frame(struct emitter *e)
 {
     emit_push(e, RBP);
-    stub_frame_from(f, emit_here(e), JIT_DWARF_RSP, 16, ra, JIT_RBP_AT_CFA, -16);
     emit_mov(e, RBP, RSP);
-    stub_frame_from(f, emit_here(e), JIT_DWARF_RBP, 16, ra, JIT_RBP_AT_CFA, -16);
     emit_and_imm(e, RSP, -16);
 }
 
-static void leave_aligned_frame(struct emitter *e, struct stub_frames *f, enum jit_ra_rule ra)
+static void leave_aligned_frame(struct emitter *e)
 {
     emit_mov(e, RSP, RBP);
     emit_pop(e, RBP);
-    stub_frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
 }
 
 /* The return stub (one per full stub). Its first byte is never run: the
@@ -269,14 +263,12 @@ static const enum reg return_saved[] = { R11, R10, R9, R8, RCX, RSI, RDI };
 
 static uintptr_t emit_return_stub(struct emitter *e, struct stub_frames *f, bool all)
 {
-    const enum jit_ra_rule ra = JIT_RA_SLOT_OR_SHADOW;
     f->start = emit_here(e);
-    stub_frame_from(f, emit_here(e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
+    emit_frame_begin(e, 0);
     emit_nop(e);
     uintptr_t entry = emit_here(e);
     emit_push_imm(e, 0);
-    stub_frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
-    enter_aligned_frame(e, f, ra);
+    enter_aligned_frame(e);
     if (all) {
         for (size_t i = 0; i < RETURN_SAVED; i++)
             emit_push(e, return_saved[i]);
@@ -305,15 +297,15 @@ static uintptr_t emit_return_stub(struct emitter *e, struct stub_frames *f, bool
         for (size_t i = RETURN_SAVED; i-- > 0;)
             emit_pop(e, return_saved[i]);
     }
-    leave_aligned_frame(e, f, ra);
+    leave_aligned_frame(e);
     /* Through the slot, which holds the return address again: an indirect
      * jump, which the processor predicts (a ret here would not match its
      * return stack, 28 cycles more), and no register to spend. The slot is
      * below the stack pointer then, in the red zone, which signal delivery
      * leaves alone. */
     emit_add_imm(e, RSP, 8);
-    stub_frame_from(f, emit_here(e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
     emit_jmp_mem(e, MEM(RSP, -8));
+    stub_frames_from_books(f, e, JIT_RA_SLOT_OR_SHADOW);
     return entry;
 }
 _Static_assert(offsetof(struct intercept_return, rdx) == 32 && offsetof(struct intercept_return, rax) == 40,
@@ -335,11 +327,10 @@ static struct mem xmm_slot(int32_t base, int i)
 static void emit_entry_stub(struct emitter *e, uint32_t id, intercept_pre_fn *pre, const struct full_hook *full,
                             void **original, uintptr_t target, bool all, struct stub_frames *f)
 {
-    const enum jit_ra_rule ra = JIT_RA_AT_CFA;
     const int32_t base = all ? ENTRY_EXTRA : 0;   /* where struct intercept_regs starts */
     f->start = emit_here(e);
-    stub_frame_from(f, emit_here(e), JIT_DWARF_RSP, 8, ra, JIT_RBP_SAME, 0);
-    enter_aligned_frame(e, f, ra);
+    emit_frame_begin(e, 8);
+    enter_aligned_frame(e);
     emit_sub_imm(e, RSP, FRAME + base);
     if (all) {
         emit_mov_store(e, MEM(RSP, 0), R10);
@@ -374,23 +365,24 @@ static void emit_entry_stub(struct emitter *e, uint32_t id, intercept_pre_fn *pr
         emit_mov_load(e, R10, MEM(RSP, 0));
         emit_mov_load(e, R11, MEM(RSP, 8));
     }
-    leave_aligned_frame(e, f, ra);
+    leave_aligned_frame(e);
     if (target) {
         /* jmp *slot(%rip), the slot 8-aligned after it: written now, never
          * changed, so a page a debugger copied keeps it right. */
-        uintptr_t slot = (emit_here(e) + 6 + 7) & ~(uintptr_t)7;
-        emit_jmp_rip(e, slot);
-        while (emit_here(e) < slot)
-            emit_int3(e);
+        emit_label slot = emit_new_label(e);
+        emit_jmp_rip_label(e, slot);
+        emit_align(e, 8);
+        emit_bind(e, slot);
         emit_quad(e, target);
-        return;
+    } else {
+        /* The original, through a slot outside the code (a page a debugger
+         * set a breakpoint in is a private copy, which later writes through
+         * the pool's writing view would not reach). r11 is scratch here. */
+        emit_mov_imm64(e, R11, (uint64_t)(uintptr_t)original);
+        emit_mov_load(e, R11, MEM(R11, 0));
+        emit_jmp_reg(e, R11);
     }
-    /* The original, through a slot outside the code (a page a debugger set
-     * a breakpoint in is a private copy, which later writes through the
-     * pool's writing view would not reach). r11 is scratch here. */
-    emit_mov_imm64(e, R11, (uint64_t)(uintptr_t)original);
-    emit_mov_load(e, R11, MEM(R11, 0));
-    emit_jmp_reg(e, R11);
+    stub_frames_from_books(f, e, JIT_RA_AT_CFA);
 }
 
 /* Slots for the originals stubs jump to: plain memory, never freed. */
@@ -425,8 +417,8 @@ int intercept_entry_stub(uint32_t id, const char *name, intercept_pre_fn *pre, u
     struct stub_frames f = { 0 };
     emit_init(&e, chunk.write, chunk.size, chunk.exec);
     emit_entry_stub(&e, id, pre, NULL, original, 0, false, &f);
-    if (e.error)
-        return ENOMEM;   /* STUB_MAX is too small: a bug, caught by the tests */
+    if (emit_finish(&e))
+        return ENOMEM;   /* STUB_MAX is too small, or the books: a bug, caught by the tests */
     if ((err = pool_publish(&chunk, e.len)) != 0)
         return err;
     describe(&f, &chunk, emit_here(&e), JIT_STUB_ENTRY, "entry stub", name);
@@ -460,13 +452,12 @@ static int make_full_stub(uint32_t id, const char *name, intercept_pre_fn *pre, 
     emit_init(&e, chunk.write + DATA, chunk.size - DATA, chunk.exec + DATA);
     uintptr_t return_stub = emit_return_stub(&e, &return_ranges, all);
     uintptr_t return_end = emit_here(&e);
-    while (emit_here(&e) % 16)
-        emit_int3(&e);
+    emit_align(&e, 16);
     uintptr_t entry = emit_here(&e);
     *(struct full_hook *)chunk.write = (struct full_hook){ id, pre, post, return_stub };
     emit_entry_stub(&e, id, pre, h, original, target, all, &entry_ranges);
-    if (e.error)
-        return ENOMEM;   /* stub_max is too small: a bug, caught by the tests */
+    if (emit_finish(&e))
+        return ENOMEM;   /* stub_max is too small, or the books: a bug, caught by the tests */
     if ((err = pool_publish(&chunk, DATA + e.len)) != 0)
         return err;
     jit_hold();

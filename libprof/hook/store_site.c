@@ -3,10 +3,14 @@
  *     mov %reg, VAR(%rip)                the store, replayed (or movq $imm, VAR(%rip))
  *     lea -128(%rsp), %rsp               over the red zone the function may use
  *     push %rbp; mov %rsp, %rbp
- *     pushfq; push %rax ... %r11         the flags and caller-saved registers
+ *     push %rax ... %r11                 the caller-saved registers
+ *     lahf; seto %al; push %rax          the arithmetic flags (not pushfq: it
+ *                                        would keep a debugger's trap flag set)
  *     and $-16, %rsp; sub $256, %rsp; movdqu %xmm0..15
  *     movabs $id, %rdi; mov VAR(%rip), %rsi; movabs $handler, %rax; call *%rax
- *     movdqu %xmm0..15; lea -80(%rbp), %rsp; pop %r11 ... %rax; popfq
+ *     movdqu %xmm0..15; lea -80(%rbp), %rsp
+ *     pop %rax; add $0x7f, %al; sahf     OF, then SF ZF AF PF CF back
+ *     pop %r11 ... %rax
  *     pop %rbp; lea 128(%rsp), %rsp
  *     jmp back                           to the instruction after the store
  *
@@ -82,23 +86,22 @@ static int make_stub(const struct store_patch *p, const struct store_site *site,
         return err;
     struct emitter e;
     struct stub_frames f = { .start = chunk.exec };
-    const enum jit_ra_rule ra = JIT_RA_RESUME;
-    const int32_t frame = RED_ZONE + 8;   /* the CFA above rbp, once it is set */
     emit_init(&e, chunk.write, chunk.size, chunk.exec);
-    stub_frame_from(&f, emit_here(&e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
+    emit_frame_begin(&e, 0);   /* no return address: the CFA is rsp at the site */
     if (site->immediate)
         emit_mov_store_rip_imm(&e, p->variable, site->imm);
     else
         emit_mov_store_rip(&e, p->variable, (enum reg)site->reg);
     emit_lea(&e, RSP, MEM(RSP, -RED_ZONE));
-    stub_frame_from(&f, emit_here(&e), JIT_DWARF_RSP, RED_ZONE, ra, JIT_RBP_SAME, 0);
     emit_push(&e, RBP);
-    stub_frame_from(&f, emit_here(&e), JIT_DWARF_RSP, frame, ra, JIT_RBP_AT_CFA, -frame);
     emit_mov(&e, RBP, RSP);
-    stub_frame_from(&f, emit_here(&e), JIT_DWARF_RBP, frame, ra, JIT_RBP_AT_CFA, -frame);
-    emit_pushfq(&e);
     for (size_t i = 0; i < SAVED; i++)
         emit_push(&e, saved[i]);
+    /* Stepped by a debugger, pushfq would save its trap flag and popfq set
+     * it again: the program would stop by itself after the next instruction. */
+    emit_lahf(&e);
+    emit_seto_al(&e);
+    emit_push(&e, RAX);
     emit_and_imm(&e, RSP, -16);
     emit_sub_imm(&e, RSP, 16 * 16);
     for (int x = 0; x < 16; x++)
@@ -110,19 +113,19 @@ static int make_stub(const struct store_patch *p, const struct store_site *site,
     for (int x = 0; x < 16; x++)
         emit_movdqu_load(&e, (enum xmm)x, MEM(RSP, 16 * x));
     emit_lea(&e, RSP, MEM(RBP, -(int32_t)(8 * (SAVED + 1))));
+    emit_pop(&e, RAX);
+    emit_add_al_imm(&e, 0x7f);   /* OF set if al was 1 */
+    emit_sahf(&e);
     for (size_t i = SAVED; i-- > 0;)
         emit_pop(&e, saved[i]);
-    emit_popfq(&e);
     emit_pop(&e, RBP);
-    stub_frame_from(&f, emit_here(&e), JIT_DWARF_RSP, RED_ZONE, ra, JIT_RBP_SAME, 0);
     emit_lea(&e, RSP, MEM(RSP, RED_ZONE));
-    stub_frame_from(&f, emit_here(&e), JIT_DWARF_RSP, 0, ra, JIT_RBP_SAME, 0);
     emit_jmp(&e, site->at + site->length);
-    if (e.error)
+    stub_frames_from_books(&f, &e, JIT_RA_RESUME);
+    if (emit_finish(&e))
         return e.error == EMIT_OUT_OF_REACH ? ERANGE : ENOMEM;
     if ((err = pool_publish(&chunk, e.len)) != 0)
         return err;
-    stub_frames_end(&f, emit_here(&e));
     char text[160];
     snprintf(text, sizeof text, "memprof store stub for %s", name && *name ? name : "?");
     jit_add_resuming_stub(chunk.region, chunk.cookie, chunk.exec, e.len, text, f.r, f.count,

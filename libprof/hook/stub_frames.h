@@ -1,9 +1,10 @@
-/* The frame layout of a stub as it is emitted, range by range, for the JIT
- * symfile (jit_symfile.h): each instruction that moves rsp or rbp starts a
- * new range. */
+/* The frame layout of a stub, range by range, for the JIT symfile
+ * (jit_symfile.h): the emitter books each instruction that moves rsp or rbp
+ * (emit_frame_begin); this turns its books into the symfile's ranges. */
 #ifndef MEMPROF_HOOK_STUB_FRAMES_H
 #define MEMPROF_HOOK_STUB_FRAMES_H
 #include "jit_symfile.h"
+#include "../arch/x86_64/emit.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,23 +16,22 @@ struct stub_frames {
     size_t count;
 };
 
-/* From `here` on (to the next one, or the stub's end), the frame is so. */
-static inline void stub_frame_from(struct stub_frames *f, uintptr_t here, uint8_t cfa_reg, int32_t cfa_offset,
-                                   enum jit_ra_rule ra, enum jit_rbp_rule rbp, int32_t rbp_offset)
+/* The emitter's books for the stub just written (emit_frame_begin at
+ * f->start, up to here), as the JIT symfile's ranges, with the stub's rule
+ * for its return address. An emitter that could not keep them has its
+ * error set already. */
+static inline void stub_frames_from_books(struct stub_frames *f, struct emitter *e, enum jit_ra_rule ra)
 {
-    uint32_t at = (uint32_t)(here - f->start);
-    if (f->count > 0)
-        f->r[f->count - 1].end = at;
-    if (f->count < STUB_MAX_RANGES)
-        f->r[f->count++] = (struct jit_symfile_range){ .start = at, .cfa_reg = cfa_reg, .ra_rule = (uint8_t)ra,
-                                                       .rbp_rule = (uint8_t)rbp, .cfa_offset = cfa_offset,
-                                                       .rbp_offset = rbp_offset };
+    size_t n = emit_frame_end(e);
+    f->count = 0;
+    for (size_t i = 0; i < n && i < STUB_MAX_RANGES; i++) {
+        const struct emit_frame *b = &e->frames[i];
+        f->r[f->count++] = (struct jit_symfile_range){
+            .start = b->start, .end = b->end, .ra_rule = (uint8_t)ra,
+            .cfa_reg = b->cfa_reg == RBP ? JIT_DWARF_RBP : JIT_DWARF_RSP, .cfa_offset = b->cfa_offset,
+            .rbp_rule = (uint8_t)(b->rbp_saved ? JIT_RBP_AT_CFA : JIT_RBP_SAME), .rbp_offset = b->rbp_offset,
+        };
+    }
 }
 
-/* The last range ends at the stub's end. */
-static inline void stub_frames_end(struct stub_frames *f, uintptr_t end)
-{
-    if (f->count > 0)
-        f->r[f->count - 1].end = (uint32_t)(end - f->start);
-}
 #endif

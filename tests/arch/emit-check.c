@@ -27,6 +27,11 @@ static void emit_all(struct emitter *e)
         emit_push_imm(e, immediates[i]);
     emit_pushfq(e);
     emit_popfq(e);
+    emit_lahf(e);
+    emit_sahf(e);
+    emit_seto_al(e);
+    emit_add_al_imm(e, 0x7f);
+    emit_add_al_imm(e, -1);
     emit_mov_imm64(e, RAX, 0x1122334455667788u);
     emit_mov_imm64(e, R11, 0xfedcba9876543210u);
     for (int r = RAX; r <= R15; r++) {
@@ -76,6 +81,22 @@ static void emit_all(struct emitter *e)
     emit_quad(e, 0x0123456789abcdefu);
 }
 
+/* One line per booked range: "WHAT start-end cfa=REG+OFFSET rbp=same|cfaOFFSET". */
+static void print_frames(struct emitter *e, const char *what)
+{
+    size_t n = emit_frame_end(e);
+    if (!n)
+        printf("%s: error %d\n", what, (int)e->error);
+    for (size_t i = 0; i < n; i++) {
+        const struct emit_frame *f = &e->frames[i];
+        printf("%s %u-%u cfa=%s%+d rbp=", what, f->start, f->end, f->cfa_reg == RBP ? "rbp" : "rsp", f->cfa_offset);
+        if (f->rbp_saved)
+            printf("cfa%+d\n", f->rbp_offset);
+        else
+            printf("same\n");
+    }
+}
+
 int main(int argc, char **argv)
 {
     static unsigned char code[65536];
@@ -101,6 +122,64 @@ int main(int argc, char **argv)
         printf("out of reach: error %d, %zu bytes\n", (int)e.error, e.len);
         return 0;
     }
-    fprintf(stderr, "usage: emit-check code FILE | errors\n");
+    if (argc == 3 && strcmp(argv[1], "label") == 0) {
+        /* nop; jmp *slot(%rip); int3 to 8; slot: .quad (emit.test's as reference) */
+        emit_init(&e, code, sizeof code, PC);
+        emit_label slot = emit_new_label(&e);
+        emit_nop(&e);
+        emit_jmp_rip_label(&e, slot);
+        emit_align(&e, 8);
+        emit_bind(&e, slot);
+        emit_quad(&e, 0x1122334455667788u);
+        FILE *f = fopen(argv[2], "wb");
+        if (emit_finish(&e) || !f || fwrite(code, 1, e.len, f) != e.len || fclose(f) != 0)
+            return 1;
+        emit_init(&e, code, sizeof code, PC);
+        emit_jmp_rip_label(&e, emit_new_label(&e));   /* never bound */
+        printf("unbound: error %d\n", (int)emit_finish(&e));
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "frames") == 0) {
+        /* The interceptor's frame, then the store stub's, as the books see them. */
+        emit_init(&e, code, sizeof code, PC);
+        emit_frame_begin(&e, 8);
+        emit_push(&e, RBP);
+        emit_mov(&e, RBP, RSP);
+        emit_and_imm(&e, RSP, -16);
+        emit_sub_imm(&e, RSP, 200);
+        emit_mov_imm64(&e, R11, 1);
+        emit_call_reg(&e, R11);
+        emit_mov(&e, RSP, RBP);
+        emit_pop(&e, RBP);
+        emit_jmp_reg(&e, R11);
+        print_frames(&e, "entry");
+        emit_frame_begin(&e, 0);
+        emit_lea(&e, RSP, MEM(RSP, -128));
+        emit_push(&e, RBP);
+        emit_mov(&e, RBP, RSP);
+        emit_pushfq(&e);
+        emit_push(&e, RAX);
+        emit_and_imm(&e, RSP, -16);
+        emit_lea(&e, RSP, MEM(RBP, -16));
+        emit_pop(&e, RAX);
+        emit_popfq(&e);
+        emit_pop(&e, RBP);
+        emit_lea(&e, RSP, MEM(RSP, 128));
+        emit_jmp(&e, PC);
+        print_frames(&e, "store");
+        /* What the books cannot follow: rsp aligned while the CFA is on it. */
+        emit_init(&e, code, sizeof code, PC);
+        emit_frame_begin(&e, 8);
+        emit_and_imm(&e, RSP, -16);
+        printf("lost: error %d, %zu ranges\n", (int)e.error, emit_frame_end(&e));
+        /* ... and rbp popped from where the caller's was not saved. */
+        emit_init(&e, code, sizeof code, PC);
+        emit_frame_begin(&e, 8);
+        emit_push(&e, RAX);
+        emit_pop(&e, RBP);
+        printf("clobbered: error %d\n", (int)e.error);
+        return 0;
+    }
+    fprintf(stderr, "usage: emit-check code FILE | errors | label FILE | frames\n");
     return 2;
 }

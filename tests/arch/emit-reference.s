@@ -12,6 +12,11 @@
         .endr
         pushfq
         popfq
+        lahf
+        sahf
+        seto %al
+        add $0x7f, %al
+        add $-1, %al
         movabs $0x1122334455667788, %rax
         movabs $0xfedcba9876543210, %r11
         # mov %src,%dst for dst = r, src = (r + 5) % 16; then dst = (r + 9) % 16, src = r

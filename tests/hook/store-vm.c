@@ -37,7 +37,7 @@ __attribute__((noinline)) static struct obj *newobj(long kind)
     return o;
 }
 
-__attribute__((noinline, noclone)) static void add_freelist(struct obj *o)
+__attribute__((noinline, noclone, aligned(64))) static void add_freelist(struct obj *o)
 {
     o->next = freelist;
     freelist = o;
@@ -46,7 +46,9 @@ __attribute__((noinline, noclone)) static void add_freelist(struct obj *o)
 
 /* A constant stored: movq $0, freelist(%rip), 11 bytes (longer than one
  * 8-byte patch: only its first 5 become the jmp). */
-__attribute__((noinline, noclone)) static void reset_freelist(void)
+/* Aligned, as add_freelist: each patch's 8 bytes must lie in one cache line,
+ * which the code's layout decides otherwise. */
+__attribute__((noinline, noclone, aligned(64))) static void reset_freelist(void)
 {
     freelist = NULL;
 }
@@ -97,6 +99,21 @@ static int find_bias(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
+/* Stores between an instruction that sets the flags and one that reads
+ * them: the stub must keep every arithmetic flag (OF SF ZF AF PF CF). Each
+ * returns the flags after its store. */
+long flag_target;
+long flags_store_set(long v);     /* OF SF AF PF CF set, ZF clear */
+long flags_store_clear(long v);   /* ZF PF set, the others clear */
+__asm__(".text\n.p2align 6\n.globl flags_store_set\n.type flags_store_set, @function\nflags_store_set:\n"
+        "\tmovabs $0x7fffffffffffffff, %rax\n\tadd $1, %rax\n\tstc\n"
+        "\tmov %rdi, flag_target(%rip)\n\tpushfq\n\tpop %rax\n\tret\n"
+        ".size flags_store_set, .-flags_store_set\n"
+        ".p2align 6\n.globl flags_store_clear\n.type flags_store_clear, @function\nflags_store_clear:\n"
+        "\txor %eax, %eax\n\tmov %rdi, flag_target(%rip)\n\tpushfq\n\tpop %rax\n\tret\n"
+        ".size flags_store_clear, .-flags_store_clear\n");
+#define ARITHMETIC_FLAGS 0x8D5L
+
 int main(int argc, char **argv)
 {
     long n = argc > 1 ? atol(argv[1]) : 1000;
@@ -108,7 +125,7 @@ int main(int argc, char **argv)
     if (!sym)
         return tap_done();
     const struct elf_symbols *table = symbolizer_symbols(sym);
-    struct code_range in = { 0 }, all = { 0 }, reset = { 0 };
+    struct code_range in = { 0 }, all = { 0 }, reset = { 0 }, flag_code[2] = { { 0 }, { 0 } };
     for (size_t i = 0; i < elf_symbols_count(table); i++) {
         const char *name;
         uint64_t start, size;
@@ -119,6 +136,10 @@ int main(int argc, char **argv)
             all = (struct code_range){ bias + start, size };
         if (strcmp(name, "reset_freelist") == 0)
             reset = (struct code_range){ bias + start, size };
+        if (strcmp(name, "flags_store_set") == 0)
+            flag_code[0] = (struct code_range){ bias + start, size };
+        if (strcmp(name, "flags_store_clear") == 0)
+            flag_code[1] = (struct code_range){ bias + start, size };
     }
     ok(in.size > 0, "add_freelist found in the symbol table (%zu bytes)", in.size);
 
@@ -165,6 +186,19 @@ int main(int argc, char **argv)
     long seen = stored;
     ok(run_vm(n) == plain && stored == seen, "after restoring, no store goes through the stub");
     store_sites_free(&patch);
+
+    long set = flags_store_set(1) & ARITHMETIC_FLAGS, clear = flags_store_clear(2) & ARITHMETIC_FLAGS;
+    struct store_patch flags;
+    ok(set == 0x895 && clear == 0x44, "the flags before patching: %#lx and %#lx", set, clear);
+    ok(store_sites_find(flag_code, 2, (uintptr_t)&flag_target, &flags) == 0 && flags.count == 2 &&
+           store_sites_apply(&flags, 3, "flag_target", on_store, 2) == 0,
+       "both stores to flag_target go through stubs");
+    long stored_before = stored;
+    long set_hooked = flags_store_set(5) & ARITHMETIC_FLAGS, clear_hooked = flags_store_clear(6) & ARITHMETIC_FLAGS;
+    ok(set_hooked == set && clear_hooked == clear && flag_target == 6 && stored == stored_before + 2 * 3,
+       "every arithmetic flag kept across the stubs (%#lx, %#lx)", set_hooked, clear_hooked);
+    ok(store_sites_restore(&flags) == 0, "restored");
+    store_sites_free(&flags);
     symbolizer_close(sym);
     return tap_done();
 }

@@ -10,6 +10,220 @@ void emit_init(struct emitter *e, void *buf, size_t cap, uintptr_t pc)
     *e = (struct emitter){ .buf = buf, .cap = cap, .pc = pc };
 }
 
+/* --- the frame books ---------------------------------------------------------
+ * Kept as the instructions are written: the CFA as a register and an
+ * offset, where the caller's rbp is, and, with the CFA on rbp, rsp from rbp
+ * while it is known. What cannot be followed is an error, never a guess. */
+
+static void frame_lost(struct emitter *e)
+{
+    if (!e->error)
+        e->error = EMIT_FRAME_UNKNOWN;
+}
+
+static bool books_open(const struct emitter *e)
+{
+    return e->books && !e->error;
+}
+
+static struct emit_frame *frame_now(struct emitter *e)
+{
+    return &e->frames[e->frame_count - 1];
+}
+
+/* The frame after the instruction just written: a new range if it changed. */
+static void frame_set(struct emitter *e, struct emit_frame next)
+{
+    struct emit_frame *now = frame_now(e);
+    if (next.cfa_reg == now->cfa_reg && next.cfa_offset == now->cfa_offset && next.rbp_saved == now->rbp_saved &&
+        (!next.rbp_saved || next.rbp_offset == now->rbp_offset))
+        return;
+    uint32_t at = (uint32_t)(e->len - e->frame_base);
+    if (!next.rbp_saved)
+        next.rbp_offset = 0;
+    next.start = at;
+    if (now->start == at) {   /* an instruction that changes nothing runs no code */
+        *now = next;
+        return;
+    }
+    if (e->frame_count == EMIT_MAX_FRAMES) {
+        frame_lost(e);
+        return;
+    }
+    now->end = at;
+    e->frames[e->frame_count++] = next;
+}
+
+void emit_frame_begin(struct emitter *e, int32_t cfa_offset)
+{
+    e->books = true;
+    e->frame_base = e->len;
+    e->frame_count = 1;
+    e->frames[0] = (struct emit_frame){ .cfa_reg = RSP, .cfa_offset = cfa_offset };
+    e->rsp_known = false;
+}
+
+size_t emit_frame_end(struct emitter *e)
+{
+    e->books = false;
+    if (e->error || e->frame_count == 0)
+        return 0;
+    frame_now(e)->end = (uint32_t)(e->len - e->frame_base);
+    return e->frame_count;
+}
+
+/* rsp moved by `delta` bytes (a push: -8). */
+static void book_rsp_moved(struct emitter *e, int32_t delta)
+{
+    if (!books_open(e))
+        return;
+    struct emit_frame f = *frame_now(e);
+    if (f.cfa_reg == RSP) {
+        f.cfa_offset -= delta;
+        frame_set(e, f);
+    } else if (e->rsp_known) {
+        e->rsp_from_rbp += delta;
+    }
+}
+
+/* rsp set to something the books cannot follow (and $-16, a load). */
+static void book_rsp_unknown(struct emitter *e)
+{
+    if (!books_open(e))
+        return;
+    if (frame_now(e)->cfa_reg == RSP)
+        frame_lost(e);
+    e->rsp_known = false;
+}
+
+/* A register written by an instruction other than the frame's own. */
+static void book_write(struct emitter *e, enum reg r)
+{
+    if (!books_open(e))
+        return;
+    if (r == RSP)
+        book_rsp_unknown(e);
+    else if (r == RBP && (frame_now(e)->cfa_reg == RBP || !frame_now(e)->rbp_saved))
+        frame_lost(e);   /* the CFA's base, or the caller's rbp with no copy */
+}
+
+static void book_push(struct emitter *e, bool pushes_rbp)
+{
+    if (!books_open(e))
+        return;
+    struct emit_frame f = *frame_now(e);
+    if (pushes_rbp && !f.rbp_saved && f.cfa_reg == RSP) {
+        f.rbp_saved = true;
+        f.rbp_offset = -(f.cfa_offset + 8);   /* the new top of the stack */
+        f.cfa_offset += 8;
+        frame_set(e, f);
+        return;
+    }
+    book_rsp_moved(e, -8);
+}
+
+static void book_pop(struct emitter *e, enum reg r)
+{
+    if (!books_open(e))
+        return;
+    struct emit_frame f = *frame_now(e);
+    if (r == RSP) {
+        book_rsp_unknown(e);
+        return;
+    }
+    if (r != RBP) {
+        book_rsp_moved(e, 8);
+        return;
+    }
+    int32_t slot;   /* the popped slot, from the CFA */
+    if (f.cfa_reg == RSP) {
+        slot = -f.cfa_offset;
+        f.cfa_offset -= 8;
+    } else if (e->rsp_known) {
+        slot = e->rsp_from_rbp - f.cfa_offset;
+        f.cfa_reg = RSP;
+        f.cfa_offset = -slot - 8;
+    } else {
+        frame_lost(e);
+        return;
+    }
+    if (f.rbp_saved && f.rbp_offset == slot)
+        f.rbp_saved = false;   /* the caller's rbp is back */
+    else if (!f.rbp_saved)
+        frame_lost(e);
+    frame_set(e, f);
+}
+
+static void book_mov(struct emitter *e, enum reg dst, enum reg src)
+{
+    if (!books_open(e))
+        return;
+    struct emit_frame f = *frame_now(e);
+    if (dst == RBP && src == RSP && f.cfa_reg == RSP && f.rbp_saved) {
+        f.cfa_reg = RBP;   /* the frame pointer set: the CFA follows rbp */
+        e->rsp_known = true;
+        e->rsp_from_rbp = 0;
+        frame_set(e, f);
+    } else if (dst == RSP && src == RBP && f.cfa_reg == RBP) {
+        f.cfa_reg = RSP;   /* rsp = rbp: the same offset from it */
+        frame_set(e, f);
+    } else {
+        book_write(e, dst);
+    }
+}
+
+static void book_lea(struct emitter *e, enum reg dst, struct mem src)
+{
+    if (!books_open(e))
+        return;
+    if (dst != RSP) {
+        book_write(e, dst);
+    } else if (src.base == RSP) {
+        book_rsp_moved(e, src.disp);
+    } else if (src.base == RBP && frame_now(e)->cfa_reg == RBP) {
+        e->rsp_known = true;
+        e->rsp_from_rbp = src.disp;
+    } else {
+        book_rsp_unknown(e);
+    }
+}
+
+/* --- labels --------------------------------------------------------------------- */
+
+emit_label emit_new_label(struct emitter *e)
+{
+    if (e->label_count == EMIT_MAX_LABELS) {
+        if (!e->error)
+            e->error = EMIT_BAD_LABEL;
+        return 0;
+    }
+    e->label_at[e->label_count] = 0;
+    return (emit_label)e->label_count++;
+}
+
+void emit_bind(struct emitter *e, emit_label label)
+{
+    if (label < e->label_count)
+        e->label_at[label] = emit_here(e);
+}
+
+enum emit_error emit_finish(struct emitter *e)
+{
+    for (size_t i = 0; i < e->label_uses && !e->error; i++) {
+        uintptr_t target = e->label_use[i].label < e->label_count ? e->label_at[e->label_use[i].label] : 0;
+        if (!target) {
+            e->error = EMIT_BAD_LABEL;
+        } else if (!emit_rel32_reaches(e->label_use[i].end, target)) {
+            e->error = EMIT_OUT_OF_REACH;
+        } else {
+            int32_t rel = (int32_t)(int64_t)(target - e->label_use[i].end);
+            memcpy(e->buf + e->label_use[i].field, &rel, 4);
+        }
+    }
+    e->label_uses = 0;
+    return e->error;
+}
+
 /* Room for `n` more bytes, or the sticky error. */
 static bool room(struct emitter *e, size_t n)
 {
@@ -104,13 +318,13 @@ static bool rel32_for(struct emitter *e, size_t len, uintptr_t target, int32_t *
 void emit_push(struct emitter *e, enum reg r)
 {
     if (room(e, 2))
-        rex(e, false, 0, r), byte(e, (uint8_t)(0x50 | (r & 7)));
+        rex(e, false, 0, r), byte(e, (uint8_t)(0x50 | (r & 7))), book_push(e, r == RBP);
 }
 
 void emit_pop(struct emitter *e, enum reg r)
 {
     if (room(e, 2))
-        rex(e, false, 0, r), byte(e, (uint8_t)(0x58 | (r & 7)));
+        rex(e, false, 0, r), byte(e, (uint8_t)(0x58 | (r & 7))), book_pop(e, r);
 }
 
 void emit_push_imm(struct emitter *e, int32_t imm)
@@ -124,16 +338,41 @@ void emit_push_imm(struct emitter *e, int32_t imm)
         byte(e, 0x68);
         imm32(e, imm);
     }
+    book_push(e, false);
 }
 
 void emit_pushfq(struct emitter *e)
 {
-    one_byte(e, 0x9C);
+    if (room(e, 1))
+        byte(e, 0x9C), book_push(e, false);
 }
 
 void emit_popfq(struct emitter *e)
 {
-    one_byte(e, 0x9D);
+    if (room(e, 1))
+        byte(e, 0x9D), book_pop(e, RAX);   /* rflags: a register that is not the frame's */
+}
+
+void emit_lahf(struct emitter *e)
+{
+    one_byte(e, 0x9F);
+}
+
+void emit_sahf(struct emitter *e)
+{
+    one_byte(e, 0x9E);
+}
+
+void emit_seto_al(struct emitter *e)
+{
+    if (room(e, 3))
+        byte(e, 0x0F), byte(e, 0x90), modrm_reg(e, 0, RAX);
+}
+
+void emit_add_al_imm(struct emitter *e, int8_t imm)
+{
+    if (room(e, 2))
+        byte(e, 0x04), byte(e, (uint8_t)imm);
 }
 
 void emit_mov_imm64(struct emitter *e, enum reg dst, uint64_t imm)
@@ -143,12 +382,13 @@ void emit_mov_imm64(struct emitter *e, enum reg dst, uint64_t imm)
     rex(e, true, 0, dst);
     byte(e, (uint8_t)(0xB8 | (dst & 7)));
     bytes(e, &imm, 8);
+    book_write(e, dst);
 }
 
 void emit_mov(struct emitter *e, enum reg dst, enum reg src)
 {
     if (room(e, 3))
-        rex(e, true, src, dst), byte(e, 0x89), modrm_reg(e, src, dst);
+        rex(e, true, src, dst), byte(e, 0x89), modrm_reg(e, src, dst), book_mov(e, dst, src);
 }
 
 void emit_mov_store(struct emitter *e, struct mem dst, enum reg src)
@@ -160,7 +400,7 @@ void emit_mov_store(struct emitter *e, struct mem dst, enum reg src)
 void emit_mov_load(struct emitter *e, enum reg dst, struct mem src)
 {
     if (room(e, 8))
-        rex(e, true, dst, src.base), byte(e, 0x8B), modrm_mem(e, dst, src);
+        rex(e, true, dst, src.base), byte(e, 0x8B), modrm_mem(e, dst, src), book_write(e, dst);
 }
 
 /* mov between a register and [rip + disp32]: `opcode` 8B loads, 89 stores. */
@@ -177,7 +417,10 @@ static void mov_rip(struct emitter *e, uint8_t opcode, enum reg r, uintptr_t add
 
 void emit_mov_load_rip(struct emitter *e, enum reg dst, uintptr_t addr)
 {
+    size_t before = e->len;
     mov_rip(e, 0x8B, dst, addr);
+    if (e->len != before)
+        book_write(e, dst);
 }
 
 void emit_mov_store_rip(struct emitter *e, uintptr_t addr, enum reg src)
@@ -200,7 +443,7 @@ void emit_mov_store_rip_imm(struct emitter *e, uintptr_t addr, int32_t imm)
 void emit_lea(struct emitter *e, enum reg dst, struct mem src)
 {
     if (room(e, 8))
-        rex(e, true, dst, src.base), byte(e, 0x8D), modrm_mem(e, dst, src);
+        rex(e, true, dst, src.base), byte(e, 0x8D), modrm_mem(e, dst, src), book_lea(e, dst, src);
 }
 
 /* Group 1 arithmetic with an immediate: /ext selects add (0), and (4), sub
@@ -221,17 +464,26 @@ static void arith_imm(struct emitter *e, unsigned ext, uint8_t rax_opcode, enum 
 
 void emit_add_imm(struct emitter *e, enum reg dst, int32_t imm)
 {
+    size_t before = e->len;
     arith_imm(e, 0, 0x05, dst, imm);
+    if (e->len != before)
+        dst == RSP ? book_rsp_moved(e, imm) : book_write(e, dst);
 }
 
 void emit_and_imm(struct emitter *e, enum reg dst, int32_t imm)
 {
+    size_t before = e->len;
     arith_imm(e, 4, 0x25, dst, imm);
+    if (e->len != before)
+        book_write(e, dst);
 }
 
 void emit_sub_imm(struct emitter *e, enum reg dst, int32_t imm)
 {
+    size_t before = e->len;
     arith_imm(e, 5, 0x2D, dst, imm);
+    if (e->len != before)
+        dst == RSP ? book_rsp_moved(e, -imm) : book_write(e, dst);
 }
 
 /* movdqu: F3 prefix, then REX, then 0F 7F (store) or 0F 6F (load). */
@@ -300,6 +552,27 @@ void emit_jmp_rip(struct emitter *e, uintptr_t slot)
     int32_t rel;
     if (rel32_for(e, 6, slot, &rel))
         byte(e, 0xFF), byte(e, 4 << 3 | 5), imm32(e, rel);
+}
+
+void emit_jmp_rip_label(struct emitter *e, emit_label slot)
+{
+    if (!room(e, 6))
+        return;
+    if (e->label_uses == EMIT_MAX_LABELS) {
+        e->error = EMIT_BAD_LABEL;
+        return;
+    }
+    byte(e, 0xFF), byte(e, 4 << 3 | 5);
+    e->label_use[e->label_uses].field = e->len;
+    imm32(e, 0);   /* emit_finish writes it */
+    e->label_use[e->label_uses].end = emit_here(e);
+    e->label_use[e->label_uses++].label = slot;
+}
+
+void emit_align(struct emitter *e, size_t alignment)
+{
+    while (!e->error && emit_here(e) % alignment)
+        emit_int3(e);
 }
 
 void emit_ret(struct emitter *e)

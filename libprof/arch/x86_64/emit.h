@@ -23,24 +23,81 @@ enum xmm { XMM0, XMM1, XMM2, XMM3, XMM4, XMM5, XMM6, XMM7,
 struct mem { enum reg base; int32_t disp; };
 #define MEM(base, disp) ((struct mem){ (base), (disp) })
 
-enum emit_error { EMIT_OK = 0, EMIT_NO_ROOM, EMIT_OUT_OF_REACH };
+enum emit_error {
+    EMIT_OK = 0,
+    EMIT_NO_ROOM,
+    EMIT_OUT_OF_REACH,
+    EMIT_FRAME_UNKNOWN,   /* an instruction left the frame books unable to say where the CFA is */
+    EMIT_BAD_LABEL,       /* a label used but never bound, or too many */
+};
+
+/* The frame books (emit_frame_begin): from `start` to `end` (offsets from
+ * the stub's first byte), the canonical frame address is `cfa_reg` +
+ * `cfa_offset`, and the caller's rbp is in rbp (rbp_saved false) or at
+ * CFA + rbp_offset. Each instruction that changes one starts a range. */
+struct emit_frame {
+    uint32_t start, end;
+    enum reg cfa_reg;         /* RSP or RBP */
+    int32_t cfa_offset;
+    bool rbp_saved;
+    int32_t rbp_offset;
+};
+#define EMIT_MAX_FRAMES 16
+#define EMIT_MAX_LABELS 4
 
 struct emitter {
     uint8_t *buf;
     size_t cap, len;
     uintptr_t pc;            /* where buf[0] runs */
     enum emit_error error;
+    /* Frame books: kept from emit_frame_begin on. */
+    bool books;
+    size_t frame_base;               /* the stub's first byte (an offset into buf) */
+    struct emit_frame frames[EMIT_MAX_FRAMES];
+    size_t frame_count;
+    bool rsp_known;                  /* with the CFA on rbp: rsp = rbp + rsp_from_rbp */
+    int32_t rsp_from_rbp;
+    /* Labels: bound to a run address; rel32 uses patched by emit_finish. */
+    uintptr_t label_at[EMIT_MAX_LABELS];
+    size_t label_count;
+    struct { size_t field; uintptr_t end; unsigned label; } label_use[EMIT_MAX_LABELS];
+    size_t label_uses;
 };
 
 void emit_init(struct emitter *e, void *buf, size_t cap, uintptr_t pc);
 /* Where the next instruction runs. */
 static inline uintptr_t emit_here(const struct emitter *e) { return e->pc + e->len; }
+/* Resolve every label use; the emitter's error (EMIT_OK when the code is
+ * whole). Call once the code is written. */
+enum emit_error emit_finish(struct emitter *e);
+
+/* A stub starts here: the CFA is rsp + `cfa_offset` (8 at a function's
+ * entry, 0 where no return address was pushed) and rbp is the caller's.
+ * From now on every instruction that moves rsp or rbp is booked. */
+void emit_frame_begin(struct emitter *e, int32_t cfa_offset);
+/* The stub's ranges, the last one ending here: their number (0 after an
+ * error). */
+size_t emit_frame_end(struct emitter *e);
+
+/* Labels: a place in the code named before it is known (frida's put_label). */
+typedef unsigned emit_label;
+emit_label emit_new_label(struct emitter *e);
+void emit_bind(struct emitter *e, emit_label label);        /* the label is here */
+void emit_align(struct emitter *e, size_t alignment);       /* int3 up to a run address multiple */
+void emit_jmp_rip_label(struct emitter *e, emit_label slot); /* jmp *slot(%rip) */
 
 void emit_push(struct emitter *e, enum reg r);
 void emit_pop(struct emitter *e, enum reg r);
 void emit_push_imm(struct emitter *e, int32_t imm);                /* pushq $imm (sign-extended) */
 void emit_pushfq(struct emitter *e);
 void emit_popfq(struct emitter *e);
+/* The arithmetic flags without pushfq/popfq (which would also carry a
+ * debugger's trap flag from one instruction to a later one): lahf; seto %al
+ * keeps them in ax, add $0x7f, %al; sahf puts them back. */
+void emit_lahf(struct emitter *e);
+void emit_sahf(struct emitter *e);
+void emit_seto_al(struct emitter *e);
+void emit_add_al_imm(struct emitter *e, int8_t imm);
 void emit_mov_imm64(struct emitter *e, enum reg dst, uint64_t imm);     /* movabs $imm, %dst */
 void emit_mov(struct emitter *e, enum reg dst, enum reg src);           /* mov %src, %dst */
 void emit_mov_store(struct emitter *e, struct mem dst, enum reg src);   /* mov %src, disp(%base) */
