@@ -74,6 +74,30 @@ grows() {
         { echo "#   $1 stopped growing at $before lines"; return 1; }
 }
 
+# relay PREFIX FILE: the TAP a C test program wrote (tests/tap.h) as this
+# test's lines, each description after PREFIX; its plan must count the lines
+# it wrote, so a program that stopped half-way fails here.
+relay() {
+    relay_prefix=$1 relay_n=0 relay_plan=none
+    while IFS= read -r relay_line; do
+        case $relay_line in
+        "ok "*) relay_n=$((relay_n + 1)); ok "$relay_prefix${relay_line#ok * - }" true ;;
+        "not ok "*) relay_n=$((relay_n + 1)); ok "$relay_prefix${relay_line#not ok * - }" false ;;
+        "1.."*) relay_plan=${relay_line#1..} ;;
+        "#"*) echo "$relay_line" ;;
+        esac
+    done < "$2"
+    ok "${relay_prefix}the program's plan counts its $relay_n checks" equals "$relay_plan" "$relay_n"
+}
+
+# need DESCRIPTION COMMAND [ARGS...]: what a test stands on (a tool's output,
+# a program built for it), not a check of memprof: when it fails the whole
+# file stops ("Bail out!", an error in the harness's summary), uncounted.
+need() {
+    need_desc=$1; shift
+    "$@" || { echo "Bail out! $need_desc"; exit 1; }
+}
+
 done_testing() {
     echo "1..$tap_n"
     [ "$tap_failed" -eq 0 ]

@@ -8,24 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#define SEEDS_ARENA 8192
+#include "../seeds_vm.h"
 
-struct obj {
-    struct obj *next;
-    long kind, value;
-};
-
-#define ARENA 8192
-static struct obj arena[ARENA];
-static long arena_used;
-static struct obj *freelist;
 static long made[4];
 
 __attribute__((noinline, noclone)) static struct obj *newobj(long kind)
 {
-    struct obj *o = &arena[arena_used++ % ARENA];
-    o->kind = kind;
-    o->value = kind * 3;
-    return o;
+    return SEEDS_NEWOBJ(kind, 0);
 }
 
 /* Inlined at -O2. The barrier keeps one store per free, as in a VM whose
@@ -34,8 +24,7 @@ __attribute__((noinline, noclone)) static struct obj *newobj(long kind)
  * a hook on the stores sees one free for two. */
 static void add_freelist(struct obj *o)
 {
-    o->next = freelist;
-    freelist = o;
+    SEEDS_ADD_FREELIST(o);
     __asm__ volatile("" ::: "memory");
 }
 

@@ -8,6 +8,7 @@
 #include "elf/symbols.h"
 #include "hook/callsite.h"
 #include "hook/intercept.h"
+#include "../seeds_vm.h"
 #include "../tap.h"
 #include <errno.h>
 #include <link.h>
@@ -15,15 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct obj {
-    struct obj *next;
-    long kind, value;
-};
-
-#define ARENA 4096
-static struct obj arena[ARENA];
-static long arena_used;
-static struct obj *freelist;
 
 /* Expected calls per source line, counted by the call sites themselves. */
 static long expected[1024];
@@ -31,20 +23,12 @@ static long expected[1024];
 
 __attribute__((noinline, noclone)) static struct obj *newobj(long kind)
 {
-    struct obj *o = freelist;
-    if (o)
-        freelist = o->next;
-    else
-        o = &arena[arena_used++ % ARENA];
-    o->kind = kind;
-    o->value = kind * 3;
-    return o;
+    return SEEDS_NEWOBJ(kind, 1);
 }
 
 static void release(struct obj *o)
 {
-    o->next = freelist;
-    freelist = o;
+    SEEDS_ADD_FREELIST(o);
 }
 
 /* Many values live across the calls: with -O2 (and -fipa-ra) some stay in

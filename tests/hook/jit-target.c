@@ -27,6 +27,7 @@ __attribute__((noinline)) void pre_handler(uint32_t id, struct intercept_regs *r
 
 __attribute__((noinline)) void post_handler(uint32_t id, const struct intercept_return *ret, const uint64_t data[2])
 {
+    (void)data;
     post_calls += id + (long)ret->rax;
 }
 

@@ -7,6 +7,7 @@
 #include "elf/symbolizer.h"
 #include "elf/symbols.h"
 #include "hook/store_site.h"
+#include "../seeds_vm.h"
 #include "../tap.h"
 #include <errno.h>
 #include <link.h>
@@ -15,32 +16,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct obj {
-    struct obj *next;
-    long kind, value;
-};
-
-#define ARENA 4096
-static struct obj arena[ARENA];
-static long arena_used, freed_by_program;
-static struct obj *freelist;
+static long freed_by_program;
 
 __attribute__((noinline)) static struct obj *newobj(long kind)
 {
-    struct obj *o = freelist;
-    if (o)
-        freelist = o->next;
-    else
-        o = &arena[arena_used++ % ARENA];
-    o->kind = kind;
-    o->value = kind * 3;
-    return o;
+    return SEEDS_NEWOBJ(kind, 1);
 }
 
 __attribute__((noinline, noclone, aligned(64))) static void add_freelist(struct obj *o)
 {
-    o->next = freelist;
-    freelist = o;
+    SEEDS_ADD_FREELIST(o);
     freed_by_program++;
 }
 
