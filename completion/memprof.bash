@@ -20,7 +20,7 @@ _memprof()
                 _command_offset $((i + 1))
                 return
             fi
-            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--dump|--hook|--wrapper|--site|--frames|--sample|--sort|--top|--filter) ]]; then
+            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--dump|--hook|--wrapper|--on-signal|--site|--frames|--sample|--sort|--top|--filter) ]]; then
                 _command_offset $i
                 return
             fi
@@ -29,10 +29,10 @@ _memprof()
         -o | --output | --pprof | --dump) _filedir; return ;;
         --site) COMPREPLY=($(compgen -W "nearest user" -- "$cur")); return ;;
         --sort) COMPREPLY=($(compgen -W "count bytes" -- "$cur")); return ;;
-        --hook | --wrapper | --frames | --sample | --top | --filter) return ;;
+        --hook | --wrapper | --on-signal | --frames | --sample | --top | --filter) return ;;
         esac
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "-o --output --heap --by-thread --wrapper --pprof --dump --hook --site --frames
+            COMPREPLY=($(compgen -W "-o --output --heap --by-thread --wrapper --on-signal --pprof --dump --hook --site --frames
                 --sample --bytes --sort --top --filter --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))

@@ -274,7 +274,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     struct rows rows = { 0 };
     struct row *current = NULL;
     unsigned long blocks = 0, table_bytes = 0;
-    char line[PATH_MAX + 512], object[PATH_MAX];
+    char line[PATH_MAX + 512], object[PATH_MAX], when[64] = "";
     /* Naming reads files: a large heap takes a while. Say so on a terminal. */
     bool progress = isatty(STDERR_FILENO) == 1;
     size_t named = 0;
@@ -290,6 +290,11 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
             long raw_pid;
             if (!pid && sscanf(line, "# pid %ld", &raw_pid) == 1)
                 pid = (pid_t)raw_pid;
+            /* Written from a signal handler (MEMPROF_ON_SIGNAL). */
+            int signal_number;
+            char signal[16];
+            if (sscanf(line, "# signal %d %15s", &signal_number, signal) == 2)
+                snprintf(when, sizeof when, "at %s (signal %d) of", signal, signal_number);
             if (sscanf(line, "# wrappers %1023[^\n]", naming.wrappers) != 1 && strncmp(line, "# wrappers", 10) == 0)
                 naming.wrappers[0] = '\0';
             struct thread_line *th = &threads[thread_count];
@@ -370,7 +375,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
 
     if (rows.count)
         fprintf(out, "== memprof: live C heap blocks %s pid %ld (count bytes peak_bytes allocs site) ==\n",
-                opt->when ? opt->when : "at exit of", (long)pid);
+                when[0] ? when : opt->when ? opt->when : "at exit of", (long)pid);
     else if (opt->filter && filtered_out)
         fprintf(out, "memprof: no live C heap rows match '%s'\n", opt->filter);
     else

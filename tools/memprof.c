@@ -5,6 +5,7 @@
  * `run` execs CMD with the runtime preloaded, so CMD's exit status and signals
  * are its own; the runtime writes the report when CMD exits. */
 #include "commands.h"
+#include "runtime/report_signals.h"
 #include "output.h"
 #include "util/atomic_file.h"
 #include <errno.h>
@@ -98,6 +99,8 @@ static void usage(FILE *f)
           "  --sort count|bytes  largest count (default) or largest bytes first\n"
           "  --top N             only the first N rows\n"
           "  --filter TEXT       only rows whose file:line:Class contains TEXT\n"
+          "  --on-signal LIST    if COMMAND gets one of these signals (SIGSEGV,SIGABRT,...),\n"
+          "                      write the report first, then let the signal act\n"
           "\n"
           "Exit status: COMMAND's own; 2 for a usage error or an unusable -o FILE;\n"
           "126 if COMMAND cannot be executed; 127 if it is not found.\n"
@@ -227,6 +230,23 @@ static int take_run_option(int argc, char **argv, int *i)
             return fail("%s", "out of memory", NULL), 2;
         setenv("MEMPROF_WRAPPERS", joined, 1);
         free(joined);
+        return 1;
+    }
+    if (strcmp(a, "--on-signal") == 0 || strncmp(a, "--on-signal=", 12) == 0) {
+        if (!a[11] && *i + 1 >= argc)
+            return fail("%s needs a value", "--on-signal", NULL), 2;
+        const char *value = a[11] ? a + 12 : argv[++*i];
+        char words[256];
+        snprintf(words, sizeof words, "%s", value);
+        char *save = NULL;
+        for (char *w = strtok_r(words, ",", &save); w; w = strtok_r(NULL, ",", &save))
+            if (report_signal_index(w) < 0)
+                return fail("--on-signal: '%s' is not a signal memprof reports at (SIGSEGV, SIGABRT, SIGBUS, "
+                            "SIGILL, SIGFPE, SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGXCPU, "
+                            "SIGXFSZ, SIGPIPE, SIGALRM)", w, NULL), 2;
+        if (!*value)
+            return fail("--on-signal: '%s' names no signal", value, NULL), 2;
+        setenv("MEMPROF_ON_SIGNAL", value, 1);
         return 1;
     }
     for (size_t k = 0; k < sizeof run_options / sizeof *run_options; k++) {
@@ -504,7 +524,8 @@ static int run_with_heap_report(char **argv, const char *output)
                 argv[0], (long)pid, output ? output : "the report above", (long)first_pid);
     } else if (!reported) {
         fprintf(stderr, "memprof: %s (pid %ld) wrote no C heap report: it %s\n", argv[0], (long)pid,
-                WIFSIGNALED(status) ? "was killed by a signal" : "ended without running its exit handlers (_exit)");
+                WIFSIGNALED(status) ? "was killed by a signal (--on-signal writes the report first)"
+                                    : "ended without running its exit handlers (_exit)");
     }
     for (size_t i = first; i < n; i++) {
         char *mine = NULL;

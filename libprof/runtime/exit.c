@@ -5,6 +5,7 @@
 #include "../trace/heap.h"
 #include "../trace/heap_ruby.h"
 #include "../trace/ruby.h"
+#include "../util/reentry.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -119,21 +120,33 @@ void exit_reports_want_ruby(bool wanted, int flags, unsigned long top)
     ruby_report_top = top;
 }
 
+/* The Ruby reports; `when` says at what ("exit", "SIGSEGV"). */
+static void write_ruby_reports(const char *when)
+{
+    const char *spec = getenv("MEMPROF_OUTPUT");
+    bool bytes = ruby_report_flags & MEMPROF_REPORT_BYTES;
+    char header[96];
+    struct out h;
+    out_init_fd(&h, -1, header, sizeof header);
+    out_str(&h, "== memprof: live Ruby objects at ");
+    out_str(&h, when);
+    out_str(&h, " of pid ");
+    out_finish(&h);
+    report_at_exit_to(getenv("MEMPROF_DUMP"), "", &(struct report_request){ .kind = MEMPROF_REPORT_RUBY_JSON },
+                      NULL, NULL);
+    report_at_exit_to(spec && *spec ? spec : "stderr", "",
+                      &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .flags = ruby_report_flags,
+                                                .top = ruby_report_top, .filter = getenv("MEMPROF_FILTER") },
+                      header, bytes ? " (count bytes file:line:Class) ==\n" : " (count file:line:Class) ==\n");
+}
+
 /* From a Ruby end proc: after the program's own at_exit handlers, while the
  * heap is still whole. */
 void ruby_report_at_exit(void)
 {
     if (!ruby_tracer_running() || !ruby_report_wanted)
         return;
-    const char *spec = getenv("MEMPROF_OUTPUT");
-    bool bytes = ruby_report_flags & MEMPROF_REPORT_BYTES;
-    report_at_exit_to(getenv("MEMPROF_DUMP"), "", &(struct report_request){ .kind = MEMPROF_REPORT_RUBY_JSON },
-                      NULL, NULL);
-    report_at_exit_to(spec && *spec ? spec : "stderr", "",
-                      &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .flags = ruby_report_flags,
-                                                .top = ruby_report_top, .filter = getenv("MEMPROF_FILTER") },
-                      "== memprof: live Ruby objects at exit of pid ",
-                      bytes ? " (count bytes file:line:Class) ==\n" : " (count file:line:Class) ==\n");
+    write_ruby_reports("exit");
     ruby_tracer_stop();
 }
 
@@ -143,11 +156,13 @@ void ruby_report_at_exit(void)
  * SPEC.teardown, what teardown left: leaks. */
 static bool heap_reported_at_end;
 
-static void write_heap_reports(const char *suffix, bool with_pprof)
+/* `preface`: lines before the raw report (NULL: none). */
+static void write_heap_reports(const char *suffix, bool with_pprof, const char *preface)
 {
     int flags = env_says_yes("MEMPROF_HEAP_BY_THREAD") ? MEMPROF_REPORT_BY_THREAD : 0;
     report_at_exit_to(getenv("MEMPROF_HEAP_OUTPUT"), suffix,
-                      &(struct report_request){ .kind = MEMPROF_REPORT_HEAP, .flags = flags }, NULL, NULL);
+                      &(struct report_request){ .kind = MEMPROF_REPORT_HEAP, .flags = flags, .preface = preface },
+                      NULL, NULL);
     if (with_pprof)
         report_at_exit_to(getenv("MEMPROF_HEAP_PPROF"), suffix,
                           &(struct report_request){ .kind = MEMPROF_REPORT_HEAP_PPROF }, NULL, NULL);
@@ -158,14 +173,14 @@ static void heap_report_at_program_end(void)
     if (!heap_tracer_running() || heap_reported_at_end)
         return;
     heap_reported_at_end = true;
-    write_heap_reports("", true);
+    write_heap_reports("", true, NULL);
 }
 
 static void heap_report_at_exit(void)
 {
     if (!heap_tracer_running())
         return;
-    write_heap_reports(heap_reported_at_end ? ".teardown" : "", !heap_reported_at_end);
+    write_heap_reports(heap_reported_at_end ? ".teardown" : "", !heap_reported_at_end, NULL);
     heap_tracer_stop();
 }
 
@@ -173,4 +188,28 @@ void exit_reports_want_heap(void)
 {
     heap_ruby_at_program_end(heap_report_at_program_end);
     atexit(heap_report_at_exit);
+}
+
+/* From signals.c's handler: the reports this process would write at exit,
+ * now, before the signal ends it. The raw heap report says which signal
+ * ("# signal N NAME"), for `memprof run` to say so. */
+void exit_reports_at_signal(int number)
+{
+    bool entered = reentry_enter();   /* whatever the report does is memprof's */
+    if (ruby_tracer_running() && ruby_report_wanted)
+        write_ruby_reports(signal_name(number));
+    if (heap_tracer_running() && !heap_reported_at_end) {
+        char preface[64];
+        struct out p;
+        out_init_fd(&p, -1, preface, sizeof preface);
+        out_str(&p, "# signal ");
+        out_u64(&p, (uint64_t)number);
+        out_char(&p, ' ');
+        out_str(&p, signal_name(number));
+        out_char(&p, '\n');
+        out_finish(&p);
+        write_heap_reports("", true, preface);   /* replaced at exit if the process lives on */
+    }
+    if (entered)
+        reentry_leave();
 }

@@ -136,6 +136,8 @@ static int write_to_fd(int fd, const char *path, const struct report_request *r)
     struct out o;
     char buf[8192];
     out_init_fd(&o, fd, buf, sizeof buf);
+    if (r->preface)
+        out_str(&o, r->preface);
     int status = run_report(&o, r);
     int err = out_finish(&o);
     if (status == MEMPROF_OK && err)

@@ -33,6 +33,7 @@ struct report_request {
     unsigned long top;
     unsigned since;
     const char *filter;
+    const char *preface;         /* lines written before the report, or NULL */
 };
 /* The report into `fd`, into the file `path` (atomically), or as text owned
  * by reports.c; each sets the call's status and text (call_done). */
@@ -54,6 +55,12 @@ void ruby_report_at_exit(void);
 void exit_reports_want_ruby(bool wanted, int flags, unsigned long top);
 /* MEMPROF_HEAP_OUTPUT, MEMPROF_HEAP_PPROF: at the program's end and at exit. */
 void exit_reports_want_heap(void);
+/* The same reports now, from a handler of signal `number` (signals.c). */
+void exit_reports_at_signal(int number);
+
+/* --- signals.c: MEMPROF_ON_SIGNAL ------------------------------------------- */
+void signal_reports_init(void);
+const char *signal_name(int number);   /* "SIGSEGV", or "a signal" */
 
 /* --- startup.c ----------------------------------------------------------------- */
 bool env_says_yes(const char *name);

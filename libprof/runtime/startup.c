@@ -116,6 +116,7 @@ static void start_from_environment(void)
     }
     if (env_says_yes("MEMPROF_THREADS"))
         tracers_start(MEMPROF_THREADS);
+    signal_reports_init();
     if (!ruby_tracer_available())
         return;
     /* Loaded into a VM already running (require 'memprof', GDB): recording
