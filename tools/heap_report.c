@@ -274,7 +274,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     struct rows rows = { 0 };
     struct row *current = NULL;
     unsigned long blocks = 0, table_bytes = 0;
-    char line[PATH_MAX + 512], object[PATH_MAX], when[64] = "";
+    char line[PATH_MAX + 512], object[PATH_MAX], when[96] = "";
     /* Naming reads files: a large heap takes a while. Say so on a terminal. */
     bool progress = isatty(STDERR_FILENO) == 1;
     size_t named = 0;
@@ -290,6 +290,13 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
             long raw_pid;
             if (!pid && sscanf(line, "# pid %ld", &raw_pid) == 1)
                 pid = (pid_t)raw_pid;
+            /* Written at the heap's peak (MEMPROF_PEAK_REPORT). */
+            uint64_t peak_ms;
+            unsigned step;
+            if (sscanf(line, "# peak %*u bytes in %*u blocks, %" SCNu64 " ms after the start (rewritten when live "
+                             "bytes grow by %u%%)", &peak_ms, &step) == 2)
+                snprintf(when, sizeof when, "at its peak (%" PRIu64 " ms after the start, within %u%%) of", peak_ms,
+                         step);
             /* Written from a signal handler (MEMPROF_ON_SIGNAL). */
             int signal_number;
             char signal[16];

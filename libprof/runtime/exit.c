@@ -213,3 +213,10 @@ void exit_reports_at_signal(int number)
     if (entered)
         reentry_leave();
 }
+
+/* The raw heap report, now, where `spec` says, after `preface` (peak.c). */
+void exit_reports_heap_to(const char *spec, const char *preface)
+{
+    report_at_exit_to(spec, "", &(struct report_request){ .kind = MEMPROF_REPORT_HEAP, .preface = preface }, NULL,
+                      NULL);
+}

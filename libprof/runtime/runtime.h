@@ -57,6 +57,11 @@ void exit_reports_want_ruby(bool wanted, int flags, unsigned long top);
 void exit_reports_want_heap(void);
 /* The same reports now, from a handler of signal `number` (signals.c). */
 void exit_reports_at_signal(int number);
+/* The raw heap report, now, where `spec` says, after `preface` (peak.c). */
+void exit_reports_heap_to(const char *spec, const char *preface);
+
+/* --- peak.c: MEMPROF_PEAK_REPORT, rewritten when live bytes grow by `step` % */
+void peak_reports_init(unsigned long step);
 
 /* --- signals.c: MEMPROF_ON_SIGNAL ------------------------------------------- */
 void signal_reports_init(void);

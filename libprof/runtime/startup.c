@@ -113,6 +113,7 @@ static void start_from_environment(void)
                 "recording call sites only", (char *)NULL);
         exit_reports_want_heap();
         hooks_from_environment();
+        peak_reports_init(env_number("MEMPROF_PEAK_STEP", 1, 1000, 10));
     }
     if (env_says_yes("MEMPROF_THREADS"))
         tracers_start(MEMPROF_THREADS);

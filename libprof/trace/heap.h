@@ -52,6 +52,9 @@ bool heap_current_thread_totals(uint64_t *count, uint64_t *bytes);
 bool heap_thread_totals(pid_t tid, uint64_t *count, uint64_t *bytes);
 /* Who allocated the live block that holds `addr`: its size, site, callers
  * and Ruby line. *found false when no live block holds it. */
+/* The bytes and blocks live now, exactly (the report's reading, without its
+ * rows): MEMPROF_BUSY when a report or a hook holds the tables. */
+enum memprof_status heap_tracer_live(uint64_t *bytes, size_t *blocks);
 enum memprof_status heap_tracer_where(struct out *o, uintptr_t addr, bool *found);
 
 /* Blocks of an allocator memprof does not know (trace/heap_custom.c): made

@@ -343,9 +343,11 @@ static void write_pprof(struct out *o, const struct report_row *rows, size_t sho
         close(fd);
 }
 
-static enum memprof_status report_locked(struct out *o, unsigned long top, bool by_thread,
-                                      enum heap_format format, struct report_memory *mem,
-                                      struct intern_table *frames, struct intern_table *groups)
+/* What every thread had published, and which of its blocks are live now:
+ * *view[views] with each origin's live count and bytes, *live_blocks and
+ * *live_bytes in all. */
+static enum memprof_status read_live(struct report_memory *mem, struct thread_view **view_out, size_t *views_out,
+                                     size_t *live_blocks_out, uint64_t *live_bytes_out)
 {
     /* The threads, oldest first; what each had published. */
     size_t views = 0;
@@ -394,6 +396,7 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
     if (!last)
         return MEMPROF_NO_MEMORY;
     size_t live_blocks = 0;
+    uint64_t live_bytes = 0;
     for (size_t m = 0; m < map_capacity; m++) {
         if (!last[m])
             continue;
@@ -407,7 +410,28 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
         v->live[origin].live_count++;
         v->live[origin].live_bytes += BLOCK_WORD_SIZE(events[e].word);
         live_blocks++;
+        live_bytes += BLOCK_WORD_SIZE(events[e].word);
     }
+    *view_out = view;
+    *views_out = views;
+    *live_blocks_out = live_blocks;
+    *live_bytes_out = live_bytes;
+    return MEMPROF_OK;
+}
+
+static enum memprof_status report_locked(struct out *o, unsigned long top, bool by_thread,
+                                      enum heap_format format, struct report_memory *mem,
+                                      struct intern_table *frames, struct intern_table *groups)
+{
+    struct thread_view *view;
+    size_t views, live_blocks, i;
+    uint64_t live_bytes;
+    enum memprof_status status = read_live(mem, &view, &views, &live_blocks, &live_bytes);
+    if (status != MEMPROF_OK)
+        return status;
+    size_t origins = 0;
+    for (i = 0; i < views; i++)
+        origins += view[i].origin_count;
 
     /* Rows: a thread's origins joined with the same site, stack and Ruby
      * line of every other thread (or kept apart, by thread). */
@@ -523,6 +547,19 @@ enum memprof_status heap_tracer_report_as(struct out *o, unsigned long top, bool
     end_reading();
     intern_free(&frames);
     intern_free(&groups);
+    report_free(&mem);
+    return status;
+}
+
+enum memprof_status heap_tracer_live(uint64_t *bytes, size_t *blocks)
+{
+    if (!begin_reading())
+        return MEMPROF_BUSY;
+    struct report_memory mem = { 0 };
+    struct thread_view *view;
+    size_t views;
+    enum memprof_status status = read_live(&mem, &view, &views, blocks, bytes);
+    end_reading();
     report_free(&mem);
     return status;
 }
