@@ -20,19 +20,19 @@ _memprof()
                 _command_offset $((i + 1))
                 return
             fi
-            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--dump|--hook|--wrapper|--on-signal|--site|--frames|--sample|--sort|--top|--filter) ]]; then
+            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--dump|--hook|--wrapper|--on-signal|--peak-report|--site|--frames|--sample|--sort|--top|--filter) ]]; then
                 _command_offset $i
                 return
             fi
         done
         case $prev in
-        -o | --output | --pprof | --dump) _filedir; return ;;
+        -o | --output | --pprof | --dump | --peak-report) _filedir; return ;;
         --site) COMPREPLY=($(compgen -W "nearest user" -- "$cur")); return ;;
         --sort) COMPREPLY=($(compgen -W "count bytes" -- "$cur")); return ;;
         --hook | --wrapper | --on-signal | --frames | --sample | --top | --filter) return ;;
         esac
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "-o --output --heap --by-thread --wrapper --on-signal --pprof --dump --hook --site --frames
+            COMPREPLY=($(compgen -W "-o --output --heap --by-thread --wrapper --on-signal --peak-report --pprof --dump --hook --site --frames
                 --sample --bytes --sort --top --filter --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))

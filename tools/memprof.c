@@ -99,6 +99,9 @@ static void usage(FILE *f)
           "  --sort count|bytes  largest count (default) or largest bytes first\n"
           "  --top N             only the first N rows\n"
           "  --filter TEXT       only rows whose file:line:Class contains TEXT\n"
+          "  --peak-report FILE  also the C heap as it was at its peak (implies --heap),\n"
+          "                      within 10% (MEMPROF_PEAK_STEP); written even if COMMAND\n"
+          "                      is killed (the OOM killer)\n"
           "  --on-signal LIST    if COMMAND gets one of these signals (SIGSEGV,SIGABRT,...),\n"
           "                      write the report first, then let the signal act\n"
           "\n"
@@ -482,6 +485,9 @@ static pid_t pid_of_beside(const char *name, size_t prefix_len)
     return (pid_t)strtol(name + prefix_len + 1, NULL, 10);
 }
 
+/* --peak-report FILE, resolved; "" when not asked for. */
+static char peak_output[PATH_MAX];
+
 /* --heap: run COMMAND, then name the sites of each profiled process's raw
  * heap report: COMMAND's own to stderr or `output`, any other process's to
  * stderr or OUTPUT.PID.NAME. */
@@ -500,6 +506,10 @@ static int run_with_heap_report(char **argv, const char *output)
         setenv("MEMPROF_HEAP_FRAMES", frames, 1);
     setenv("MEMPROF_HEAP_OUTPUT", raw, 1);
     setenv("MEMPROF_OUTPUT", "none", 1);
+    char peak_raw[PATH_MAX + 8];
+    snprintf(peak_raw, sizeof peak_raw, "%s.peak", raw);
+    if (*peak_output)
+        setenv("MEMPROF_PEAK_REPORT", peak_raw, 1);
     struct timespec since;
     run_start_time(&since);
     int status;
@@ -538,6 +548,20 @@ static int run_with_heap_report(char **argv, const char *output)
         free(mine);
     }
     free_names(others, n);
+    if (*peak_output) {
+        /* COMMAND's own peak, named; those of the processes it started are
+         * not kept (the exit reports above say where their heaps went). */
+        int peak_rc = name_heap_report(peak_raw, peak_output, pid, &opt, &reported);
+        if (peak_rc && !rc)
+            rc = peak_rc;
+        if (!reported)
+            fprintf(stderr, "memprof: %s (pid %ld) wrote no peak report: its heap never held a live block\n",
+                    argv[0], (long)pid);
+        n = reports_beside(peak_raw, &since, &others);
+        for (size_t i = 0; i < n; i++)
+            unlink(others[i]);
+        free_names(others, n);
+    }
     return exit_like(status, rc);
 }
 
@@ -603,6 +627,14 @@ static int cmd_run(int argc, char **argv)
                 return fail("%s", "out of memory", NULL);
             setenv("MEMPROF_HOOKS", joined, 1);
             free(joined);
+            heap = true;
+        } else if (strcmp(a, "--peak-report") == 0) {
+            /* The heap at its peak, named into FILE when COMMAND ends (or is killed). */
+            if (i + 1 >= argc)
+                return fail("%s needs a file name", a, NULL);
+            int rc = memprof_resolve_output(argv[++i], peak_output, sizeof peak_output);
+            if (rc)
+                return rc;
             heap = true;
         } else if (strcmp(a, "--dump") == 0 || strcmp(a, "--pprof") == 0) {
             /* FILE written by the runtime at exit (MEMPROF_DUMP, MEMPROF_HEAP_PPROF). */
