@@ -5,7 +5,7 @@ _memprof()
     local cur prev words cword
     _init_completion || return
 
-    local commands="run attach threads collapse flamegraph diff symbols symbolize heap-table name-sites safe-point keep crash-helper"
+    local commands="run attach threads collapse flamegraph diff symbols symbolize heap-table name-sites safe-point keep crash-helper core"
     if [[ $cword -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return

@@ -73,6 +73,36 @@ struct memprof_thread_event {
  * cancellation). Does nothing: it is where a debugger stops. */
 void memprof_thread_event(const struct memprof_thread_event *event);
 
+/* --- the tables, for a reader that cannot run code (a core file) ----------
+ * memprof_tables, exported, says where the C heap tracer's tables are and
+ * how they are laid out; doc/tables.md describes them. A reader checks the
+ * magic, the version and every size before it reads, and refuses a layout
+ * it does not know with a reason. */
+#define MEMPROF_TABLES_MAGIC "memprof-tables\0"
+#define MEMPROF_TABLES_VERSION 1
+struct memprof_tables {
+    char magic[16];               /* MEMPROF_TABLES_MAGIC */
+    uint32_t version;             /* MEMPROF_TABLES_VERSION */
+    uint32_t size;                /* sizeof (struct memprof_tables) */
+    uint64_t heap_running;        /* address of a bool: the tracer records */
+    uint64_t heap_threads;        /* address of the newest thread's pointer */
+    /* struct heap_thread (one per thread that allocated, newest first) */
+    uint32_t thread_size, thread_next, thread_serial, thread_tid;
+    uint32_t thread_young, young_slots;           /* [young_slots] block slots */
+    uint32_t thread_blocks, thread_freed;         /* block tables */
+    uint32_t thread_origins, thread_origin_count; /* origin array pointer, count */
+    /* a block table: a pointer to its array, which is a capacity then slots */
+    uint32_t table_array, array_capacity, array_slots;
+    /* a block slot: address (0 empty, odd a tombstone), number, word */
+    uint32_t slot_size, slot_addr, slot_number, slot_word;
+    uint32_t word_size_bits;      /* word: size in the low bits, origin above */
+    /* an origin: key (site, thread << thread_shift), link, counters */
+    uint32_t origin_array_records, origin_size, origin_key, origin_link;
+    uint32_t origin_total_count, origin_total_bytes, origin_peak_bytes;
+    uint32_t thread_shift;
+};
+extern const struct memprof_tables memprof_tables;
+
 #ifdef __cplusplus
 }
 #endif

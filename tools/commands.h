@@ -14,6 +14,7 @@ int cmd_heap_table(int argc, char **argv); /* memprof heap-table [FILE] */
 int cmd_name_sites(int argc, char **argv); /* memprof name-sites < TEXT */
 int cmd_safe_point(int argc, char **argv); /* memprof safe-point < BACKTRACES */
 int cmd_keep(int argc, char **argv);       /* memprof keep --dir DIR NAME < TEXT */
+int cmd_core(int argc, char **argv);       /* memprof core CORE [PROGRAM] */
 int cmd_crash_helper(int argc, char **argv); /* memprof crash-helper --dir DIR PID SIGNAL [EXE] < CORE */
 
 #include <stdbool.h>

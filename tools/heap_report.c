@@ -425,9 +425,11 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
             fprintf(out, "%7u %8ld %7" PRIu64 " %10" PRIu64 " %8" PRIu64 " %s\n", threads[i].serial,
                     threads[i].tid, threads[i].count, threads[i].bytes, threads[i].allocs, threads[i].name);
     }
-    if (rows.count && blocks)
+    if (rows.count && blocks && table_bytes)
         fprintf(out, "memprof: %lu live blocks; memprof's tables take %lu bytes (%.1f per block)\n",
                 blocks, table_bytes, (double)table_bytes / (double)blocks);
+    else if (rows.count && blocks)   /* read from a core: the tables' size is not known */
+        fprintf(out, "memprof: %lu live blocks\n", blocks);
     free(rows.rows);
     for (size_t i = 0; i < naming.opened; i++)
         symbolizer_close(naming.cache[i].s);

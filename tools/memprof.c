@@ -43,6 +43,7 @@ static void usage(FILE *f)
           "       memprof name-sites < TEXT\n"
           "       memprof safe-point [--thread N] < BACKTRACES\n"
           "       memprof keep --dir DIR NAME < TEXT\n"
+          "       memprof core [--top N] [--filter TEXT] CORE [PROGRAM]\n"
           "       memprof crash-helper --dir DIR [--compress] [--max-core-size BYTES] PID SIGNAL [EXE] < CORE\n"
           "       memprof --help | --version\n"
           "\n"
@@ -74,6 +75,8 @@ static void usage(FILE *f)
           "  safe-point  read GDB's 'thread apply all bt': is a thread inside malloc or\n"
           "           the dynamic loader? (exit status: its number + 1; GDB's\n"
           "           memprof-safe-point uses it)\n"
+          "  core     the C heap report of a process that is gone, from its core file\n"
+          "           (gcore, a crash) alone\n"
           "  crash-helper  for the kernel's core_pattern (--install prints the line): keep\n"
           "           a dying process's core (stdin), its backtraces and what it was in\n"
           "           DIR/TIME-PID-NAME/ (mode 0700)\n"
@@ -722,6 +725,7 @@ int main(int argc, char **argv)
         { "symbols", cmd_symbols },   { "symbolize", cmd_symbolize },
         { "heap-table", cmd_heap_table }, { "name-sites", cmd_name_sites },
         { "safe-point", cmd_safe_point }, { "keep", cmd_keep }, { "crash-helper", cmd_crash_helper },
+        { "core", cmd_core },
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)
