@@ -35,6 +35,8 @@ struct heap_report_options {
     const char *when;       /* the header's "at exit of" (NULL), or "in" */
 };
 int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt);
+/* The C heap report of a core file, named (core.c): 0, or 1 with a line in `why`. */
+int core_heap_report(const char *path, FILE *out, const struct heap_report_options *opt, char *why, size_t why_size);
 /* A C++ symbol's name demangled (valid until the next call), else `name`. */
 const char *demangle(const char *name);
 #endif

@@ -488,45 +488,29 @@ static bool write_raw_report(struct core *c, const struct memprof_tables *t, FIL
     return ok;
 }
 
-int cmd_core(int argc, char **argv)
+/* The C heap report of the core at `path`, named, into `out`: 0, or 1 after
+ * one line in `why`. */
+int core_heap_report(const char *path, FILE *out, const struct heap_report_options *opt, char *why, size_t why_size)
 {
-    struct heap_report_options opt = { 0, NULL, "in the core of" };
-    const char *path = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) {
-            opt.top = strtoul(argv[++i], NULL, 10);
-        } else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
-            opt.filter = argv[++i];
-        } else if (strcmp(argv[i], "--heap") == 0) {
-            /* the only table read from a core so far */
-        } else if (argv[i][0] == '-' || (path && i + 1 < argc)) {
-            path = NULL;
-            break;
-        } else if (!path) {
-            path = argv[i];
-        }
-    }
-    if (!path) {
-        fputs("memprof: usage: memprof core [--heap] [--top N] [--filter TEXT] CORE [PROGRAM]\n", stderr);
-        return 2;
-    }
     struct core c = { .fd = -1 };
     uint64_t tables_at = 0;
     struct memprof_tables t;
     char *raw = NULL;
     size_t raw_len = 0;
-    FILE *out = NULL;
+    FILE *raw_out = NULL;
     bool ok = open_core(&c, path) && find_tables(&c, &tables_at) && read_descriptor(&c, tables_at, &t) &&
-              (out = open_memstream(&raw, &raw_len)) && write_raw_report(&c, &t, out);
-    if (out)
-        fclose(out);
+              (raw_out = open_memstream(&raw, &raw_len)) && write_raw_report(&c, &t, raw_out);
+    if (raw_out)
+        fclose(raw_out);
     int rc = 0;
     if (!ok) {
-        fprintf(stderr, "memprof: %s\n", c.why[0] ? c.why : "out of memory");
+        snprintf(why, why_size, "memprof: %s", c.why[0] ? c.why : "out of memory");
         rc = 1;
     } else {
         FILE *in = fmemopen(raw, raw_len, "r");
-        rc = in && heap_report_symbolize(in, stdout, (pid_t)c.pid, &opt) == 0 ? 0 : 1;
+        rc = in && heap_report_symbolize(in, out, (pid_t)c.pid, opt) == 0 ? 0 : 1;
+        if (rc)
+            snprintf(why, why_size, "memprof: cannot write the report of %s", path);
         if (in)
             fclose(in);
     }
@@ -538,5 +522,62 @@ int cmd_core(int argc, char **argv)
     free(c.segments);
     free(c.mappings);
     free(c.file_names);
+    return rc;
+}
+
+/* The core GDB reads, from `info target` on stdin ("Local core dump file:",
+ * then a tab and `PATH', file type ..."). */
+static bool core_of_gdb_target(char *path, size_t size)
+{
+    char line[PATH_MAX + 64];
+    bool next = false;
+    while (fgets(line, sizeof line, stdin)) {
+        if (strncmp(line, "Local core dump file:", 21) == 0) {
+            next = true;
+        } else if (next) {
+            char *start = strchr(line, '`'), *end = start ? strstr(start, "', file type") : NULL;
+            if (!end)
+                return false;
+            snprintf(path, size, "%.*s", (int)(end - start - 1), start + 1);
+            return true;
+        }
+    }
+    return false;
+}
+
+int cmd_core(int argc, char **argv)
+{
+    struct heap_report_options opt = { 0, NULL, "in the core of" };
+    const char *path = NULL;
+    char gdb_core[PATH_MAX];
+    bool usage = false;
+    for (int i = 0; i < argc && !usage; i++) {
+        if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) {
+            opt.top = strtoul(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
+            opt.filter = argv[++i];
+        } else if (strcmp(argv[i], "--heap") == 0) {
+            /* the only table read from a core so far */
+        } else if (strcmp(argv[i], "--gdb-target") == 0) {
+            /* GDB's memprof-info heap on a core: `info target` on stdin names it */
+            if (!core_of_gdb_target(gdb_core, sizeof gdb_core)) {
+                fputs("memprof: GDB reads no core file\n", stderr);
+                return 1;
+            }
+            path = gdb_core;
+        } else if (argv[i][0] == '-' || (path && path != gdb_core && i + 1 < argc)) {
+            usage = true;
+        } else if (!path) {
+            path = argv[i];
+        }
+    }
+    if (usage || !path) {
+        fputs("memprof: usage: memprof core [--top N] [--filter TEXT] CORE [PROGRAM]\n", stderr);
+        return 2;
+    }
+    char why[PATH_MAX + 160];
+    int rc = core_heap_report(path, stdout, &opt, why, sizeof why);
+    if (rc)
+        fprintf(stderr, "%s\n", why);
     return rc;
 }

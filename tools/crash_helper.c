@@ -4,6 +4,7 @@
  *   core (or core.gz)  the core, as it came on stdin (up to a size cap)
  *   info.txt           pid, signal, time, executable, command line, memprof
  *   backtrace.txt      every thread's backtrace, by GDB from the core
+ *   report.txt         the C heap report, when memprof's runtime was loaded
  * Directory 0700, files 0600, never through a symbolic link, in a DIR that
  * is root's or the user's own. It runs while the kernel waits for it: any
  * failure is one line (stderr and the system log), the rest of the core is
@@ -219,6 +220,26 @@ static void write_backtrace(const struct crash *c)
     close(out);
 }
 
+/* report.txt: the C heap report memprof's runtime kept, read from the core
+ * (`memprof core`), or the line saying why it could not be. */
+static void write_report(const struct crash *c)
+{
+    int fd = create_file(c, "report.txt");
+    FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!out) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    char core[PATH_MAX + 32], why[PATH_MAX + 160];
+    snprintf(core, sizeof core, "%s/core", c->path);
+    struct heap_report_options opt = { 0, NULL, "in the core of" };
+    if (core_heap_report(core, out, &opt, why, sizeof why) != 0)
+        fprintf(out, "%s\n", why);
+    if (fclose(out) != 0)
+        complain("cannot write %s/report.txt: %s", c->path, strerror(errno));
+}
+
 /* core -> core.gz, then core removed. */
 static bool compress_core(const struct crash *c)
 {
@@ -385,6 +406,8 @@ int cmd_crash_helper(int argc, char **argv)
     read_notes(&c);
     if (saved)
         write_backtrace(&c);
+    if (saved && c.runtime_loaded)
+        write_report(&c);
     if (saved && c.compress && !compress_core(&c))
         c.compress = false;
     write_info(&c, now, c.runtime_loaded);
