@@ -7,6 +7,7 @@
  * line, never a guess. The rows are written as the runtime writes them and
  * named by the same code as `memprof run --heap` (heap_report_symbolize). */
 #include "commands.h"
+#include "core_notes.h"
 #include "memprof_debugger.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/procfs.h>
 #include <unistd.h>
 
 #define MAX_THREADS 65536
@@ -31,21 +31,13 @@ struct segment {
     uint64_t vaddr, filesz, offset;
 };
 
-struct mapping {
-    uint64_t start, end, pgoff;
-    const char *path;
-};
-
 struct core {
     const char *path;
     int fd;
     Elf *elf;
     struct segment *segments;
     size_t segment_count;
-    struct mapping *mappings;
-    size_t mapping_count;
-    char *file_names;   /* NT_FILE's names, owned */
-    long pid;
+    struct core_notes notes;    /* the pid and the files mapped */
     char why[PATH_MAX + 128];   /* the first problem */
 };
 
@@ -85,49 +77,13 @@ static bool read_u64(struct core *c, uint64_t addr, uint64_t *v, const char *wha
 
 static bool read_notes(struct core *c)
 {
-    size_t phnum;
-    if (elf_getphdrnum(c->elf, &phnum) != 0)
-        return fail(c, "%s: no program headers", c->path);
-    for (size_t i = 0; i < phnum; i++) {
-        GElf_Phdr ph;
-        if (!gelf_getphdr(c->elf, (int)i, &ph) || ph.p_type != PT_NOTE)
-            continue;
-        Elf_Data *d = elf_getdata_rawchunk(c->elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR);
-        if (!d)
-            return fail(c, "%s: truncated: its notes are not in the file", c->path);
-        GElf_Nhdr nh;
-        size_t off = 0, name_off, desc_off;
-        while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-            const char *desc = (const char *)d->d_buf + desc_off;
-            if (nh.n_type == NT_PRPSINFO && nh.n_descsz >= sizeof(struct elf_prpsinfo)) {
-                c->pid = ((const struct elf_prpsinfo *)desc)->pr_pid;
-            } else if (nh.n_type == NT_FILE && nh.n_descsz >= 16 && !c->mappings) {
-                uint64_t count, page;
-                memcpy(&count, desc, 8);
-                memcpy(&page, desc + 8, 8);
-                if (count > nh.n_descsz / 24 || 16 + count * 24 > nh.n_descsz)
-                    return fail(c, "%s: a damaged NT_FILE note", c->path);
-                c->mappings = calloc(count ? count : 1, sizeof *c->mappings);
-                c->file_names = malloc(nh.n_descsz - 16 - count * 24 + 1);
-                if (!c->mappings || !c->file_names)
-                    return fail(c, "out of memory");
-                size_t names_len = nh.n_descsz - 16 - count * 24;
-                memcpy(c->file_names, desc + 16 + count * 24, names_len);
-                c->file_names[names_len] = '\0';
-                const char *name = c->file_names;
-                for (uint64_t k = 0; k < count; k++) {
-                    uint64_t triple[3];
-                    memcpy(triple, desc + 16 + k * 24, 24);
-                    if (name >= c->file_names + names_len)
-                        return fail(c, "%s: a damaged NT_FILE note", c->path);
-                    c->mappings[k] = (struct mapping){ triple[0], triple[1], triple[2] * page, name };
-                    name += strlen(name) + 1;
-                }
-                c->mapping_count = count;
-            }
-        }
-    }
-    if (!c->mappings)
+    const char *why = NULL;
+    int rc = core_notes_read(c->elf, &c->notes, &why);
+    if (rc == -2)
+        return fail(c, "out of memory");
+    if (rc)
+        return fail(c, "%s: %s", c->path, why);
+    if (!c->notes.mappings)
         return fail(c, "%s: no NT_FILE note (not a Linux core of a process?)", c->path);
     return true;
 }
@@ -162,7 +118,7 @@ static bool open_core(struct core *c, const char *path)
 }
 
 /* The load bias of the file mapped at `m` (its first PT_LOAD, on disk). */
-static bool load_bias(struct core *c, const struct mapping *first, uint64_t *bias)
+static bool load_bias(struct core *c, const struct core_mapping *first, uint64_t *bias)
 {
     int fd = open(first->path, O_RDONLY | O_CLOEXEC);
     Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
@@ -188,15 +144,15 @@ static bool load_bias(struct core *c, const struct mapping *first, uint64_t *bia
  * mapped files, and the symbol in its .dynsym on disk. */
 static bool find_tables(struct core *c, uint64_t *addr)
 {
-    const struct mapping *runtime = NULL;
-    for (size_t i = 0; i < c->mapping_count && !runtime; i++) {
-        const char *slash = strrchr(c->mappings[i].path, '/');
-        if (slash && strcmp(slash, "/libmemprof.so") == 0 && c->mappings[i].pgoff == 0)
-            runtime = &c->mappings[i];
+    const struct core_mapping *runtime = NULL;
+    for (size_t i = 0; i < c->notes.mapping_count && !runtime; i++) {
+        const char *slash = strrchr(c->notes.mappings[i].path, '/');
+        if (slash && strcmp(slash, "/libmemprof.so") == 0 && c->notes.mappings[i].offset == 0)
+            runtime = &c->notes.mappings[i];
     }
     if (!runtime)
         return fail(c, "%s: the memprof runtime was not loaded in pid %ld (no libmemprof.so among its files)", c->path,
-                    c->pid);
+                    c->notes.pid);
     uint64_t bias;
     if (!load_bias(c, runtime, &bias))
         return false;
@@ -446,7 +402,7 @@ static bool write_raw_report(struct core *c, const struct memprof_tables *t, FIL
         qsort(rows, row_count, sizeof *rows, by_live_bytes);
         fprintf(out, "# memprof heap: live blocks by call site (count bytes peak_bytes total_count total_bytes site "
                      "object+offset)\n# pid %ld\n# frames 1\n# tables %zu 0\n",
-                c->pid, live_blocks);
+                c->notes.pid, live_blocks);
         /* "# thread SERIAL TID live_count live_bytes total_count NAME", oldest
          * first, as the runtime writes them; a core keeps no thread's name. */
         for (size_t i = thread_count; i-- > 0;) {
@@ -465,14 +421,14 @@ static bool write_raw_report(struct core *c, const struct memprof_tables *t, FIL
             fprintf(out, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " 0x%" PRIx64 " ", r->live_count,
                     r->live_bytes, r->peak > r->live_bytes ? r->peak : r->live_bytes, r->total_count, r->total_bytes,
                     r->site);
-            const struct mapping *m = NULL;
-            for (size_t k = 0; k < c->mapping_count && !m; k++)
-                if (r->site - 1 >= c->mappings[k].start && r->site - 1 < c->mappings[k].end)
-                    m = &c->mappings[k];
-            const struct mapping *first = NULL;
-            for (size_t k = 0; m && k < c->mapping_count && !first; k++)
-                if (strcmp(c->mappings[k].path, m->path) == 0 && c->mappings[k].pgoff == 0)
-                    first = &c->mappings[k];
+            const struct core_mapping *m = NULL;
+            for (size_t k = 0; k < c->notes.mapping_count && !m; k++)
+                if (r->site - 1 >= c->notes.mappings[k].start && r->site - 1 < c->notes.mappings[k].end)
+                    m = &c->notes.mappings[k];
+            const struct core_mapping *first = NULL;
+            for (size_t k = 0; m && k < c->notes.mapping_count && !first; k++)
+                if (strcmp(c->notes.mappings[k].path, m->path) == 0 && c->notes.mappings[k].offset == 0)
+                    first = &c->notes.mappings[k];
             uint64_t bias;
             if (first && load_bias(c, first, &bias))
                 fprintf(out, "%s+0x%" PRIx64 "\n", first->path, r->site - bias);
@@ -508,7 +464,7 @@ int core_heap_report(const char *path, FILE *out, const struct heap_report_optio
         rc = 1;
     } else {
         FILE *in = fmemopen(raw, raw_len, "r");
-        rc = in && heap_report_symbolize(in, out, (pid_t)c.pid, opt) == 0 ? 0 : 1;
+        rc = in && heap_report_symbolize(in, out, (pid_t)c.notes.pid, opt) == 0 ? 0 : 1;
         if (rc)
             snprintf(why, why_size, "memprof: cannot write the report of %s", path);
         if (in)
@@ -520,8 +476,7 @@ int core_heap_report(const char *path, FILE *out, const struct heap_report_optio
     if (c.fd >= 0)
         close(c.fd);
     free(c.segments);
-    free(c.mappings);
-    free(c.file_names);
+    core_notes_free(&c.notes);
     return rc;
 }
 

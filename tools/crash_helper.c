@@ -10,9 +10,9 @@
  * failure is one line (stderr and the system log), the rest of the core is
  * read and dropped, and nothing waits without a limit. */
 #include "commands.h"
+#include "core_notes.h"
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
 #include <signal.h>
@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/procfs.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <syslog.h>
@@ -156,36 +155,20 @@ static void read_notes(struct crash *c)
         return;
     elf_version(EV_CURRENT);
     Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-    size_t phnum = 0;
-    if (e && elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &phnum) == 0) {
-        for (size_t i = 0; i < phnum; i++) {
-            GElf_Phdr ph;
-            if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE)
-                continue;
-            Elf_Data *d = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR);
-            GElf_Nhdr nh;
-            size_t off = 0, name_off, desc_off;
-            while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-                const char *desc = (const char *)d->d_buf + desc_off;
-                if (nh.n_type == NT_PRPSINFO && nh.n_descsz >= sizeof(struct elf_prpsinfo)) {
-                    const struct elf_prpsinfo *ps = (const struct elf_prpsinfo *)desc;
-                    snprintf(c->name, sizeof c->name, "%.*s", (int)sizeof ps->pr_fname, ps->pr_fname);
-                    snprintf(c->args, sizeof c->args, "%.*s", (int)sizeof ps->pr_psargs, ps->pr_psargs);
-                } else if (nh.n_type == NT_FILE && nh.n_descsz >= 16) {
-                    /* count, page size, count x (start, end, offset), then
-                     * the names: the first is the executable's. */
-                    uint64_t count;
-                    memcpy(&count, desc, 8);
-                    if (count > nh.n_descsz / 24)
-                        continue;
-                    size_t at = 16 + count * 24;
-                    if (at < nh.n_descsz && !c->exe[0])
-                        snprintf(c->exe, sizeof c->exe, "%.*s", (int)(nh.n_descsz - at), desc + at);
-                    c->runtime_loaded |= memmem(desc + at, nh.n_descsz - at, "/libmemprof.so", 14) != NULL;
-                }
-            }
+    struct core_notes notes = { 0 };
+    const char *why;
+    if (e && elf_kind(e) == ELF_K_ELF && core_notes_read(e, &notes, &why) == 0) {
+        snprintf(c->name, sizeof c->name, "%s", notes.name);
+        snprintf(c->args, sizeof c->args, "%s", notes.args);
+        /* The first file mapped is the executable. */
+        if (!c->exe[0] && notes.mapping_count)
+            snprintf(c->exe, sizeof c->exe, "%s", notes.mappings[0].path);
+        for (size_t i = 0; i < notes.mapping_count; i++) {
+            const char *slash = strrchr(notes.mappings[i].path, '/');
+            c->runtime_loaded |= slash && strcmp(slash, "/libmemprof.so") == 0;
         }
     }
+    core_notes_free(&notes);
     if (e)
         elf_end(e);
     close(fd);

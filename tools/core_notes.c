@@ -1,0 +1,83 @@
+/* A core file's NT_PRPSINFO and NT_FILE notes (core_notes.h). */
+#include "core_notes.h"
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/procfs.h>
+
+/* NT_FILE: count, page size, count x (start, end, page offset), then the
+ * names, each ending with a NUL. */
+static int read_files(const char *desc, size_t size, struct core_notes *out, const char **why)
+{
+    uint64_t count, page;
+    memcpy(&count, desc, 8);
+    memcpy(&page, desc + 8, 8);
+    if (count > size / 24 || 16 + count * 24 > size) {
+        *why = "a damaged NT_FILE note";
+        return -1;
+    }
+    size_t names = size - 16 - count * 24;
+    out->mappings = calloc(count ? count : 1, sizeof *out->mappings);
+    out->paths = malloc(names + 1);
+    if (!out->mappings || !out->paths)
+        return -2;
+    memcpy(out->paths, desc + 16 + count * 24, names);
+    out->paths[names] = '\0';
+    const char *name = out->paths;
+    for (uint64_t k = 0; k < count; k++) {
+        uint64_t triple[3];
+        memcpy(triple, desc + 16 + k * 24, 24);
+        if (name >= out->paths + names) {
+            *why = "a damaged NT_FILE note";
+            return -1;
+        }
+        out->mappings[k] = (struct core_mapping){ triple[0], triple[1], triple[2] * page, name };
+        name += strlen(name) + 1;
+    }
+    out->mapping_count = count;
+    return 0;
+}
+
+int core_notes_read(Elf *core, struct core_notes *out, const char **why)
+{
+    memset(out, 0, sizeof *out);
+    size_t phnum;
+    if (elf_getphdrnum(core, &phnum) != 0) {
+        *why = "no program headers";
+        return -1;
+    }
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(core, (int)i, &ph) || ph.p_type != PT_NOTE)
+            continue;
+        Elf_Data *d = elf_getdata_rawchunk(core, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR);
+        if (!d) {
+            *why = "truncated: its notes are not in the file";
+            return -1;
+        }
+        GElf_Nhdr nh;
+        size_t off = 0, name_off, desc_off;
+        while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+            const char *desc = (const char *)d->d_buf + desc_off;
+            if (nh.n_type == NT_PRPSINFO && nh.n_descsz >= sizeof(struct elf_prpsinfo)) {
+                const struct elf_prpsinfo *ps = (const struct elf_prpsinfo *)desc;
+                out->pid = ps->pr_pid;
+                snprintf(out->name, sizeof out->name, "%.*s", (int)sizeof ps->pr_fname, ps->pr_fname);
+                snprintf(out->args, sizeof out->args, "%.*s", (int)sizeof ps->pr_psargs, ps->pr_psargs);
+            } else if (nh.n_type == NT_FILE && nh.n_descsz >= 16 && !out->mappings) {
+                int rc = read_files(desc, nh.n_descsz, out, why);
+                if (rc)
+                    return rc;
+            }
+        }
+    }
+    return 0;
+}
+
+void core_notes_free(struct core_notes *n)
+{
+    free(n->mappings);
+    free(n->paths);
+    memset(n, 0, sizeof *n);
+}
