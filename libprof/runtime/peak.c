@@ -16,6 +16,9 @@
 
 static unsigned long step_percent = 10;
 static uint64_t start_ns;
+/* MEMPROF_PEAK_REPORT, read once at start-up: the watcher must not call
+ * getenv while the program may be calling setenv. */
+static char spec[4096];
 
 static uint64_t now_ns(void)
 {
@@ -59,7 +62,7 @@ static void *watch(void *unused)
         out_u64(&p, step_percent);
         out_str(&p, "%)\n");
         out_finish(&p);
-        exit_reports_heap_to(getenv("MEMPROF_PEAK_REPORT"), preface);
+        exit_reports_heap_to(spec, preface);
         reported = bytes;
         any = true;
     }
@@ -92,9 +95,14 @@ static void after_fork_in_child(void)
 
 void peak_reports_init(unsigned long step)
 {
-    const char *spec = getenv("MEMPROF_PEAK_REPORT");
-    if (!spec || !*spec || strcmp(spec, "none") == 0)
+    const char *value = getenv("MEMPROF_PEAK_REPORT");
+    if (!value || !*value || strcmp(value, "none") == 0)
         return;
+    if (strlen(value) >= sizeof spec) {
+        say("memprof: ignoring MEMPROF_PEAK_REPORT: the path is too long", (char *)NULL);
+        return;
+    }
+    strcpy(spec, value);
     step_percent = step;
     start_ns = now_ns();
     start_watching();
