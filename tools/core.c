@@ -38,6 +38,8 @@ struct core {
     struct segment *segments;
     size_t segment_count;
     struct core_notes notes;    /* the pid and the files mapped */
+    uint64_t *bias;             /* [mapping]: a file's load bias, read once */
+    uint8_t *bias_state;        /* [mapping]: 0 not read yet, 1 read, 2 unreadable */
     char why[PATH_MAX + 128];   /* the first problem */
 };
 
@@ -215,6 +217,33 @@ static bool read_descriptor(struct core *c, uint64_t addr, struct memprof_tables
     return ok || fail(c, "%s: the tables' descriptor is damaged (an offset outside its structure)", c->path);
 }
 
+/* The file mapped at `site` and its load bias, each file's read from disk
+ * once: false when no file is mapped there or it cannot be read. */
+static bool site_object(struct core *c, uint64_t site, const char **path, uint64_t *bias)
+{
+    const struct core_mapping *m = NULL;
+    for (size_t k = 0; k < c->notes.mapping_count && !m; k++)
+        if (site - 1 >= c->notes.mappings[k].start && site - 1 < c->notes.mappings[k].end)
+            m = &c->notes.mappings[k];
+    size_t first = c->notes.mapping_count;
+    for (size_t k = 0; m && k < c->notes.mapping_count && first == c->notes.mapping_count; k++)
+        if (strcmp(c->notes.mappings[k].path, m->path) == 0 && c->notes.mappings[k].offset == 0)
+            first = k;
+    if (first == c->notes.mapping_count)
+        return false;
+    if (!c->bias) {
+        c->bias = calloc(c->notes.mapping_count, sizeof *c->bias);
+        c->bias_state = calloc(c->notes.mapping_count, sizeof *c->bias_state);
+        if (!c->bias || !c->bias_state)
+            return false;
+    }
+    if (!c->bias_state[first])
+        c->bias_state[first] = load_bias(c, &c->notes.mappings[first], &c->bias[first]) ? 1 : 2;
+    *path = c->notes.mappings[first].path;
+    *bias = c->bias[first];
+    return c->bias_state[first] == 1;
+}
+
 struct hold {
     uint64_t addr, order, word;
     uint32_t thread;
@@ -232,6 +261,12 @@ static int by_addr_then_order(const void *a, const void *b)
     if (x->order != y->order)
         return x->order < y->order ? -1 : 1;
     return x->thread < y->thread ? -1 : x->thread > y->thread;
+}
+
+static int by_site(const void *a, const void *b)
+{
+    const struct origin_sum *x = a, *y = b;
+    return x->site < y->site ? -1 : x->site > y->site;
 }
 
 static int by_live_bytes(const void *a, const void *b)
@@ -380,20 +415,23 @@ static bool write_raw_report(struct core *c, const struct memprof_tables *t, FIL
         ok = fail(c, "out of memory");
     for (size_t i = 0; ok && i < thread_count; i++)
         for (uint64_t k = 0; k < threads[i].origin_count; k++)
-            if (threads[i].sums[k].site && threads[i].sums[k].live_count)
-                rows[row_count++] = threads[i].sums[k];
+            if (threads[i].sums[k].site && threads[i].sums[k].live_count) {
+                struct origin_sum *r = &rows[row_count++];
+                *r = threads[i].sums[k];
+                /* The owner's peak misses frees by other threads; it is
+                 * never below what lives now (as the runtime's report). */
+                if (r->peak < r->live_bytes)
+                    r->peak = r->live_bytes;
+            }
     if (ok) {
-        qsort(rows, row_count, sizeof *rows, by_live_bytes);
+        qsort(rows, row_count, sizeof *rows, by_site);
         size_t kept = 0;
         for (size_t i = 0; i < row_count; i++) {
-            struct origin_sum *r = &rows[i];
-            size_t j = 0;
-            while (j < kept && rows[j].site != r->site)
-                j++;
-            if (j < kept) {
-                rows[j].live_count += r->live_count, rows[j].live_bytes += r->live_bytes;
-                rows[j].total_count += r->total_count, rows[j].total_bytes += r->total_bytes;
-                rows[j].peak += r->peak;
+            struct origin_sum *r = &rows[i], *into = kept ? &rows[kept - 1] : NULL;
+            if (into && into->site == r->site) {
+                into->live_count += r->live_count, into->live_bytes += r->live_bytes;
+                into->total_count += r->total_count, into->total_bytes += r->total_bytes;
+                into->peak += r->peak;
             } else {
                 rows[kept++] = *r;
             }
@@ -419,19 +457,11 @@ static bool write_raw_report(struct core *c, const struct memprof_tables *t, FIL
         for (size_t i = 0; i < row_count; i++) {
             const struct origin_sum *r = &rows[i];
             fprintf(out, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " 0x%" PRIx64 " ", r->live_count,
-                    r->live_bytes, r->peak > r->live_bytes ? r->peak : r->live_bytes, r->total_count, r->total_bytes,
-                    r->site);
-            const struct core_mapping *m = NULL;
-            for (size_t k = 0; k < c->notes.mapping_count && !m; k++)
-                if (r->site - 1 >= c->notes.mappings[k].start && r->site - 1 < c->notes.mappings[k].end)
-                    m = &c->notes.mappings[k];
-            const struct core_mapping *first = NULL;
-            for (size_t k = 0; m && k < c->notes.mapping_count && !first; k++)
-                if (strcmp(c->notes.mappings[k].path, m->path) == 0 && c->notes.mappings[k].offset == 0)
-                    first = &c->notes.mappings[k];
+                    r->live_bytes, r->peak, r->total_count, r->total_bytes, r->site);
+            const char *object;
             uint64_t bias;
-            if (first && load_bias(c, first, &bias))
-                fprintf(out, "%s+0x%" PRIx64 "\n", first->path, r->site - bias);
+            if (site_object(c, r->site, &object, &bias))
+                fprintf(out, "%s+0x%" PRIx64 "\n", object, r->site - bias);
             else
                 fputs("?\n", out);
         }
@@ -476,6 +506,8 @@ int core_heap_report(const char *path, FILE *out, const struct heap_report_optio
     if (c.fd >= 0)
         close(c.fd);
     free(c.segments);
+    free(c.bias);
+    free(c.bias_state);
     core_notes_free(&c.notes);
     return rc;
 }

@@ -8,6 +8,14 @@
 #include "../trace/ruby.h"
 #include "../trace/threads.h"
 
+/* A string GDB wrote into memprof_gdb_text (memprof_debugger.h) ends within
+ * the buffer, whatever GDB wrote. */
+static void seal_if_gdb_text(const char *text)
+{
+    if (text == memprof_gdb_text)
+        memprof_gdb_text[sizeof memprof_gdb_text - 1] = '\0';
+}
+
 int tracers_start(int tracers)
 {
     int status = MEMPROF_OK;
@@ -90,8 +98,7 @@ EXPORT int memprof_report(int kind, int flags, unsigned long top, unsigned since
 {
     if (kind < MEMPROF_REPORT_AUTO || kind > MEMPROF_REPORT_ALL || (path && !*path))
         return call_done(MEMPROF_BAD_ARGUMENT, NULL);
-    if (path == memprof_gdb_text)
-        memprof_gdb_text[sizeof memprof_gdb_text - 1] = '\0';
+    seal_if_gdb_text(path);
     struct report_request r = { .kind = kind, .flags = flags, .top = top, .since = since, .filter = filter };
     return path ? report_to_file(path, &r) : report_to_text(&r);
 }
@@ -129,8 +136,7 @@ EXPORT int memprof_where(uintptr_t addr)
 
 EXPORT int memprof_hook(const char *spec)
 {
-    if (spec == memprof_gdb_text)
-        memprof_gdb_text[sizeof memprof_gdb_text - 1] = '\0';
+    seal_if_gdb_text(spec);
     size_t size;
     char *message = message_buffer(&size);
     return call_done(heap_custom_hook(spec, message, size), NULL);
@@ -147,8 +153,7 @@ EXPORT int memprof_wrappers(const char *patterns)
 {
     if (!patterns)
         return call_done(MEMPROF_BAD_ARGUMENT, NULL);
-    if (patterns == memprof_gdb_text)
-        memprof_gdb_text[sizeof memprof_gdb_text - 1] = '\0';
+    seal_if_gdb_text(patterns);
     heap_tracer_set_wrappers(patterns);
     bool running = heap_tracer_running();
     size_t size;

@@ -15,20 +15,25 @@ static struct sigaction before[REPORT_SIGNALS];
 static bool installed[REPORT_SIGNALS];
 static int reporting;   /* the first signal reports; one that comes meanwhile does not */
 
+/* The index of signal `number` in report_signals, or REPORT_SIGNALS. */
+static size_t index_of(int number)
+{
+    size_t i = 0;
+    while (i < REPORT_SIGNALS && report_signals[i].number != number)
+        i++;
+    return i;
+}
+
 const char *signal_name(int number)
 {
-    for (size_t i = 0; i < REPORT_SIGNALS; i++)
-        if (report_signals[i].number == number)
-            return report_signals[i].name;
-    return "a signal";
+    size_t i = index_of(number);
+    return i < REPORT_SIGNALS ? report_signals[i].name : "a signal";
 }
 
 static void on_signal(int number, siginfo_t *info, void *context)
 {
     (void)context;
-    size_t i = 0;
-    while (i < REPORT_SIGNALS && report_signals[i].number != number)
-        i++;
+    size_t i = index_of(number);
     if (i == REPORT_SIGNALS)
         return;
     if (__atomic_exchange_n(&reporting, 1, __ATOMIC_ACQ_REL) == 0)
