@@ -74,12 +74,12 @@ struct memprof_thread_event {
 void memprof_thread_event(const struct memprof_thread_event *event);
 
 /* --- the tables, for a reader that cannot run code (a core file) ----------
- * memprof_tables, exported, says where the C heap tracer's tables are and
+ * memprof_tables, exported, says where the tracers' tables are and
  * how they are laid out; doc/tables.md describes them. A reader checks the
  * magic, the version and every size before it reads, and refuses a layout
  * it does not know with a reason. */
 #define MEMPROF_TABLES_MAGIC "memprof-tables\0"
-#define MEMPROF_TABLES_VERSION 1
+#define MEMPROF_TABLES_VERSION 2
 struct memprof_tables {
     char magic[16];               /* MEMPROF_TABLES_MAGIC */
     uint32_t version;             /* MEMPROF_TABLES_VERSION */
@@ -100,6 +100,25 @@ struct memprof_tables {
     uint32_t origin_array_records, origin_size, origin_key, origin_link;
     uint32_t origin_total_count, origin_total_bytes, origin_peak_bytes;
     uint32_t thread_shift;
+
+    /* The Ruby tracer (version 2): its state, and offsets in it */
+    uint64_t ruby_tracer;
+    uint32_t ruby_tracer_size;
+    uint32_t ruby_objects, ruby_origins, ruby_sites;  /* slot map, intern table, site table */
+    uint32_t ruby_origin_names, ruby_class_names;      /* u32 array pointer, string pool */
+    uint32_t ruby_sample, ruby_dropped;                /* u32 (1 in N), u64 */
+    uint32_t ruby_hidden_files, ruby_hidden_len;       /* char array, u64 */
+    /* a slot map: page geometry (u64 each), its open-addressed pages, the mask */
+    uint32_t map_page_size, map_slot_size, map_slots_per_page, map_pages, map_page_mask, map_count;
+    uint32_t page_size, page_base, page_records;       /* a page: base (0 empty), records */
+    uint32_t record_size, record_origin, record_aux;   /* origin + 1 (0 none), aux */
+    uint32_t aux_type_mask, aux_epoch_shift;
+    /* an intern table: its tuples (a, b: u64 each) and their count (u64) */
+    uint32_t intern_tuples, intern_count, tuple_size, tuple_a, tuple_b;
+    /* a site table: its file names (a string pool) and frames (intern table:
+     * a = file offset << 32 | line, b = the caller's site, or all ones) */
+    uint32_t sites_files, sites_frames;
+    uint32_t pool_chars, pool_len;                     /* pointer, u64 */
 };
 extern const struct memprof_tables memprof_tables;
 

@@ -7,18 +7,15 @@
 #ifndef MEMPROF_STORE_SITES_H
 #define MEMPROF_STORE_SITES_H
 #include "intern.h"
+#include "strings.h"
 #include <stddef.h>
 #include <stdint.h>
 
 #define SITE_NONE INTERN_NONE
 
 struct site_table {
-    char *chars;             /* NUL-terminated file names, back to back */
-    size_t chars_len, chars_bytes;
-    uint32_t *file_index;    /* open-addressed set of (offset + 1) */
-    size_t file_mask, file_count;
+    struct string_pool files;    /* the file names */
     struct intern_table frames;  /* (file offset << 32 | line, caller site) */
-    struct { const char *ptr; uint32_t file; } recent[64]; /* by caller's pointer */
 };
 
 /* The site of a frame at file:line called from `caller` (SITE_NONE for the

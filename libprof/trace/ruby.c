@@ -240,6 +240,21 @@ static void lock_in_hook(struct ruby_tracer *t)
         spin_lock(&t->lock);
 }
 
+/* Keep the name of a new origin's class, for a reader of a core. A class
+ * named later (an anonymous one, then a constant) keeps no name there. */
+static void name_origin(struct ruby_tracer *t, uint32_t origin, VALUE klass)
+{
+    if (!pages_grow((void **)&t->origin_names, &t->origin_names_bytes, ((size_t)origin + 1) * sizeof *t->origin_names,
+                    4096))
+        return;
+    unsigned type = klass ? (unsigned)(((const struct ruby_basic *)klass)->flags & RUBY_T_MASK) : RUBY_T_NONE;
+    size_t len = 0;
+    const char *path = type == RUBY_T_CLASS || type == RUBY_T_MODULE ? ruby_class_path(&t->api, NULL, klass, &len)
+                                                                      : NULL;
+    uint32_t name = path ? strings_put(&t->class_names, path, len) : STRING_NONE;
+    t->origin_names[origin] = name == STRING_NONE ? 0 : name + 1;
+}
+
 /* The slow path of a record: walk the stack, intern the site and the origin.
  * Returns holding the lock. Apart so that the hook's fast path does not set
  * up the 1 KiB frame buffer. */
@@ -260,7 +275,10 @@ static __attribute__((noinline)) uint32_t new_origin(struct ruby_tracer *t, cons
         site = sites_intern(&t->sites, "<internal>", 0, SITE_NONE);
     for (int i = depth; i-- > 0;)
         site = sites_intern(&t->sites, frames[i].file, (uint32_t)frames[i].line, site);
+    size_t known = t->origins.count;
     uint32_t origin = site == SITE_NONE ? INTERN_NONE : intern_put(&t->origins, site, klass);
+    if (t->origins.count > known)
+        name_origin(t, origin, klass);
     if (pc && depth > 0 && origin != INTERN_NONE)
         *cached = (struct ruby_pc_cache_entry){ pc, gc_count, klass, origin };
     return origin;
@@ -426,6 +444,10 @@ enum memprof_status ruby_tracer_reset(void)
     memset(t->pc_cache, 0, sizeof t->pc_cache);
     intern_free(&t->origins);
     sites_free(&t->sites);
+    strings_free(&t->class_names);
+    pages_free(t->origin_names, t->origin_names_bytes);
+    t->origin_names = NULL;
+    t->origin_names_bytes = 0;
     t->dropped = 0;
     spin_unlock(&t->lock);
     return MEMPROF_OK;
@@ -467,7 +489,8 @@ void ruby_tracer_usage(unsigned long *objects, unsigned long *bytes)
 {
     const struct ruby_tracer *t = &ruby_tracer;
     *objects = t->objects.count;
-    *bytes = slot_map_bytes(&t->objects) + intern_bytes(&t->origins) + sites_bytes(&t->sites);
+    *bytes = slot_map_bytes(&t->objects) + intern_bytes(&t->origins) + sites_bytes(&t->sites) +
+             strings_bytes(&t->class_names) + t->origin_names_bytes;
 }
 
 void ruby_tracer_after_fork(void)

@@ -22,6 +22,22 @@ enum ruby_type {
     RUBY_T_ICLASS = 0x1c, RUBY_T_ZOMBIE = 0x1d, RUBY_T_MOVED = 0x1e, RUBY_T_MASK = 0x1f,
 };
 
+/* "T_STRING" for a type (the reports' and the dump's name for it). */
+static inline const char *ruby_type_name(unsigned type)
+{
+    static const char *const names[RUBY_T_MASK + 1] = {
+        [RUBY_T_NONE] = "T_NONE", [RUBY_T_OBJECT] = "T_OBJECT", [RUBY_T_CLASS] = "T_CLASS",
+        [RUBY_T_MODULE] = "T_MODULE", [RUBY_T_FLOAT] = "T_FLOAT", [RUBY_T_STRING] = "T_STRING",
+        [RUBY_T_REGEXP] = "T_REGEXP", [RUBY_T_ARRAY] = "T_ARRAY", [RUBY_T_HASH] = "T_HASH",
+        [RUBY_T_STRUCT] = "T_STRUCT", [RUBY_T_BIGNUM] = "T_BIGNUM", [RUBY_T_FILE] = "T_FILE",
+        [RUBY_T_DATA] = "T_DATA", [RUBY_T_MATCH] = "T_MATCH", [RUBY_T_COMPLEX] = "T_COMPLEX",
+        [RUBY_T_RATIONAL] = "T_RATIONAL", [RUBY_T_SYMBOL] = "T_SYMBOL", [RUBY_T_IMEMO] = "T_IMEMO",
+        [RUBY_T_NODE] = "T_NODE", [RUBY_T_ICLASS] = "T_ICLASS",
+    };
+    const char *n = type <= RUBY_T_MASK ? names[type] : NULL;
+    return n ? n : "T_UNKNOWN";
+}
+
 /* Heap pages are 16 KiB-aligned in 3.1; each starts with a pointer to its
  * page descriptor, which the GC reads to test mark bits during a lazy sweep. */
 #define RUBY_HEAP_PAGE_ALIGN ((uintptr_t)1 << 14)
@@ -32,6 +48,9 @@ enum ruby_type {
 #define RUBY_QNIL ((VALUE)8)
 /* FL_SINGLETON (FL_USER0) on a T_CLASS: a singleton class (a metaclass). */
 #define RUBY_FL_SINGLETON ((VALUE)1 << 12)
+/* struct RClass starts with its RBasic and its superclass: rb_class_real
+ * follows it past singleton classes and included modules (T_ICLASS). */
+#define RUBY_CLASS_SUPER_OFFSET 16
 
 /* The running thread's control frame (vm_core.h): ruby_current_ec is a TLS
  * variable; the execution context starts with its VM stack (base, size in

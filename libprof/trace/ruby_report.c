@@ -26,23 +26,6 @@ struct rows {
     struct out names;
 };
 
-static const char *const type_names[RUBY_T_MASK + 1] = {
-    [RUBY_T_NONE] = "T_NONE", [RUBY_T_OBJECT] = "T_OBJECT", [RUBY_T_CLASS] = "T_CLASS",
-    [RUBY_T_MODULE] = "T_MODULE", [RUBY_T_FLOAT] = "T_FLOAT", [RUBY_T_STRING] = "T_STRING",
-    [RUBY_T_REGEXP] = "T_REGEXP", [RUBY_T_ARRAY] = "T_ARRAY", [RUBY_T_HASH] = "T_HASH",
-    [RUBY_T_STRUCT] = "T_STRUCT", [RUBY_T_BIGNUM] = "T_BIGNUM", [RUBY_T_FILE] = "T_FILE",
-    [RUBY_T_DATA] = "T_DATA", [RUBY_T_MATCH] = "T_MATCH", [RUBY_T_COMPLEX] = "T_COMPLEX",
-    [RUBY_T_RATIONAL] = "T_RATIONAL", [RUBY_T_SYMBOL] = "T_SYMBOL", [RUBY_T_IMEMO] = "T_IMEMO",
-    [RUBY_T_NODE] = "T_NODE", [RUBY_T_ICLASS] = "T_ICLASS",
-};
-
-
-const char *ruby_type_name(unsigned type)
-{
-    const char *n = type <= RUBY_T_MASK ? type_names[type] : NULL;
-    return n ? n : "T_UNKNOWN";
-}
-
 static const struct ruby_basic *heap_object(const struct maps *maps, VALUE v)
 {
     if (v == 0 || (v & 7) || !maps_readable(maps, v, sizeof(struct ruby_basic)))
@@ -76,6 +59,19 @@ VALUE ruby_live_class(const struct ruby_api *api, const struct maps *maps,
     return recorded_class == 0 || real == recorded_class ? real : RUBY_NOT_LIVE;
 }
 
+const char *ruby_class_path(const struct ruby_api *api, const struct maps *maps, VALUE klass, size_t *len)
+{
+    volatile VALUE path = api->rb_class_path_cached(klass);
+    if (path == RUBY_QNIL || (maps ? !heap_object(maps, path) : path == 0 || (path & 7)) ||
+        (((const struct ruby_basic *)path)->flags & RUBY_T_MASK) != RUBY_T_STRING)
+        return NULL;
+    const char *s = api->rb_string_value_ptr(&path);
+    if (!s || (maps && !maps_readable(maps, (uintptr_t)s, 1)))
+        return NULL;
+    *len = strnlen(s, 256);
+    return s;
+}
+
 /* The class's name as Ruby prints it, without allocating: the cached path of
  * a named class, else a description. T_IMEMO's klass word is payload. */
 void ruby_class_name(const struct ruby_api *api, const struct maps *maps,
@@ -97,16 +93,11 @@ void ruby_class_name(const struct ruby_api *api, const struct maps *maps,
     }
     const struct ruby_basic *k = heap_object(maps, klass);
     unsigned ktype = k ? (unsigned)(k->flags & RUBY_T_MASK) : RUBY_T_NONE;
-    if (ktype == RUBY_T_CLASS || ktype == RUBY_T_MODULE) {
-        volatile VALUE path = api->rb_class_path_cached(klass);
-        const struct ruby_basic *p = heap_object(maps, path);
-        if (p && (p->flags & RUBY_T_MASK) == RUBY_T_STRING) {
-            const char *s = api->rb_string_value_ptr(&path);
-            if (s && maps_readable(maps, (uintptr_t)s, 1)) {
-                out_bytes(o, s, strnlen(s, 256));
-                return;
-            }
-        }
+    size_t len;
+    const char *path = ktype == RUBY_T_CLASS || ktype == RUBY_T_MODULE ? ruby_class_path(api, maps, klass, &len) : NULL;
+    if (path) {
+        out_bytes(o, path, len);
+        return;
     }
     out_str(o, "#<Class:");
     out_hex(o, klass);
@@ -180,28 +171,25 @@ static int row_cmp(const void *x, const void *y, void *ctx)
     return strcmp(o->rows->names.buf + a->name, o->rows->names.buf + b->name);
 }
 
-/* Files whose rows reports leave out: memprof's own Ruby API and the Fiddle
- * code it calls, which allocate while a report is asked for. NUL-separated. */
-static char hidden_files[4096];
-static size_t hidden_len;
-
 bool ruby_tracer_hide_file(const char *file)
 {
+    struct ruby_tracer *t = &ruby_tracer;
     size_t n = strlen(file);
-    for (size_t at = 0; at < hidden_len; at += strlen(hidden_files + at) + 1)
-        if (strcmp(hidden_files + at, file) == 0)
+    for (size_t at = 0; at < t->hidden_len; at += strlen(t->hidden_files + at) + 1)
+        if (strcmp(t->hidden_files + at, file) == 0)
             return true;
-    if (n == 0 || hidden_len + n + 1 > sizeof hidden_files)
+    if (n == 0 || t->hidden_len + n + 1 > sizeof t->hidden_files)
         return false;
-    memcpy(hidden_files + hidden_len, file, n + 1);
-    hidden_len += n + 1;
+    memcpy(t->hidden_files + t->hidden_len, file, n + 1);
+    t->hidden_len += n + 1;
     return true;
 }
 
 static bool hidden_file(const char *file)
 {
-    for (size_t at = 0; at < hidden_len; at += strlen(hidden_files + at) + 1)
-        if (strcmp(hidden_files + at, file) == 0)
+    const struct ruby_tracer *t = &ruby_tracer;
+    for (size_t at = 0; at < t->hidden_len; at += strlen(t->hidden_files + at) + 1)
+        if (strcmp(t->hidden_files + at, file) == 0)
             return true;
     return false;
 }

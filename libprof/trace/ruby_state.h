@@ -37,6 +37,11 @@ struct ruby_tracer {
     struct slot_map objects;      /* address -> origin, type, epoch */
     struct site_table sites;
     struct intern_table origins;  /* (site, class at allocation) */
+    /* [origin]: its class's name when the origin was made, + 1 (0: none),
+     * in class_names: for a reader of a core, which cannot ask the VM. */
+    uint32_t *origin_names;
+    size_t origin_names_bytes;
+    struct string_pool class_names;
     unsigned long dropped;        /* records lost to memory exhaustion */
     unsigned long compactions;    /* GC compactions followed */
     unsigned long unfollowed;     /* compactions that could not be followed */
@@ -46,6 +51,11 @@ struct ruby_tracer {
     size_t epoch_gc_bytes;
     size_t gc_count_at_stop;      /* rb_gc_count() when recording stopped */
     struct ruby_pc_cache_entry pc_cache[RUBY_PC_CACHE_SIZE];
+    /* Files whose rows reports leave out: memprof's own Ruby API and the
+     * Fiddle code it calls, which allocate while a report is asked for.
+     * NUL-separated. */
+    char hidden_files[4096];
+    size_t hidden_len;
 };
 
 extern struct ruby_tracer ruby_tracer;
@@ -99,12 +109,15 @@ struct maps;
 /* The tables held for a report or a dump: MEMPROF_OK with the lock taken, or
  * why not (no VM, the GC running, a hook holding it). */
 enum memprof_status ruby_lock_for_reading(void);
-/* "T_STRING" for a type. */
-const char *ruby_type_name(unsigned type);
 /* The object's class now, if the object at that address is still the one
  * recorded; RUBY_NOT_LIVE otherwise (0: a hidden object's, or an imemo). */
 VALUE ruby_live_class(const struct ruby_api *api, const struct maps *maps, const struct slot_entry *e,
                       VALUE recorded_class);
+/* The cached path of a named class or module ("Foo::Bar") and its length,
+ * or NULL: reads the class's ivars, never allocates. `klass` is a readable
+ * class or module; what it points to is checked against `maps` (NULL in a
+ * hook, where the VM's own objects are trusted). */
+const char *ruby_class_path(const struct ruby_api *api, const struct maps *maps, VALUE klass, size_t *len);
 /* A class's name without allocating (its cached path, or a description). */
 void ruby_class_name(const struct ruby_api *api, const struct maps *maps, VALUE klass, unsigned type,
                      struct out *o);
