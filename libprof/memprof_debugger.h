@@ -105,7 +105,7 @@ struct memprof_tables {
     uint64_t ruby_tracer;
     uint32_t ruby_tracer_size;
     uint32_t ruby_objects, ruby_origins, ruby_sites;  /* slot map, intern table, site table */
-    uint32_t ruby_origin_names, ruby_class_names;      /* u32 array pointer, string pool */
+    uint32_t ruby_origin_names, ruby_origin_names_bytes, ruby_class_names; /* u32 array: pointer, u64 size; string pool */
     uint32_t ruby_sample, ruby_dropped;                /* u32 (1 in N), u64 */
     uint32_t ruby_hidden_files, ruby_hidden_len;       /* char array, u64 */
     /* a slot map: page geometry (u64 each), its open-addressed pages, the mask */
@@ -119,6 +119,17 @@ struct memprof_tables {
      * a = file offset << 32 | line, b = the caller's site, or all ones) */
     uint32_t sites_files, sites_frames;
     uint32_t pool_chars, pool_len;                     /* pointer, u64 */
+
+    /* The C heap's frames (version 2): an origin's link is its caller's
+     * index + 1 in the same thread (0: none) in the low 32 bits, and its Ruby
+     * line's site + 1 in heap_ruby_lines (0: none) in the high 32 bits */
+    uint64_t heap_frames;         /* address of an int: frames per site asked for */
+    uint64_t heap_ruby_lines;     /* address of a site table */
+    uint32_t sites_size;          /* sizeof a site table */
+    /* the allocation wrappers' code: address of a pointer to a table of
+     * sorted ranges [start, end) (u64 each) and their count (u64) */
+    uint64_t heap_wrappers;
+    uint32_t wrappers_count, wrappers_ranges, range_size, range_start, range_end, wrappers_max;
 };
 extern const struct memprof_tables memprof_tables;
 

@@ -19,6 +19,7 @@ int cmd_crash_helper(int argc, char **argv); /* memprof crash-helper --dir DIR P
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 /* Whether this memprof runs from the build tree (its runtime and gdbinit
  * are the build tree's). */
 bool memprof_in_build_tree(void);
@@ -35,8 +36,15 @@ struct heap_report_options {
     const char *when;       /* the header's "at exit of" (NULL), or "in" */
 };
 int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt);
-/* The C heap report of a core file, named (core.c): 0, or 1 with a line in `why`. */
-int core_heap_report(const char *path, FILE *out, const struct heap_report_options *opt, char *why, size_t why_size);
+/* The report of a core file (core.c): 0, or 1 with a line in `why`. */
+enum core_report_kind { CORE_REPORT_AUTO, CORE_REPORT_RUBY, CORE_REPORT_HEAP, CORE_REPORT_WHERE };
+struct core_report_options {
+    enum core_report_kind kind;  /* AUTO: Ruby's objects when it ran Ruby, else the C heap */
+    unsigned long top;
+    const char *filter;
+    uint64_t where;              /* the address, for CORE_REPORT_WHERE */
+};
+int core_report(const char *path, FILE *out, const struct core_report_options *opt, char *why, size_t why_size);
 /* A C++ symbol's name demangled (valid until the next call), else `name`. */
 const char *demangle(const char *name);
 #endif

@@ -4,7 +4,7 @@
  *   core (or core.gz)  the core, as it came on stdin (up to a size cap)
  *   info.txt           pid, signal, time, executable, command line, memprof
  *   backtrace.txt      every thread's backtrace, by GDB from the core
- *   report.txt         the C heap report, when memprof's runtime was loaded
+ *   report.txt         the report (Ruby objects or the C heap), when memprof's runtime was loaded
  * Directory 0700, files 0600, never through a symbolic link, in a DIR that
  * is root's or the user's own. It runs while the kernel waits for it: any
  * failure is one line (stderr and the system log), the rest of the core is
@@ -203,8 +203,8 @@ static void write_backtrace(const struct crash *c)
     close(out);
 }
 
-/* report.txt: the C heap report memprof's runtime kept, read from the core
- * (`memprof core`), or the line saying why it could not be. */
+/* report.txt: the report memprof's runtime kept (Ruby objects, else the C
+ * heap), read from the core (`memprof core`), or the line saying why not. */
 static void write_report(const struct crash *c)
 {
     int fd = create_file(c, "report.txt");
@@ -216,8 +216,8 @@ static void write_report(const struct crash *c)
     }
     char core[PATH_MAX + 32], why[PATH_MAX + 160];
     snprintf(core, sizeof core, "%s/core", c->path);
-    struct heap_report_options opt = { 0, NULL, "in the core of" };
-    if (core_heap_report(core, out, &opt, why, sizeof why) != 0)
+    struct core_report_options opt = { CORE_REPORT_AUTO, 0, NULL, 0 };
+    if (core_report(core, out, &opt, why, sizeof why) != 0)
         fprintf(out, "%s\n", why);
     if (fclose(out) != 0)
         complain("cannot write %s/report.txt: %s", c->path, strerror(errno));

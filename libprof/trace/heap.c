@@ -34,11 +34,10 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 
-struct heap_state heap;
+struct heap_state heap = { .frames = 1 };
 
 static __thread struct heap_thread *my_thread __attribute__((tls_model("initial-exec")));
 
-static int heap_frames = 1;
 
 static struct heap_thread *this_thread(void)
 {
@@ -158,14 +157,14 @@ static uint32_t origin_put(struct heap_thread *t, uint64_t key, uint64_t link)
 static int (*unwind_backtrace)(void **frames, int size);
 static uintptr_t self_start, self_end;   /* memprof's own code: not a frame */
 
-/* The callers above `site`: heap_frames - 1 of them, or, for a site in an
+/* The callers above `site`: heap.frames - 1 of them, or, for a site in an
  * allocation wrapper, every frame up to the first caller outside the
- * wrappers and heap_frames - 1 from there. */
+ * wrappers and heap.frames - 1 from there. */
 static uint32_t callers_of(uintptr_t site, uintptr_t *caller, bool wrapped)
 {
     void *raw[HEAP_MAX_FRAMES + 8];
-    int n = unwind_backtrace(raw, wrapped ? HEAP_MAX_FRAMES + 8 : heap_frames + 8);
-    uint32_t count = 0, limit = wrapped ? HEAP_MAX_FRAMES - 1 : (uint32_t)heap_frames - 1;
+    int n = unwind_backtrace(raw, wrapped ? HEAP_MAX_FRAMES + 8 : heap.frames + 8);
+    uint32_t count = 0, limit = wrapped ? HEAP_MAX_FRAMES - 1 : (uint32_t)heap.frames - 1;
     bool past_site = false;
     for (int i = 0; i < n && count < limit; i++) {
         uintptr_t ip = (uintptr_t)raw[i];
@@ -179,8 +178,8 @@ static uint32_t callers_of(uintptr_t site, uintptr_t *caller, bool wrapped)
         caller[count++] = ip;
         if (wrapped && !heap_wrappers_contain(ip)) {   /* the caller charged */
             wrapped = false;
-            if (count + (uint32_t)heap_frames - 1 < limit)
-                limit = count + (uint32_t)heap_frames - 1;
+            if (count + (uint32_t)heap.frames - 1 < limit)
+                limit = count + (uint32_t)heap.frames - 1;
         }
     }
     return past_site ? count : 0;
@@ -289,13 +288,13 @@ COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site)
 {
     uint64_t key = (uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT;
     bool wrapped = heap_wrappers_contain(site);
-    uint64_t link = unwind_backtrace && (heap_frames > 1 || wrapped) ? caller_link(t, site, wrapped) : 0;
+    uint64_t link = unwind_backtrace && (heap.frames > 1 || wrapped) ? caller_link(t, site, wrapped) : 0;
     if (heap_ruby_enabled())
         link |= (uint64_t)heap_ruby_line(&t->ruby_lines) << 32;
     uint32_t id = origin_put(t, key, link);
     /* The next allocation at this site may skip all this: only when the
      * site alone is the whole origin. */
-    if (!link && heap_frames == 1 && !wrapped && id != UINT32_MAX) {
+    if (!link && heap.frames == 1 && !wrapped && id != UINT32_MAX) {
         t->last_key = key;
         t->last_origin = id;
     }
@@ -593,7 +592,7 @@ bool heap_tracer_set_frames(int frames)
 {
     if (frames < 1 || frames > HEAP_MAX_FRAMES)
         return false;
-    heap_frames = frames;
+    heap.frames = frames;
     return true;
 }
 
@@ -614,7 +613,7 @@ static void prepare_backtraces(void)
     void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     *(void **)&unwind_backtrace = lib ? dlsym(lib, "unw_backtrace") : NULL;
     if (!unwind_backtrace) {
-        heap_frames = 1;
+        heap.frames = 1;
         return;
     }
     /* A cache of unwind information per thread: no lock shared by threads. */
@@ -646,7 +645,7 @@ const char *heap_tracer_wrapper_problem(void)
 
 int heap_tracer_frames(void)
 {
-    return heap_frames;
+    return heap.frames;
 }
 
 bool heap_tracer_has_backtraces(void)

@@ -27,9 +27,9 @@ bool heap_ruby_found;   /* the process has a Ruby VM */
 static struct {
     bool started;          /* a Ruby frame was seen: the end proc is asked for */
     bool ended;            /* the VM's end procs ran */
-    spinlock_t lock;       /* guards lines; hooks only try it */
-    struct site_table lines;
+    spinlock_t lock;       /* guards heap_ruby_lines; hooks only try it */
 } hr;
+struct site_table heap_ruby_lines;
 
 void heap_ruby_enable(void)
 {
@@ -105,7 +105,7 @@ static uint32_t resolve(const char *frame, bool top)
         *pc = saved;
     if (!file || !spin_trylock(&hr.lock))
         return 0;
-    uint32_t site = sites_intern(&hr.lines, file, line < 0 ? 0 : (uint32_t)line, SITE_NONE);
+    uint32_t site = sites_intern(&heap_ruby_lines, file, line < 0 ? 0 : (uint32_t)line, SITE_NONE);
     spin_unlock(&hr.lock);
     return site == SITE_NONE ? 0 : site + 1;
 }
@@ -176,14 +176,14 @@ void heap_ruby_unlock(void)
 
 void heap_ruby_write(struct out *o, uint32_t token)
 {
-    out_str(o, sites_file(&hr.lines, token - 1));
+    out_str(o, sites_file(&heap_ruby_lines, token - 1));
     out_char(o, ':');
-    out_u64(o, sites_line(&hr.lines, token - 1));
+    out_u64(o, sites_line(&heap_ruby_lines, token - 1));
 }
 
 size_t heap_ruby_bytes(void)
 {
-    return sites_bytes(&hr.lines);
+    return sites_bytes(&heap_ruby_lines);
 }
 
 void heap_ruby_after_fork(void)

@@ -16,6 +16,10 @@ struct heap_ruby_cache {
     struct { const void *pc; size_t gc_count; uint32_t token; } entries[HEAP_RUBY_CACHE];
 };
 
+/* The lines, interned: a token is a site + 1 (store/sites.h). */
+struct site_table;
+extern struct site_table heap_ruby_lines;
+
 /* Call `fn` from the VM's end procs (after the program's at_exit handlers,
  * before the VM's teardown), once a Ruby frame was seen. */
 void heap_ruby_at_program_end(void (*fn)(void));

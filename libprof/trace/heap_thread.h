@@ -92,6 +92,7 @@ struct heap_thread {
 
 struct heap_state {
     bool running;
+    int frames;                        /* frames recorded per site (MEMPROF_HEAP_FRAMES) */
     struct heap_thread *threads;       /* newest first */
     uint32_t thread_count;             /* serial numbers handed out */
     pthread_key_t exit_key;            /* its destructor marks a thread exited */

@@ -17,16 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_RANGES 8192
 #define MAX_OBJECTS 512
 #define MAX_PATTERNS 32
 #define CALLEE_DEPTH 2   /* ruby_xmalloc -> ruby_xmalloc_body -> objspace_xmalloc0 */
 
-struct range { uintptr_t start, end; };
-struct table { size_t count; struct range ranges[MAX_RANGES]; };
+#define MAX_RANGES HEAP_WRAPPER_RANGES
 
-static struct table *tables[2];
-static struct table *published;
+static struct heap_wrapper_table *tables[2];
+struct heap_wrapper_table *heap_wrappers_published;
 static char patterns_seen[1024];
 
 static const char *const builtin[] = { HEAP_WRAPPER_NAMES };
@@ -37,7 +35,7 @@ static int compare_name(const void *key, const void *entry)
 }
 
 struct build {
-    struct table *table;
+    struct heap_wrapper_table *table;
     bool full;
     char patterns[MAX_PATTERNS][128];
     bool matched[MAX_PATTERNS];
@@ -55,7 +53,7 @@ static void add(struct build *b, uintptr_t start, uintptr_t end)
         b->full = true;
         return;
     }
-    b->table->ranges[b->table->count++] = (struct range){ start, end };
+    b->table->ranges[b->table->count++] = (struct heap_wrapper_range){ start, end };
 }
 
 /* A pattern matches a name as the symbol table has it, or a C++ name as
@@ -175,7 +173,7 @@ static int disk_function(void *ctx, const char *name, uintptr_t address, size_t 
 
 static int by_start(const void *x, const void *y)
 {
-    const struct range *a = x, *b = y;
+    const struct heap_wrapper_range *a = x, *b = y;
     return (a->start > b->start) - (a->start < b->start);
 }
 
@@ -189,7 +187,7 @@ bool heap_wrappers_build(const char *patterns, char *message, size_t size)
             snprintf(b.patterns[b.pattern_count++], sizeof b.patterns[0], "%.*s", (int)len, p);
         p += len + (p[len] == ',');
     }
-    struct table *next = published == tables[0] && tables[0] ? tables[1] : tables[0];
+    struct heap_wrapper_table *next = heap_wrappers_published == tables[0] && tables[0] ? tables[1] : tables[0];
     if (!next && !(next = pages_alloc(sizeof *next)))
         return snprintf(message, size, "memprof: out of memory for the wrappers' table"), false;
     if (!tables[0])
@@ -235,7 +233,7 @@ bool heap_wrappers_build(const char *patterns, char *message, size_t size)
     pages_free(objects, MAX_OBJECTS * sizeof *objects);
 
     qsort(next->ranges, next->count, sizeof *next->ranges, by_start);
-    __atomic_store_n(&published, next, __ATOMIC_RELEASE);
+    __atomic_store_n(&heap_wrappers_published, next, __ATOMIC_RELEASE);
 
     bool ok = true;
     for (size_t i = 0; i < b.pattern_count; i++)
@@ -254,7 +252,7 @@ bool heap_wrappers_build(const char *patterns, char *message, size_t size)
 
 bool heap_wrappers_contain(uintptr_t pc)
 {
-    const struct table *t = __atomic_load_n(&published, __ATOMIC_ACQUIRE);
+    const struct heap_wrapper_table *t = __atomic_load_n(&heap_wrappers_published, __ATOMIC_ACQUIRE);
     if (!t || !t->count)
         return false;
     size_t lo = sorted_first_above(t->ranges, t->count, sizeof *t->ranges, pc);

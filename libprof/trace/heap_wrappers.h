@@ -9,6 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The wrappers' code as sorted address ranges, built whole and published by
+ * one pointer store (described for a reader of a core: memprof_tables). */
+#define HEAP_WRAPPER_RANGES 8192
+struct heap_wrapper_range { uintptr_t start, end; };
+struct heap_wrapper_table { size_t count; struct heap_wrapper_range ranges[HEAP_WRAPPER_RANGES]; };
+extern struct heap_wrapper_table *heap_wrappers_published;
+
 /* Find the wrappers' code in the objects loaded now: the built-in ones and
  * `patterns` (comma-separated function names or fnmatch globs; NULL: none),
  * with the functions they call directly. Before the hooks go in, or with

@@ -2,6 +2,8 @@
  * the process (`memprof core`, on a core file): memprof_tables in
  * memprof_debugger.h, filled by the compiler from the structures themselves. */
 #include "heap_thread.h"
+#include "heap_ruby.h"
+#include "heap_wrappers.h"
 #include "ruby_state.h"
 #include "../memprof_debugger.h"
 #include <stddef.h>
@@ -47,6 +49,7 @@ EXPORT const struct memprof_tables memprof_tables = {
     .ruby_origins = offsetof(struct ruby_tracer, origins),
     .ruby_sites = offsetof(struct ruby_tracer, sites),
     .ruby_origin_names = offsetof(struct ruby_tracer, origin_names),
+    .ruby_origin_names_bytes = offsetof(struct ruby_tracer, origin_names_bytes),
     .ruby_class_names = offsetof(struct ruby_tracer, class_names),
     .ruby_sample = offsetof(struct ruby_tracer, config.sample),
     .ruby_dropped = offsetof(struct ruby_tracer, dropped),
@@ -75,6 +78,18 @@ EXPORT const struct memprof_tables memprof_tables = {
     .sites_frames = offsetof(struct site_table, frames),
     .pool_chars = offsetof(struct string_pool, chars),
     .pool_len = offsetof(struct string_pool, len),
+
+    .heap_frames = (uint64_t)(uintptr_t)&heap.frames,
+    .heap_ruby_lines = (uint64_t)(uintptr_t)&heap_ruby_lines,
+    .sites_size = sizeof(struct site_table),
+    .heap_wrappers = (uint64_t)(uintptr_t)&heap_wrappers_published,
+    .wrappers_count = offsetof(struct heap_wrapper_table, count),
+    .wrappers_ranges = offsetof(struct heap_wrapper_table, ranges),
+    .range_size = sizeof(struct heap_wrapper_range),
+    .range_start = offsetof(struct heap_wrapper_range, start),
+    .range_end = offsetof(struct heap_wrapper_range, end),
+    .wrappers_max = HEAP_WRAPPER_RANGES,
 };
+_Static_assert(sizeof heap.frames == 4, "heap_frames is an int");
 _Static_assert(RUBY_AUX(0, 1) == 1u << 8, "aux_epoch_shift");
 _Static_assert(sizeof ruby_tracer.config.sample == 4 && sizeof ruby_tracer.dropped == 8, "the sizes doc/tables.md gives");

@@ -1,0 +1,329 @@
+/* A core file read as the process's memory and files (core_image.h). */
+#include "core_image.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+bool core_fail(struct core_image *c, const char *fmt, ...)
+{
+    if (!c->why[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->why, sizeof c->why, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+/* `len` bytes of the process's memory at `addr`, from the core's segments. */
+bool core_read(struct core_image *c, uint64_t addr, void *out, size_t len, const char *what)
+{
+    for (size_t i = 0; i < c->segment_count; i++) {
+        const struct core_segment *s = &c->segments[i];
+        if (addr < s->vaddr || addr - s->vaddr >= s->filesz)
+            continue;
+        if (len > s->filesz - (addr - s->vaddr))
+            break;
+        if (pread(c->fd, out, len, (off_t)(s->offset + (addr - s->vaddr))) != (ssize_t)len)
+            return core_fail(c, "%s: truncated: %s at 0x%" PRIx64 " is not in the file", c->path, what, addr);
+        return true;
+    }
+    return core_fail(c, "%s: %s at 0x%" PRIx64 " is not in the core (a damaged table, or memory not dumped)", c->path, what,
+                addr);
+}
+
+bool core_read_u64(struct core_image *c, uint64_t addr, uint64_t *v, const char *what)
+{
+    return core_read(c, addr, v, 8, what);
+}
+
+static bool read_notes(struct core_image *c)
+{
+    const char *why = NULL;
+    int rc = core_notes_read(c->elf, &c->notes, &why);
+    if (rc == -2)
+        return core_fail(c, "out of memory");
+    if (rc)
+        return core_fail(c, "%s: %s", c->path, why);
+    if (!c->notes.mappings)
+        return core_fail(c, "%s: no NT_FILE note (not a Linux core of a process?)", c->path);
+    return true;
+}
+
+static bool open_file(struct core_image *c, const char *path)
+{
+    c->path = path;
+    c->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (c->fd < 0)
+        return core_fail(c, "cannot open %s: %s", path, strerror(errno));
+    elf_version(EV_CURRENT);
+    c->elf = elf_begin(c->fd, ELF_C_READ_MMAP, NULL);
+    GElf_Ehdr eh;
+    if (!c->elf || elf_kind(c->elf) != ELF_K_ELF || !gelf_getehdr(c->elf, &eh) || eh.e_type != ET_CORE)
+        return core_fail(c, "%s is not an ELF core file", path);
+    if (eh.e_machine != EM_X86_64)
+        return core_fail(c, "%s is a core of another machine than x86-64", path);
+    size_t phnum;
+    if (elf_getphdrnum(c->elf, &phnum) != 0 || !(c->segments = calloc(phnum + 1, sizeof *c->segments)))
+        return core_fail(c, "%s: no program headers", path);
+    off_t size = lseek(c->fd, 0, SEEK_END);
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(c->elf, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_filesz)
+            continue;
+        if ((uint64_t)size < ph.p_offset)
+            continue;   /* cut off: read_memory says so when it is needed */
+        uint64_t present = (uint64_t)size - ph.p_offset < ph.p_filesz ? (uint64_t)size - ph.p_offset : ph.p_filesz;
+        c->segments[c->segment_count++] = (struct core_segment){ ph.p_vaddr, present, ph.p_offset };
+    }
+    return read_notes(c);
+}
+
+/* The load bias of the file mapped at `m` (its first PT_LOAD, on disk). */
+static bool load_bias(struct core_image *c, const struct core_mapping *first, uint64_t *bias)
+{
+    int fd = open(first->path, O_RDONLY | O_CLOEXEC);
+    Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+    size_t phnum = 0;
+    bool found = false;
+    if (e && elf_getphdrnum(e, &phnum) == 0) {
+        for (size_t i = 0; i < phnum && !found; i++) {
+            GElf_Phdr ph;
+            if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+                *bias = first->start - (ph.p_vaddr & ~(uint64_t)4095);
+                found = true;
+            }
+        }
+    }
+    if (e)
+        elf_end(e);
+    if (fd >= 0)
+        close(fd);
+    return found || core_fail(c, "cannot read %s, mapped in the core, on disk", first->path);
+}
+
+/* The address of memprof_tables in the process: the runtime among the
+ * mapped files, and the symbol in its .dynsym on disk. */
+static bool find_tables(struct core_image *c, uint64_t *addr)
+{
+    const struct core_mapping *runtime = NULL;
+    for (size_t i = 0; i < c->notes.mapping_count && !runtime; i++) {
+        const char *slash = strrchr(c->notes.mappings[i].path, '/');
+        if (slash && strcmp(slash, "/libmemprof.so") == 0 && c->notes.mappings[i].offset == 0)
+            runtime = &c->notes.mappings[i];
+    }
+    if (!runtime)
+        return core_fail(c, "%s: the memprof runtime was not loaded in pid %ld (no libmemprof.so among its files)", c->path,
+                    c->notes.pid);
+    uint64_t bias;
+    if (!load_bias(c, runtime, &bias))
+        return false;
+    int fd = open(runtime->path, O_RDONLY | O_CLOEXEC);
+    Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+    bool found = false;
+    for (Elf_Scn *scn = NULL; e && !found && (scn = elf_nextscn(e, scn));) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+            GElf_Sym sym;
+            const char *name = gelf_getsym(d, (int)i, &sym) ? elf_strptr(e, sh.sh_link, sym.st_name) : NULL;
+            if (name && strcmp(name, "memprof_tables") == 0 && sym.st_shndx != SHN_UNDEF) {
+                *addr = bias + sym.st_value;
+                found = true;
+                break;
+            }
+        }
+    }
+    if (e)
+        elf_end(e);
+    if (fd >= 0)
+        close(fd);
+    return found || core_fail(c, "%s: %s has no memprof_tables (a memprof older than the core reader?)", c->path,
+                         runtime->path);
+}
+
+/* The descriptor, checked: this reader's version, sizes that hold what they
+ * say, offsets inside their structures. */
+static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_tables *t)
+{
+    memset(t, 0, sizeof *t);
+    if (!core_read(c, addr, t, offsetof(struct memprof_tables, heap_running), "the tables' descriptor"))
+        return false;
+    if (memcmp(t->magic, MEMPROF_TABLES_MAGIC, sizeof t->magic) != 0)
+        return core_fail(c, "%s: no tables' descriptor where the runtime on disk puts it (no magic): the core is "
+                            "damaged, or the runtime was rebuilt after the process started",
+                         c->path);
+    if (t->version != MEMPROF_TABLES_VERSION)
+        return core_fail(c, "%s: the tables' layout is version %u; this memprof reads version %u", c->path, t->version,
+                    MEMPROF_TABLES_VERSION);
+    if (t->size != sizeof *t)
+        return core_fail(c, "%s: the tables' descriptor is %u bytes, not %zu: damaged", c->path, t->size, sizeof *t);
+    if (!core_read(c, addr, t, sizeof *t, "the tables' descriptor"))
+        return false;
+    bool ok = t->thread_size >= 64 && t->thread_size < (1u << 20) && t->young_slots && t->young_slots <= 65536 &&
+              t->thread_next + 8 <= t->thread_size && t->thread_serial + 4 <= t->thread_size &&
+              t->thread_tid + 4 <= t->thread_size &&
+              t->thread_young + (uint64_t)t->young_slots * t->slot_size <= t->thread_size &&
+              t->thread_blocks + t->table_array + 8 <= t->thread_size &&
+              t->thread_freed + t->table_array + 8 <= t->thread_size && t->thread_origins + 8 <= t->thread_size &&
+              t->thread_origin_count + 8 <= t->thread_size && t->array_capacity + 8 <= t->array_slots &&
+              t->slot_size >= 24 && t->slot_size <= 64 && t->slot_addr + 8 <= t->slot_size &&
+              t->slot_number + 8 <= t->slot_size && t->slot_word + 8 <= t->slot_size && t->word_size_bits >= 32 &&
+              t->word_size_bits < 64 && t->origin_size >= 8 && t->origin_size <= 256 &&
+              t->origin_key + 8 <= t->origin_size && t->origin_link + 8 <= t->origin_size &&
+              t->origin_total_count + 8 <= t->origin_size && t->origin_total_bytes + 8 <= t->origin_size &&
+              t->origin_peak_bytes + 8 <= t->origin_size && t->origin_array_records >= 8 &&
+              t->origin_array_records <= 64 && t->thread_shift > 32 && t->thread_shift < 64;
+    /* The Ruby tracer's: its state, a slot map, intern tables, string pools. */
+    ok = ok && t->ruby_tracer_size >= 64 && t->ruby_tracer_size < (1u << 20) &&
+         t->ruby_objects + t->map_count + 8 <= t->ruby_tracer_size &&
+         t->ruby_objects + t->map_page_size + 8 <= t->ruby_tracer_size &&
+         t->ruby_objects + t->map_slot_size + 8 <= t->ruby_tracer_size &&
+         t->ruby_objects + t->map_slots_per_page + 8 <= t->ruby_tracer_size &&
+         t->ruby_objects + t->map_pages + 8 <= t->ruby_tracer_size &&
+         t->ruby_objects + t->map_page_mask + 8 <= t->ruby_tracer_size &&
+         t->ruby_origins + t->intern_tuples + 8 <= t->ruby_tracer_size &&
+         t->ruby_origins + t->intern_count + 8 <= t->ruby_tracer_size &&
+         t->ruby_sites + t->sites_files + t->pool_len + 8 <= t->ruby_tracer_size &&
+         t->ruby_sites + t->sites_files + t->pool_chars + 8 <= t->ruby_tracer_size &&
+         t->ruby_sites + t->sites_frames + t->intern_tuples + 8 <= t->ruby_tracer_size &&
+         t->ruby_sites + t->sites_frames + t->intern_count + 8 <= t->ruby_tracer_size &&
+         t->ruby_origin_names + 8 <= t->ruby_tracer_size && t->ruby_origin_names_bytes + 8 <= t->ruby_tracer_size &&
+         t->ruby_class_names + t->pool_chars + 8 <= t->ruby_tracer_size &&
+         t->ruby_class_names + t->pool_len + 8 <= t->ruby_tracer_size &&
+         t->ruby_sample + 4 <= t->ruby_tracer_size && t->ruby_dropped + 8 <= t->ruby_tracer_size &&
+         t->ruby_hidden_len + 8 <= t->ruby_tracer_size && t->ruby_hidden_files < t->ruby_tracer_size &&
+         t->page_size >= 16 && t->page_size <= 64 && t->page_base + 8 <= t->page_size &&
+         t->page_records + 8 <= t->page_size && t->record_size >= 8 && t->record_size <= 64 &&
+         t->record_origin + 4 <= t->record_size && t->record_aux + 4 <= t->record_size &&
+         t->aux_epoch_shift < 32 && t->tuple_size >= 16 && t->tuple_size <= 64 && t->tuple_a + 8 <= t->tuple_size &&
+         t->tuple_b + 8 <= t->tuple_size;
+    return ok || core_fail(c, "%s: the tables' descriptor is damaged (an offset outside its structure)", c->path);
+}
+
+bool core_read_string(struct core_image *c, uint64_t addr, char *out, size_t size, const char *what)
+{
+    /* Byte by byte up to a NUL: a string may end right before a segment's end. */
+    for (size_t i = 0; i + 1 < size; i++) {
+        if (!core_read(c, addr + i, &out[i], 1, what))
+            return false;
+        if (!out[i])
+            return true;
+    }
+    out[size - 1] = '\0';
+    return true;
+}
+
+bool core_open(struct core_image *c, const char *path)
+{
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    uint64_t at = 0;
+    return open_file(c, path) && find_tables(c, &at) && read_descriptor(c, at, &c->tables);
+}
+
+void core_close(struct core_image *c)
+{
+    if (c->elf)
+        elf_end(c->elf);
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->segments);
+    free(c->bias);
+    free(c->bias_state);
+    core_notes_free(&c->notes);
+    c->elf = NULL;
+    c->fd = -1;
+    c->segments = NULL;
+    c->bias = NULL;
+    c->bias_state = NULL;
+}
+
+/* The file mapped at `site` and its load bias, each file's read from disk
+ * once: false when no file is mapped there or it cannot be read. */
+bool core_object(struct core_image *c, uint64_t site, const char **path, uint64_t *bias)
+{
+    const struct core_mapping *m = NULL;
+    for (size_t k = 0; k < c->notes.mapping_count && !m; k++)
+        if (site - 1 >= c->notes.mappings[k].start && site - 1 < c->notes.mappings[k].end)
+            m = &c->notes.mappings[k];
+    size_t first = c->notes.mapping_count;
+    for (size_t k = 0; m && k < c->notes.mapping_count && first == c->notes.mapping_count; k++)
+        if (strcmp(c->notes.mappings[k].path, m->path) == 0 && c->notes.mappings[k].offset == 0)
+            first = k;
+    if (first == c->notes.mapping_count)
+        return false;
+    if (!c->bias) {
+        c->bias = calloc(c->notes.mapping_count, sizeof *c->bias);
+        c->bias_state = calloc(c->notes.mapping_count, sizeof *c->bias_state);
+        if (!c->bias || !c->bias_state)
+            return false;
+    }
+    if (!c->bias_state[first])
+        c->bias_state[first] = load_bias(c, &c->notes.mappings[first], &c->bias[first]) ? 1 : 2;
+    *path = c->notes.mappings[first].path;
+    *bias = c->bias[first];
+    return c->bias_state[first] == 1;
+}
+
+/* A string pool's bytes, NUL-terminated as a whole. */
+bool core_read_pool(struct core_image *c, const unsigned char *pool, char **out, uint64_t *len, const char *what)
+{
+    const struct memprof_tables *t = &c->tables;
+    uint64_t at = core_field_u64(pool, t->pool_chars);
+    *len = core_field_u64(pool, t->pool_len);
+    if (*len > CORE_MAX_POOL)
+        return core_fail(c, "%s: %s of %" PRIu64 " bytes: damaged", c->path, what, *len);
+    if (!(*out = malloc(*len + 1)))
+        return core_fail(c, "out of memory");
+    (*out)[*len] = '\0';
+    return !*len || core_read(c, at, *out, *len, what);
+}
+
+/* An intern table's tuples. */
+bool core_read_tuples(struct core_image *c, const unsigned char *table, struct core_pair **out, uint64_t *count,
+                        const char *what)
+{
+    const struct memprof_tables *t = &c->tables;
+    uint64_t at = core_field_u64(table, t->intern_tuples);
+    *count = core_field_u64(table, t->intern_count);
+    if (*count > CORE_MAX_TUPLES)
+        return core_fail(c, "%s: %s of %" PRIu64 " entries: damaged", c->path, what, *count);
+    unsigned char *raw = malloc(*count * t->tuple_size + 1);
+    *out = malloc(*count * sizeof **out + 1);
+    bool ok = raw && *out ? !*count || core_read(c, at, raw, *count * t->tuple_size, what) : core_fail(c, "out of memory");
+    for (uint64_t i = 0; ok && i < *count; i++)
+        (*out)[i] = (struct core_pair){ core_field_u64(raw + i * t->tuple_size, t->tuple_a),
+                                   core_field_u64(raw + i * t->tuple_size, t->tuple_b) };
+    free(raw);
+    return ok;
+}
+
+bool core_read_sites(struct core_image *c, const unsigned char *table, struct core_sites *s, const char *what)
+{
+    const struct memprof_tables *t = &c->tables;
+    memset(s, 0, sizeof *s);
+    if (!core_read_pool(c, table + t->sites_files, &s->files, &s->files_len, what) ||
+        !core_read_tuples(c, table + t->sites_frames, &s->frames, &s->count, what))
+        return false;
+    for (uint64_t i = 0; i < s->count; i++) {
+        const struct core_pair *f = &s->frames[i];
+        if ((f->a >> 32) >= s->files_len || (f->b != CORE_SITE_NONE && f->b >= s->count))
+            return core_fail(c, "%s: %s: site %" PRIu64 " points outside its table: damaged", c->path, what, i);
+    }
+    return true;
+}
+
+void core_sites_free(struct core_sites *s)
+{
+    free(s->files);
+    free(s->frames);
+    memset(s, 0, sizeof *s);
+}

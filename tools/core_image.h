@@ -1,0 +1,108 @@
+/* A process that is gone, as its ELF core file shows it: its memory (the
+ * PT_LOAD segments), the files it had mapped (the NT_FILE note), and the
+ * runtime's memprof_tables descriptor found among them and checked. What
+ * memprof core, GDB on a core and the crash helper read from. Everything
+ * read is checked before it is used: a damaged or foreign layout is one
+ * line in `why`, never a guess. */
+#ifndef MEMPROF_TOOLS_CORE_IMAGE_H
+#define MEMPROF_TOOLS_CORE_IMAGE_H
+#include "core_notes.h"
+#include "memprof_debugger.h"
+#include <libelf.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CORE_MAX_POOL (UINT64_C(1) << 28)    /* bytes of strings in a pool */
+#define CORE_MAX_TUPLES (UINT64_C(1) << 26)  /* tuples in an intern table */
+
+struct core_segment {
+    uint64_t vaddr, filesz, offset;
+};
+
+struct core_image {
+    const char *path;
+    int fd;
+    Elf *elf;
+    struct core_segment *segments;
+    size_t segment_count;
+    struct core_notes notes;      /* the pid and the files mapped */
+    uint64_t *bias;               /* [mapping]: a file's load bias, read once */
+    uint8_t *bias_state;          /* [mapping]: 0 not read yet, 1 read, 2 unreadable */
+    struct memprof_tables tables; /* the runtime's descriptor, checked */
+    char why[PATH_MAX + 128];     /* the first problem */
+};
+
+/* Open the core at `path` and find the runtime's tables in it; false with
+ * `why` set. core_close in either case. */
+bool core_open(struct core_image *c, const char *path);
+void core_close(struct core_image *c);
+/* Keep the first problem in `why`; false. */
+bool core_fail(struct core_image *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* `len` bytes of the process's memory at `addr`; false (and `why`) when the
+ * core does not hold them. */
+bool core_read(struct core_image *c, uint64_t addr, void *out, size_t len, const char *what);
+bool core_read_u64(struct core_image *c, uint64_t addr, uint64_t *v, const char *what);
+/* A NUL-terminated string of at most `size` - 1 bytes at `addr`. */
+bool core_read_string(struct core_image *c, uint64_t addr, char *out, size_t size, const char *what);
+/* The file mapped at code address `pc` (a return address: pc - 1 is in the
+ * call) and its load bias: false when none is, or it cannot be read. */
+bool core_object(struct core_image *c, uint64_t pc, const char **path, uint64_t *bias);
+
+/* A u64 field of a structure copied out of the core. */
+static inline uint64_t core_field_u64(const unsigned char *base, uint32_t offset)
+{
+    uint64_t v;
+    __builtin_memcpy(&v, base + offset, 8);
+    return v;
+}
+/* A string pool (store/strings.h), given its bytes: its strings, one
+ * allocation NUL-terminated as a whole. */
+bool core_read_pool(struct core_image *c, const unsigned char *pool, char **out, uint64_t *len, const char *what);
+/* An intern table (store/intern.h), given its bytes: its tuples. */
+struct core_pair { uint64_t a, b; };
+bool core_read_tuples(struct core_image *c, const unsigned char *table, struct core_pair **out, uint64_t *count,
+                      const char *what);
+
+/* A site table (store/sites.h), given its bytes: file names and frames
+ * (file offset << 32 | line, caller site or all ones), every reference
+ * checked to point inside. */
+#define CORE_SITE_NONE UINT32_MAX
+struct core_sites {
+    char *files;
+    uint64_t files_len;
+    struct core_pair *frames;
+    uint64_t count;
+};
+bool core_read_sites(struct core_image *c, const unsigned char *table, struct core_sites *s, const char *what);
+void core_sites_free(struct core_sites *s);
+static inline const char *core_site_file(const struct core_sites *s, uint32_t site)
+{
+    return s->files + (s->frames[site].a >> 32);
+}
+static inline uint32_t core_site_line(const struct core_sites *s, uint32_t site)
+{
+    return (uint32_t)s->frames[site].a;
+}
+static inline uint32_t core_site_caller(const struct core_sites *s, uint32_t site)
+{
+    return (uint32_t)s->frames[site].b;
+}
+
+/* The tables as the runtime writes its raw C heap report (core_heap.c), for
+ * heap_report_symbolize. */
+bool core_heap_raw(struct core_image *c, FILE *out);
+/* The Ruby tracer's tables (core_ruby.c). */
+struct core_ruby_options {
+    unsigned long top;      /* 0: every row */
+    const char *filter;     /* NULL, or rows whose text contains it */
+};
+/* Whether the process had a Ruby VM the runtime traced. */
+bool core_has_ruby(struct core_image *c);
+/* The live objects by file:line:Class, as the runtime's report writes them. */
+bool core_ruby_report(struct core_image *c, FILE *out, const struct core_ruby_options *opt);
+/* "file:line:Class" and the callers of the object recorded at `addr`, or
+ * *found false. */
+bool core_ruby_where(struct core_image *c, uint64_t addr, FILE *out, bool *found);
+#endif
