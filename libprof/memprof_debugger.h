@@ -130,6 +130,9 @@ struct memprof_tables {
      * sorted ranges [start, end) (u64 each) and their count (u64) */
     uint64_t heap_wrappers;
     uint32_t wrappers_count, wrappers_ranges, range_size, range_start, range_end, wrappers_max;
+    /* a heap thread's name (char[thread_name_size]) as of its first
+     * allocation, or its exit */
+    uint32_t thread_name, thread_name_size;
 };
 extern const struct memprof_tables memprof_tables;
 

@@ -36,6 +36,9 @@ struct heap_report_options {
     const char *when;       /* the header's "at exit of" (NULL), or "in" */
 };
 int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt);
+/* Name each line's first " 0xADDRESS object+0xOFFSET" (memprof name-sites):
+ * 0, or 1 on a write error. */
+int name_sites(FILE *in, FILE *out);
 /* The report of a core file (core.c): 0, or 1 with a line in `why`. */
 enum core_report_kind { CORE_REPORT_AUTO, CORE_REPORT_RUBY, CORE_REPORT_HEAP, CORE_REPORT_WHERE };
 struct core_report_options {

@@ -34,12 +34,31 @@ static bool heap_report(struct core_image *c, FILE *out, const struct core_repor
     return ok || core_fail(c, "out of memory");
 }
 
-/* The object recorded at the address: a Ruby object, else a C heap block. */
+/* The object recorded at the address: a Ruby object, else the C heap
+ * block holding it (its sites named as memprof name-sites does). */
 static bool where(struct core_image *c, FILE *out, uint64_t addr)
 {
     bool found = false;
     if (core_has_ruby(c) && !core_ruby_where(c, addr, out, &found))
         return false;
+    if (!found) {
+        char *raw = NULL;
+        size_t len = 0;
+        FILE *raw_out = open_memstream(&raw, &len);
+        bool ok = raw_out && core_heap_where(c, addr, raw_out, &found);
+        if (raw_out)
+            fclose(raw_out);
+        FILE *in = ok && found ? fmemopen(raw, len, "r") : NULL;
+        if (in) {
+            name_sites(in, out);
+            fclose(in);
+        }
+        free(raw);
+        if (!ok)
+            return c->why[0] ? false : core_fail(c, "out of memory");
+        if (found && !in)
+            return core_fail(c, "out of memory");
+    }
     if (!found)
         fprintf(out, "memprof: no allocation recorded at 0x%" PRIx64 "\n", addr);
     return true;

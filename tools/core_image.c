@@ -5,6 +5,8 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -85,7 +87,41 @@ static bool open_file(struct core_image *c, const char *path)
 }
 
 /* The load bias of the file mapped at `m` (its first PT_LOAD, on disk). */
-static bool load_bias(struct core_image *c, const struct core_mapping *first, uint64_t *bias)
+/* The path the dynamic linker knew a library by: its DT_SONAME beside the
+ * file NT_FILE names, when that is the same file (libruby-3.1.so.3.1, a
+ * link to libruby-3.1.so.3.1.7), as the runtime's reports name it. NULL
+ * when there is none. */
+static char *loader_path(Elf *e, const char *path)
+{
+    char *found = NULL;
+    for (Elf_Scn *scn = NULL; !found && (scn = elf_nextscn(e, scn));) {
+        GElf_Shdr sh;
+        Elf_Data *d;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+            continue;
+        for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+            GElf_Dyn dyn;
+            const char *soname = gelf_getdyn(d, (int)i, &dyn) && dyn.d_tag == DT_SONAME
+                                     ? elf_strptr(e, sh.sh_link, dyn.d_un.d_val) : NULL;
+            const char *slash = strrchr(path, '/');
+            if (!soname || strchr(soname, '/') || !slash || strcmp(slash + 1, soname) == 0)
+                continue;
+            struct stat a, b;
+            if (asprintf(&found, "%.*s/%s", (int)(slash - path), path, soname) < 0) {
+                found = NULL;
+            } else if (stat(found, &a) != 0 || stat(path, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+                free(found);
+                found = NULL;
+            }
+            break;
+        }
+    }
+    return found;
+}
+
+/* The load bias of the file mapped at `first` (its first PT_LOAD, on disk),
+ * and the name the dynamic linker knew it by (NULL: its own). */
+static bool load_bias(struct core_image *c, const struct core_mapping *first, uint64_t *bias, char **name)
 {
     int fd = open(first->path, O_RDONLY | O_CLOEXEC);
     Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
@@ -100,6 +136,8 @@ static bool load_bias(struct core_image *c, const struct core_mapping *first, ui
             }
         }
     }
+    if (found && name)
+        *name = loader_path(e, first->path);
     if (e)
         elf_end(e);
     if (fd >= 0)
@@ -121,7 +159,7 @@ static bool find_tables(struct core_image *c, uint64_t *addr)
         return core_fail(c, "%s: the memprof runtime was not loaded in pid %ld (no libmemprof.so among its files)", c->path,
                     c->notes.pid);
     uint64_t bias;
-    if (!load_bias(c, runtime, &bias))
+    if (!load_bias(c, runtime, &bias, NULL))
         return false;
     int fd = open(runtime->path, O_RDONLY | O_CLOEXEC);
     Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
@@ -205,6 +243,14 @@ static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_
          t->record_origin + 4 <= t->record_size && t->record_aux + 4 <= t->record_size &&
          t->aux_epoch_shift < 32 && t->tuple_size >= 16 && t->tuple_size <= 64 && t->tuple_a + 8 <= t->tuple_size &&
          t->tuple_b + 8 <= t->tuple_size;
+    /* The C heap's frames, Ruby lines and wrappers. */
+    ok = ok && t->sites_size >= 16 && t->sites_size <= 4096 &&
+         t->sites_files + t->pool_chars + 8 <= t->sites_size && t->sites_files + t->pool_len + 8 <= t->sites_size &&
+         t->sites_frames + t->intern_tuples + 8 <= t->sites_size &&
+         t->sites_frames + t->intern_count + 8 <= t->sites_size && t->range_size >= 16 && t->range_size <= 64 &&
+         t->range_start + 8 <= t->range_size && t->range_end + 8 <= t->range_size && t->wrappers_count < 64 &&
+         t->wrappers_ranges < 64 && t->wrappers_max <= (1u << 20) && t->thread_name_size >= 1 &&
+         t->thread_name_size <= 64 && t->thread_name + t->thread_name_size <= t->thread_size;
     return ok || core_fail(c, "%s: the tables' descriptor is damaged (an offset outside its structure)", c->path);
 }
 
@@ -238,12 +284,16 @@ void core_close(struct core_image *c)
     free(c->segments);
     free(c->bias);
     free(c->bias_state);
+    for (size_t i = 0; c->loader_path && i < c->notes.mapping_count; i++)
+        free(c->loader_path[i]);
+    free(c->loader_path);
     core_notes_free(&c->notes);
     c->elf = NULL;
     c->fd = -1;
     c->segments = NULL;
     c->bias = NULL;
     c->bias_state = NULL;
+    c->loader_path = NULL;
 }
 
 /* The file mapped at `site` and its load bias, each file's read from disk
@@ -263,12 +313,14 @@ bool core_object(struct core_image *c, uint64_t site, const char **path, uint64_
     if (!c->bias) {
         c->bias = calloc(c->notes.mapping_count, sizeof *c->bias);
         c->bias_state = calloc(c->notes.mapping_count, sizeof *c->bias_state);
-        if (!c->bias || !c->bias_state)
+        c->loader_path = calloc(c->notes.mapping_count, sizeof *c->loader_path);
+        if (!c->bias || !c->bias_state || !c->loader_path)
             return false;
     }
     if (!c->bias_state[first])
-        c->bias_state[first] = load_bias(c, &c->notes.mappings[first], &c->bias[first]) ? 1 : 2;
-    *path = c->notes.mappings[first].path;
+        c->bias_state[first] =
+            load_bias(c, &c->notes.mappings[first], &c->bias[first], &c->loader_path[first]) ? 1 : 2;
+    *path = c->loader_path[first] ? c->loader_path[first] : c->notes.mappings[first].path;
     *bias = c->bias[first];
     return c->bias_state[first] == 1;
 }

@@ -30,6 +30,7 @@ struct core_image {
     struct core_notes notes;      /* the pid and the files mapped */
     uint64_t *bias;               /* [mapping]: a file's load bias, read once */
     uint8_t *bias_state;          /* [mapping]: 0 not read yet, 1 read, 2 unreadable */
+    char **loader_path;           /* [mapping]: the name the dynamic linker used, or NULL */
     struct memprof_tables tables; /* the runtime's descriptor, checked */
     char why[PATH_MAX + 128];     /* the first problem */
 };
@@ -93,6 +94,10 @@ static inline uint32_t core_site_caller(const struct core_sites *s, uint32_t sit
 /* The tables as the runtime writes its raw C heap report (core_heap.c), for
  * heap_report_symbolize. */
 bool core_heap_raw(struct core_image *c, FILE *out);
+/* The live C heap block holding `addr`: its size, start, thread, site,
+ * callers and Ruby line, raw (sites as "0xPC object+0xOFFSET"); or *found
+ * false. */
+bool core_heap_where(struct core_image *c, uint64_t addr, FILE *out, bool *found);
 /* The Ruby tracer's tables (core_ruby.c). */
 struct core_ruby_options {
     unsigned long top;      /* 0: every row */

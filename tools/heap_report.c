@@ -482,17 +482,12 @@ int cmd_heap_table(int argc, char **argv)
 
 /* memprof name-sites: copy text, each "0xADDRESS OBJECT+0xOFFSET" a
  * runtime wrote (memprof-where in GDB) named as a heap row's frame is. */
-int cmd_name_sites(int argc, char **argv)
+int name_sites(FILE *in, FILE *out)
 {
-    (void)argv;
-    if (argc != 0) {
-        fputs("memprof: usage: memprof name-sites < TEXT\n", stderr);
-        return 2;
-    }
     static struct naming naming;
     char *line = NULL;
     size_t cap = 0;
-    while (getline(&line, &cap, stdin) > 0) {
+    while (getline(&line, &cap, in) > 0) {
         /* " 0xADDRESS OBJECT+0xOFFSET": the first such pair of the line. */
         char *at, *raw = NULL;
         const char *object = NULL;
@@ -513,22 +508,32 @@ int cmd_name_sites(int argc, char **argv)
             raw = NULL;
         }
         if (!raw) {
-            fputs(line, stdout);
+            fputs(line, out);
             continue;
         }
         struct named named[SYMBOLIZER_MAX_INLINED];
         size_t count = 0;
         name_address(&naming, &(struct raw_frame){ site, raw }, named, &count, SYMBOLIZER_MAX_INLINED);
-        printf("%.*s", (int)(at + 1 - line), line);
+        fprintf(out, "%.*s", (int)(at + 1 - line), line);
         for (size_t i = 0; i < count; i++) {
-            printf("%s%s", i ? ", inlined into " : "", named[i].text);
+            fprintf(out, "%s%s", i ? ", inlined into " : "", named[i].text);
             free(named[i].text);
         }
-        fputs(object + length, stdout);
+        fputs(object + length, out);
         free(raw);
     }
     free(line);
     for (size_t i = 0; i < naming.opened; i++)
         symbolizer_close(naming.cache[i].s);
-    return ferror(stdout) ? 1 : 0;
+    return ferror(out) ? 1 : 0;
+}
+
+int cmd_name_sites(int argc, char **argv)
+{
+    (void)argv;
+    if (argc != 0) {
+        fputs("memprof: usage: memprof name-sites < TEXT\n", stderr);
+        return 2;
+    }
+    return name_sites(stdin, stdout);
 }

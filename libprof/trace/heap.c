@@ -53,6 +53,7 @@ static struct heap_thread *this_thread(void)
     uint32_t serial = __atomic_add_fetch(&heap.thread_count, 1, __ATOMIC_RELAXED);
     t->serial = serial < MAX_THREAD_SERIAL ? serial : MAX_THREAD_SERIAL;
     t->tid = gettid();
+    prctl(PR_GET_NAME, t->name);   /* for a core; a report asks /proc */
     if (heap.exit_key_made)
         pthread_setspecific(heap.exit_key, t);   /* no malloc for the first 32 keys */
     struct heap_thread *top = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE);

@@ -69,7 +69,7 @@ struct heap_thread {
     uint32_t serial;                   /* from 1 */
     pid_t tid;
     bool exited;
-    char name[16];                     /* its name when it exited */
+    char name[16];                     /* its name when it first allocated, then when it exited */
     struct block_slot young[YOUNG_SLOTS];   /* newest blocks, word: BLOCK_WORD */
     struct block_table blocks;         /* older ones; a block is in one of them */
     struct block_table freed;          /* blocks it freed but did not hold */

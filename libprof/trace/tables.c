@@ -89,6 +89,8 @@ EXPORT const struct memprof_tables memprof_tables = {
     .range_start = offsetof(struct heap_wrapper_range, start),
     .range_end = offsetof(struct heap_wrapper_range, end),
     .wrappers_max = HEAP_WRAPPER_RANGES,
+    .thread_name = offsetof(struct heap_thread, name),
+    .thread_name_size = sizeof ((struct heap_thread *)0)->name,
 };
 _Static_assert(sizeof heap.frames == 4, "heap_frames is an int");
 _Static_assert(RUBY_AUX(0, 1) == 1u << 8, "aux_epoch_shift");
