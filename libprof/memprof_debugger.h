@@ -108,6 +108,7 @@ struct memprof_tables {
     uint32_t ruby_origin_names, ruby_origin_names_bytes, ruby_class_names; /* u32 array: pointer, u64 size; string pool */
     uint32_t ruby_sample, ruby_dropped;                /* u32 (1 in N), u64 */
     uint32_t ruby_hidden_files, ruby_hidden_len;       /* char array, u64 */
+    uint32_t ruby_epoch_gc, ruby_epoch_gc_bytes;       /* u64 array: pointer, u64 size */
     /* a slot map: page geometry (u64 each), its open-addressed pages, the mask */
     uint32_t map_page_size, map_slot_size, map_slots_per_page, map_pages, map_page_mask, map_count;
     uint32_t page_size, page_base, page_records;       /* a page: base (0 empty), records */

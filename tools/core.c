@@ -5,6 +5,7 @@
  * `memprof run --heap`), or who allocated one address (--where). */
 #include "commands.h"
 #include "core_image.h"
+#include "output.h"
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -64,6 +65,17 @@ static bool where(struct core_image *c, FILE *out, uint64_t addr)
     return true;
 }
 
+/* A file whole or not at all (0600, never through a symbolic link). */
+static bool write_file(struct core_image *c, const char *path, bool (*write)(struct core_image *, FILE *),
+                       const char *what)
+{
+    struct output o;
+    if (output_open(&o, path) != 0)
+        return core_fail(c, "%scannot write %s", what, path);
+    bool ok = write(c, o.fp);
+    return output_close(&o, !ok) == 0 && ok;
+}
+
 int core_report(const char *path, FILE *out, const struct core_report_options *opt, char *why, size_t why_size)
 {
     struct core_image c;
@@ -82,6 +94,10 @@ int core_report(const char *path, FILE *out, const struct core_report_options *o
                            path, c.notes.pid);
         else
             ok = core_ruby_report(&c, out, &ruby);
+        if (ok && opt->dump)
+            ok = write_file(&c, opt->dump, core_ruby_dump, "--dump: ");
+        if (ok && opt->pprof)
+            ok = write_file(&c, opt->pprof, core_heap_pprof, "--pprof: ");
     }
     if (!ok)
         snprintf(why, why_size, "memprof: %s", c.why[0] ? c.why : "out of memory");
@@ -113,7 +129,7 @@ static bool core_of_gdb_target(char *path, size_t size)
 
 int cmd_core(int argc, char **argv)
 {
-    struct core_report_options opt = { CORE_REPORT_AUTO, 0, NULL, 0 };
+    struct core_report_options opt = { .kind = CORE_REPORT_AUTO };
     const char *path = NULL;
     char gdb_core[PATH_MAX];
     bool usage = false;
@@ -126,6 +142,15 @@ int cmd_core(int argc, char **argv)
             opt.kind = CORE_REPORT_HEAP;
         } else if (strcmp(argv[i], "--ruby") == 0) {
             opt.kind = CORE_REPORT_RUBY;
+        } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
+            opt.dump = argv[++i];
+        } else if (strcmp(argv[i], "--pprof") == 0 && i + 1 < argc) {
+            opt.pprof = argv[++i];
+        } else if (strcmp(argv[i], "--bytes") == 0) {
+            fputs("memprof: core: --bytes: a Ruby object's bytes are the VM's to measure (rb_obj_memsize_of), "
+                  "and no code runs in a core; the C heap report (--heap) has bytes\n",
+                  stderr);
+            return 2;
         } else if (strcmp(argv[i], "--where") == 0 && i + 1 < argc) {
             char *end;
             opt.kind = CORE_REPORT_WHERE;
@@ -145,7 +170,7 @@ int cmd_core(int argc, char **argv)
         }
     }
     if (usage || !path) {
-        fputs("memprof: usage: memprof core [--ruby|--heap] [--top N] [--filter TEXT] [--where ADDRESS] CORE [PROGRAM]\n", stderr);
+        fputs("memprof: usage: memprof core [--ruby|--heap] [--top N] [--filter TEXT] [--dump FILE] [--pprof FILE] [--where ADDRESS] CORE [PROGRAM]\n", stderr);
         return 2;
     }
     char why[PATH_MAX + 160];

@@ -269,6 +269,16 @@ static void write_pc(struct core_image *c, FILE *out, uint64_t pc)
         fputc('?', out);
 }
 
+/* The callers recorded above an origin, innermost first: how many. */
+static size_t origin_chain(const struct thread_read *r, const struct origin *o, uint64_t pcs[MAX_FRAMES])
+{
+    size_t depth = 0;
+    for (uint64_t id = (uint32_t)o->link; id && id - 1 < r->origin_count && depth < MAX_FRAMES;
+         id = (uint32_t)r->origins[id - 1].link)
+        pcs[depth++] = r->origins[id - 1].key;
+    return depth;
+}
+
 /* What follows an origin's site line in the raw report: its callers
  * ("  from"), how many frames are wrappers, its Ruby line. */
 static char *origin_tail(struct core_image *c, const struct heap_read *h, const struct thread_read *r,
@@ -281,12 +291,10 @@ static char *origin_tail(struct core_image *c, const struct heap_read *h, const 
     if (!f)
         return NULL;
     uint64_t pcs[MAX_FRAMES];
-    size_t depth = 0;
-    for (uint64_t id = (uint32_t)o->link; id && id - 1 < r->origin_count && depth < MAX_FRAMES;
-         id = (uint32_t)r->origins[id - 1].link) {
-        pcs[depth++] = r->origins[id - 1].key;
+    size_t depth = origin_chain(r, o, pcs);
+    for (size_t i = 0; i < depth; i++) {
         fputs("  from ", f);
-        write_pc(c, f, r->origins[id - 1].key);
+        write_pc(c, f, pcs[i]);
         fputc('\n', f);
     }
     uint64_t wrapped = 0;
@@ -305,6 +313,8 @@ struct row {
     uint64_t site;
     char *tail;
     struct origin sum;
+    const struct thread_read *thread;   /* one of the threads, and its origin: the chain */
+    const struct origin *origin;
 };
 
 static int by_site_and_tail(const void *a, const void *b)
@@ -326,8 +336,16 @@ static int by_live_bytes(const void *a, const void *b)
     return x->site < y->site ? -1 : x->site > y->site;
 }
 
-/* Rows: the origins of every thread with one site, callers and Ruby line. */
-static bool write_rows(struct core_image *c, const struct heap_read *h, FILE *out)
+static void free_rows(struct row *rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++)
+        free(rows[i].tail);
+    free(rows);
+}
+
+/* Rows: the live origins of every thread with one site, callers and Ruby
+ * line, largest first; *n of them. */
+static struct row *collect_rows(struct core_image *c, const struct heap_read *h, size_t *n_out)
 {
     const struct memprof_tables *t = &c->tables;
     size_t total = 0, n = 0;
@@ -343,8 +361,7 @@ static bool write_rows(struct core_image *c, const struct heap_read *h, FILE *ou
             if (!site || !o->live_count)
                 continue;
             struct row *row = &rows[n++];
-            row->site = site;
-            row->sum = *o;
+            *row = (struct row){ .site = site, .sum = *o, .thread = r, .origin = o };
             /* The owner's peak misses frees by other threads; it is never
              * below what lives now (as the runtime's report). */
             if (row->sum.peak < row->sum.live_bytes)
@@ -353,34 +370,26 @@ static bool write_rows(struct core_image *c, const struct heap_read *h, FILE *ou
                 ok = core_fail(c, "out of memory");
         }
     }
-    if (ok) {
-        qsort(rows, n, sizeof *rows, by_site_and_tail);
-        size_t kept = 0;
-        for (size_t i = 0; i < n; i++) {
-            struct row *into = kept ? &rows[kept - 1] : NULL;
-            if (into && by_site_and_tail(into, &rows[i]) == 0) {
-                into->sum.live_count += rows[i].sum.live_count, into->sum.live_bytes += rows[i].sum.live_bytes;
-                into->sum.total_count += rows[i].sum.total_count, into->sum.total_bytes += rows[i].sum.total_bytes;
-                into->sum.peak += rows[i].sum.peak;
-                free(rows[i].tail);
-            } else {
-                rows[kept++] = rows[i];
-            }
-        }
-        n = kept;
-        qsort(rows, n, sizeof *rows, by_live_bytes);
-        for (size_t i = 0; i < n; i++) {
-            const struct origin *s = &rows[i].sum;
-            fprintf(out, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ", s->live_count, s->live_bytes,
-                    s->peak, s->total_count, s->total_bytes);
-            write_pc(c, out, rows[i].site);
-            fprintf(out, "\n%s", rows[i].tail);
+    if (!ok) {
+        free_rows(rows, n);
+        return NULL;
+    }
+    qsort(rows, n, sizeof *rows, by_site_and_tail);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct row *into = kept ? &rows[kept - 1] : NULL;
+        if (into && by_site_and_tail(into, &rows[i]) == 0) {
+            into->sum.live_count += rows[i].sum.live_count, into->sum.live_bytes += rows[i].sum.live_bytes;
+            into->sum.total_count += rows[i].sum.total_count, into->sum.total_bytes += rows[i].sum.total_bytes;
+            into->sum.peak += rows[i].sum.peak;
+            free(rows[i].tail);
+        } else {
+            rows[kept++] = rows[i];
         }
     }
-    for (size_t i = 0; rows && i < n; i++)
-        free(rows[i].tail);
-    free(rows);
-    return ok;
+    qsort(rows, kept, sizeof *rows, by_live_bytes);
+    *n_out = kept;
+    return rows;
 }
 
 bool core_heap_raw(struct core_image *c, FILE *out)
@@ -407,10 +416,54 @@ bool core_heap_raw(struct core_image *c, FILE *out)
                 fprintf(out, "# thread %u %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n", h.threads[i].serial,
                         h.threads[i].tid, count, bytes, allocs, h.threads[i].name[0] ? h.threads[i].name : "?");
         }
-        ok = write_rows(c, &h, out);
+        size_t n = 0;
+        struct row *rows = collect_rows(c, &h, &n);
+        ok = rows != NULL;
+        for (size_t i = 0; i < n; i++) {
+            const struct origin *s = &rows[i].sum;
+            fprintf(out, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ", s->live_count, s->live_bytes,
+                    s->peak, s->total_count, s->total_bytes);
+            write_pc(c, out, rows[i].site);
+            fprintf(out, "\n%s", rows[i].tail);
+        }
+        free_rows(rows, n);
     }
     free_heap(&h);
     return ok;
+}
+
+/* google-pprof's heap profile, as the runtime writes it (trace/heap_report.c):
+ * the totals, a line per row with its stack, then the memory map. */
+bool core_heap_pprof(struct core_image *c, FILE *out)
+{
+    struct heap_read h;
+    size_t n = 0;
+    struct row *rows = read_heap(c, &h) ? collect_rows(c, &h, &n) : NULL;
+    if (rows) {
+        struct origin all = { 0 };
+        for (size_t i = 0; i < n; i++) {
+            all.live_count += rows[i].sum.live_count, all.live_bytes += rows[i].sum.live_bytes;
+            all.total_count += rows[i].sum.total_count, all.total_bytes += rows[i].sum.total_bytes;
+        }
+        fprintf(out, "heap profile: %" PRIu64 ": %" PRIu64 " [%" PRIu64 ": %" PRIu64 "] @ heapprofile\n", all.live_count,
+                all.live_bytes, all.total_count, all.total_bytes);
+        for (size_t i = 0; i < n; i++) {
+            const struct origin *s = &rows[i].sum;
+            /* The site is a return address: its call is a byte before. */
+            fprintf(out, "%" PRIu64 ": %" PRIu64 " [%" PRIu64 ": %" PRIu64 "] @ 0x%" PRIx64, s->live_count,
+                    s->live_bytes, s->total_count, s->total_bytes, rows[i].site - 1);
+            uint64_t pcs[MAX_FRAMES];
+            size_t depth = origin_chain(rows[i].thread, rows[i].origin, pcs);
+            for (size_t k = 0; k < depth; k++)
+                fprintf(out, " 0x%" PRIx64, pcs[k]);
+            fputc('\n', out);
+        }
+        fputs("\nMAPPED_LIBRARIES:\n", out);
+        core_write_maps(c, out);
+    }
+    free_rows(rows, n);
+    free_heap(&h);
+    return rows != NULL;
 }
 
 bool core_heap_where(struct core_image *c, uint64_t addr, FILE *out, bool *found)

@@ -23,20 +23,34 @@ bool core_fail(struct core_image *c, const char *fmt, ...)
 }
 
 /* `len` bytes of the process's memory at `addr`, from the core's segments. */
-bool core_read(struct core_image *c, uint64_t addr, void *out, size_t len, const char *what)
+/* 0 read, 1 not in the core's memory, 2 cut off the file. */
+static int read_at(struct core_image *c, uint64_t addr, void *out, size_t len)
 {
     for (size_t i = 0; i < c->segment_count; i++) {
         const struct core_segment *s = &c->segments[i];
         if (addr < s->vaddr || addr - s->vaddr >= s->filesz)
             continue;
         if (len > s->filesz - (addr - s->vaddr))
-            break;
-        if (pread(c->fd, out, len, (off_t)(s->offset + (addr - s->vaddr))) != (ssize_t)len)
-            return core_fail(c, "%s: truncated: %s at 0x%" PRIx64 " is not in the file", c->path, what, addr);
-        return true;
+            return 1;
+        return pread(c->fd, out, len, (off_t)(s->offset + (addr - s->vaddr))) == (ssize_t)len ? 0 : 2;
     }
-    return core_fail(c, "%s: %s at 0x%" PRIx64 " is not in the core (a damaged table, or memory not dumped)", c->path, what,
-                addr);
+    return 1;
+}
+
+bool core_read(struct core_image *c, uint64_t addr, void *out, size_t len, const char *what)
+{
+    int rc = read_at(c, addr, out, len);
+    if (rc == 2)
+        return core_fail(c, "%s: truncated: %s at 0x%" PRIx64 " is not in the file", c->path, what, addr);
+    if (rc == 1)
+        return core_fail(c, "%s: %s at 0x%" PRIx64 " is not in the core (a damaged table, or memory not dumped)",
+                         c->path, what, addr);
+    return true;
+}
+
+bool core_peek(struct core_image *c, uint64_t addr, void *out, size_t len)
+{
+    return read_at(c, addr, out, len) == 0;
 }
 
 bool core_read_u64(struct core_image *c, uint64_t addr, uint64_t *v, const char *what)
@@ -71,12 +85,16 @@ static bool open_file(struct core_image *c, const char *path)
     if (eh.e_machine != EM_X86_64)
         return core_fail(c, "%s is a core of another machine than x86-64", path);
     size_t phnum;
-    if (elf_getphdrnum(c->elf, &phnum) != 0 || !(c->segments = calloc(phnum + 1, sizeof *c->segments)))
+    if (elf_getphdrnum(c->elf, &phnum) != 0 || !(c->segments = calloc(phnum + 1, sizeof *c->segments)) ||
+        !(c->regions = calloc(phnum + 1, sizeof *c->regions)))
         return core_fail(c, "%s: no program headers", path);
     off_t size = lseek(c->fd, 0, SEEK_END);
     for (size_t i = 0; i < phnum; i++) {
         GElf_Phdr ph;
-        if (!gelf_getphdr(c->elf, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_filesz)
+        if (!gelf_getphdr(c->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+            continue;
+        c->regions[c->region_count++] = (struct core_region){ ph.p_vaddr, ph.p_memsz, ph.p_flags };
+        if (!ph.p_filesz)
             continue;
         if ((uint64_t)size < ph.p_offset)
             continue;   /* cut off: read_memory says so when it is needed */
@@ -238,6 +256,7 @@ static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_
          t->ruby_class_names + t->pool_len + 8 <= t->ruby_tracer_size &&
          t->ruby_sample + 4 <= t->ruby_tracer_size && t->ruby_dropped + 8 <= t->ruby_tracer_size &&
          t->ruby_hidden_len + 8 <= t->ruby_tracer_size && t->ruby_hidden_files < t->ruby_tracer_size &&
+         t->ruby_epoch_gc + 8 <= t->ruby_tracer_size && t->ruby_epoch_gc_bytes + 8 <= t->ruby_tracer_size &&
          t->page_size >= 16 && t->page_size <= 64 && t->page_base + 8 <= t->page_size &&
          t->page_records + 8 <= t->page_size && t->record_size >= 8 && t->record_size <= 64 &&
          t->record_origin + 4 <= t->record_size && t->record_aux + 4 <= t->record_size &&
@@ -282,6 +301,7 @@ void core_close(struct core_image *c)
     if (c->fd >= 0)
         close(c->fd);
     free(c->segments);
+    free(c->regions);
     free(c->bias);
     free(c->bias_state);
     for (size_t i = 0; c->loader_path && i < c->notes.mapping_count; i++)
@@ -291,6 +311,7 @@ void core_close(struct core_image *c)
     c->elf = NULL;
     c->fd = -1;
     c->segments = NULL;
+    c->regions = NULL;
     c->bias = NULL;
     c->bias_state = NULL;
     c->loader_path = NULL;
@@ -378,4 +399,43 @@ void core_sites_free(struct core_sites *s)
     free(s->files);
     free(s->frames);
     memset(s, 0, sizeof *s);
+}
+
+/* The permissions of the file's PT_LOAD holding file offset `offset`, on
+ * disk: GDB's gcore leaves a file's code out of the core, headers and all. */
+static uint32_t disk_flags(const char *path, uint64_t offset)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+    size_t phnum = 0;
+    uint32_t flags = 0;
+    if (e && elf_getphdrnum(e, &phnum) == 0) {
+        for (size_t i = 0; i < phnum && !flags; i++) {
+            GElf_Phdr ph;
+            if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && offset >= (ph.p_offset & ~(uint64_t)4095) &&
+                offset < ph.p_offset + ph.p_filesz)
+                flags = ph.p_flags;
+        }
+    }
+    if (e)
+        elf_end(e);
+    if (fd >= 0)
+        close(fd);
+    return flags;
+}
+
+void core_write_maps(struct core_image *c, FILE *out)
+{
+    for (size_t i = 0; i < c->notes.mapping_count; i++) {
+        const struct core_mapping *m = &c->notes.mappings[i];
+        uint32_t flags = 0;
+        bool known = false;
+        for (size_t k = 0; k < c->region_count && !known; k++)
+            if (m->start >= c->regions[k].vaddr && m->start - c->regions[k].vaddr < c->regions[k].memsz)
+                flags = c->regions[k].flags, known = true;
+        if (!known)
+            flags = disk_flags(m->path, m->offset);
+        fprintf(out, "%08" PRIx64 "-%08" PRIx64 " %c%c%cp %08" PRIx64 " 00:00 0 %s\n", m->start, m->end,
+                flags & PF_R ? 'r' : '-', flags & PF_W ? 'w' : '-', flags & PF_X ? 'x' : '-', m->offset, m->path);
+    }
 }

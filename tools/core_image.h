@@ -25,8 +25,10 @@ struct core_image {
     const char *path;
     int fd;
     Elf *elf;
-    struct core_segment *segments;
+    struct core_segment *segments;  /* the memory the core holds */
     size_t segment_count;
+    struct core_region { uint64_t vaddr, memsz; uint32_t flags; } *regions;  /* every PT_LOAD: its permissions */
+    size_t region_count;
     struct core_notes notes;      /* the pid and the files mapped */
     uint64_t *bias;               /* [mapping]: a file's load bias, read once */
     uint8_t *bias_state;          /* [mapping]: 0 not read yet, 1 read, 2 unreadable */
@@ -45,6 +47,9 @@ bool core_fail(struct core_image *c, const char *fmt, ...) __attribute__((format
  * core does not hold them. */
 bool core_read(struct core_image *c, uint64_t addr, void *out, size_t len, const char *what);
 bool core_read_u64(struct core_image *c, uint64_t addr, uint64_t *v, const char *what);
+/* The same where memory may rightly be missing (the program's own objects,
+ * not memprof's tables): false, and no problem recorded. */
+bool core_peek(struct core_image *c, uint64_t addr, void *out, size_t len);
 /* A NUL-terminated string of at most `size` - 1 bytes at `addr`. */
 bool core_read_string(struct core_image *c, uint64_t addr, char *out, size_t size, const char *what);
 /* The file mapped at code address `pc` (a return address: pc - 1 is in the
@@ -91,12 +96,18 @@ static inline uint32_t core_site_caller(const struct core_sites *s, uint32_t sit
     return (uint32_t)s->frames[site].b;
 }
 
+/* The files mapped, as /proc/PID/maps lines (permissions from the core's
+ * PT_LOAD headers): google-pprof's MAPPED_LIBRARIES. */
+void core_write_maps(struct core_image *c, FILE *out);
+
 /* The tables as the runtime writes its raw C heap report (core_heap.c), for
  * heap_report_symbolize. */
 bool core_heap_raw(struct core_image *c, FILE *out);
 /* The live C heap block holding `addr`: its size, start, thread, site,
  * callers and Ruby line, raw (sites as "0xPC object+0xOFFSET"); or *found
  * false. */
+/* google-pprof's heap profile of the C heap (the runtime's --pprof). */
+bool core_heap_pprof(struct core_image *c, FILE *out);
 bool core_heap_where(struct core_image *c, uint64_t addr, FILE *out, bool *found);
 /* The Ruby tracer's tables (core_ruby.c). */
 struct core_ruby_options {
@@ -107,6 +118,9 @@ struct core_ruby_options {
 bool core_has_ruby(struct core_image *c);
 /* The live objects by file:line:Class, as the runtime's report writes them. */
 bool core_ruby_report(struct core_image *c, FILE *out, const struct core_ruby_options *opt);
+/* The live objects as JSON lines (ObjectSpace.dump_all's schema, the
+ * runtime's --dump). */
+bool core_ruby_dump(struct core_image *c, FILE *out);
 /* "file:line:Class" and the callers of the object recorded at `addr`, or
  * *found false. */
 bool core_ruby_where(struct core_image *c, uint64_t addr, FILE *out, bool *found);

@@ -29,6 +29,8 @@ struct ruby_tables {
     size_t named_count;
     uint32_t sample;
     uint64_t dropped;
+    uint64_t *epoch_gc;                   /* [epoch]: the GC generation it began in */
+    uint64_t epoch_count;
     uint64_t page_size, slot_size, slots_per_page, pages, page_mask, count;
 };
 
@@ -51,6 +53,7 @@ static void free_tables(struct ruby_tables *r)
     free(r->origins);
     free(r->origin_names);
     free(r->named);
+    free(r->epoch_gc);
 }
 
 static int by_class(const void *x, const void *y)
@@ -111,14 +114,17 @@ static bool read_tables(struct core_image *c, struct ruby_tables *r)
         r->dropped = core_field_u64(tracer, t->ruby_dropped);
         r->hidden_len = core_field_u64(tracer, t->ruby_hidden_len);
         uint64_t names_at = core_field_u64(tracer, t->ruby_origin_names);
+        uint64_t epochs_at = core_field_u64(tracer, t->ruby_epoch_gc);
+        r->epoch_count = core_field_u64(tracer, t->ruby_epoch_gc_bytes) / 8;
         r->origin_name_count = core_field_u64(tracer, t->ruby_origin_names_bytes) / 4;
         if (r->page_size & (r->page_size - 1) || r->page_size > (1u << 24) || !r->slot_size ||
             r->slot_size > r->page_size || r->slots_per_page > MAX_SLOTS_PER_PAGE ||
             (r->pages && r->page_mask >= MAX_PAGES) || r->hidden_len >= t->ruby_tracer_size - t->ruby_hidden_files ||
-            r->origin_name_count > CORE_MAX_TUPLES)
+            r->origin_name_count > CORE_MAX_TUPLES || r->epoch_count > (UINT64_C(1) << 24))
             ok = core_fail(c, "%s: the Ruby tracer's tables are damaged", c->path);
         else if (!(r->hidden = malloc(r->hidden_len + 1)) ||
-                 !(r->origin_names = calloc(r->origin_name_count + 1, sizeof *r->origin_names)))
+                 !(r->origin_names = calloc(r->origin_name_count + 1, sizeof *r->origin_names)) ||
+                 !(r->epoch_gc = calloc(r->epoch_count + 1, sizeof *r->epoch_gc)))
             ok = core_fail(c, "out of memory");
         if (ok) {
             memcpy(r->hidden, tracer + t->ruby_hidden_files, r->hidden_len);
@@ -126,6 +132,10 @@ static bool read_tables(struct core_image *c, struct ruby_tables *r)
         }
         ok = ok && (!names_at || !r->origin_name_count ||
                     core_read(c, names_at, r->origin_names, r->origin_name_count * 4, "the Ruby classes' names"));
+        ok = ok && (!epochs_at || !r->epoch_count ||
+                    core_read(c, epochs_at, r->epoch_gc, r->epoch_count * 8, "the Ruby epochs"));
+        if (!epochs_at)
+            r->epoch_count = 0;
         ok = ok && core_read_sites(c, tracer + t->ruby_sites, &r->sites, "the Ruby sites") &&
              core_read_pool(c, tracer + t->ruby_class_names, &r->class_names, &r->class_names_len, "the Ruby classes") &&
              core_read_tuples(c, tracer + t->ruby_origins, &r->origins, &r->origin_count, "the Ruby origins") &&
@@ -149,12 +159,12 @@ static uint64_t real_class(struct core_image *c, uint64_t klass)
 {
     for (int depth = 0; klass && depth < 64; depth++) {
         struct ruby_basic b;
-        if ((klass & 7) || !core_read(c, klass, &b, sizeof b, "a class"))
+        if ((klass & 7) || !core_peek(c, klass, &b, sizeof b))
             return 0;
         unsigned type = (unsigned)(b.flags & RUBY_T_MASK);
         if (type != RUBY_T_ICLASS && !(type == RUBY_T_CLASS && (b.flags & RUBY_FL_SINGLETON)))
             return klass;
-        if (!core_read_u64(c, klass + RUBY_CLASS_SUPER_OFFSET, &klass, "a class's superclass"))
+        if (!core_peek(c, klass + RUBY_CLASS_SUPER_OFFSET, &klass, sizeof klass))
             return 0;
     }
     return 0;
@@ -167,10 +177,8 @@ static bool object_live(struct core_image *c, const struct ruby_tables *r, uint6
     const struct memprof_tables *t = &c->tables;
     struct ruby_basic b;
     unsigned type = aux & t->aux_type_mask;
-    if (!core_read(c, addr, &b, sizeof b, "a Ruby object")) {
-        c->why[0] = '\0';   /* not dumped: not counted, and not an error */
-        return false;
-    }
+    if (!core_peek(c, addr, &b, sizeof b))
+        return false;   /* not dumped: not counted */
     if ((b.flags & RUBY_T_MASK) != type)
         return false;
     uint64_t recorded = r->origins[origin].b, klass = b.klass;
@@ -479,6 +487,112 @@ bool core_ruby_where(struct core_image *c, uint64_t addr, FILE *out, bool *found
         }
         free(text);
     }
+    free_tables(&r);
+    return ok;
+}
+
+/* --- the dump: ObjectSpace.dump_all's schema, as trace/ruby_dump.c -------- */
+
+static void json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(out, "\\u%04x", ch);
+        else
+            fputc(ch, out);
+    }
+    fputc('"', out);
+}
+
+/* "STRING" for T_STRING. */
+static const char *json_type(unsigned type)
+{
+    const char *n = ruby_type_name(type);
+    return strncmp(n, "T_", 2) == 0 ? n + 2 : n;
+}
+
+struct dump {
+    FILE *out;
+    struct core_pair *named;   /* (class, 1 when dumped), by class: the classes objects name */
+    size_t named_count, named_cap;
+};
+
+static bool dump_one(struct core_image *c, const struct ruby_tables *r, uint64_t addr, uint32_t origin, uint32_t aux,
+                     void *ctx)
+{
+    struct dump *d = ctx;
+    struct live l;
+    if (!object_live(c, r, addr, origin, aux, &l))
+        return true;
+    unsigned type = l.type & ~SINGLETON_ROW;
+    fprintf(d->out, "{\"address\":\"0x%" PRIx64 "\", \"type\":\"%s\"", addr, json_type(type));
+    if (d->named_count + 2 > d->named_cap) {
+        d->named_cap = d->named_cap ? d->named_cap * 2 : 1024;
+        struct core_pair *grown = realloc(d->named, d->named_cap * sizeof *grown);
+        if (!grown)
+            return core_fail(c, "out of memory");
+        d->named = grown;
+    }
+    if (l.klass && type != RUBY_T_IMEMO) {
+        fprintf(d->out, ", \"class\":\"0x%" PRIx64 "\"", l.klass);
+        d->named[d->named_count++] = (struct core_pair){ l.klass, 0 };
+    }
+    if (type == RUBY_T_CLASS || type == RUBY_T_MODULE) {
+        uint32_t name = class_name(r, addr);
+        if (name && !(l.type & SINGLETON_ROW)) {
+            fputs(", \"name\":", d->out);
+            json_string(d->out, r->class_names + name - 1);
+        }
+        d->named[d->named_count++] = (struct core_pair){ addr, 1 };
+    }
+    fputs(", \"file\":", d->out);
+    json_string(d->out, core_site_file(&r->sites, l.site));
+    fprintf(d->out, ", \"line\":%u", core_site_line(&r->sites, l.site));
+    uint32_t epoch = aux >> c->tables.aux_epoch_shift;
+    uint64_t generation = epoch == 0 ? 0 : epoch < r->epoch_count ? r->epoch_gc[epoch] : UINT64_MAX;
+    if (generation != UINT64_MAX)
+        fprintf(d->out, ", \"generation\":%" PRIu64, generation);
+    fputs("}\n", d->out);
+    return true;
+}
+
+/* The live objects as JSON lines in ObjectSpace.dump_all's schema (no
+ * memsize: that needs the VM), then the classes they name that were not
+ * dumped themselves, with their names. */
+bool core_ruby_dump(struct core_image *c, FILE *out)
+{
+    struct ruby_tables r;
+    struct dump d = { .out = out };
+    bool ok = read_tables(c, &r) && each_record(c, &r, dump_one, &d);
+    if (ok) {
+        qsort(d.named, d.named_count, sizeof *d.named, by_class);
+        for (size_t i = 0; i < d.named_count; i++) {
+            size_t end = i;
+            bool dumped = false;
+            while (end < d.named_count && d.named[end].a == d.named[i].a)
+                dumped |= d.named[end++].b != 0;
+            uint64_t klass = d.named[i].a;
+            i = end - 1;
+            struct ruby_basic b;
+            uint32_t name = class_name(&r, klass);
+            if (dumped || !core_peek(c, klass, &b, sizeof b))
+                continue;
+            unsigned type = (unsigned)(b.flags & RUBY_T_MASK);
+            if (type != RUBY_T_CLASS && type != RUBY_T_MODULE)
+                continue;
+            fprintf(out, "{\"address\":\"0x%" PRIx64 "\", \"type\":\"%s\"", klass, json_type(type));
+            if (name) {
+                fputs(", \"name\":", out);
+                json_string(out, r.class_names + name - 1);
+            }
+            fputs("}\n", out);
+        }
+    }
+    free(d.named);
     free_tables(&r);
     return ok;
 }

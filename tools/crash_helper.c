@@ -216,7 +216,7 @@ static void write_report(const struct crash *c)
     }
     char core[PATH_MAX + 32], why[PATH_MAX + 160];
     snprintf(core, sizeof core, "%s/core", c->path);
-    struct core_report_options opt = { CORE_REPORT_AUTO, 0, NULL, 0 };
+    struct core_report_options opt = { .kind = CORE_REPORT_AUTO };
     if (core_report(core, out, &opt, why, sizeof why) != 0)
         fprintf(out, "%s\n", why);
     if (fclose(out) != 0)
