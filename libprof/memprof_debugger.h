@@ -134,6 +134,11 @@ struct memprof_tables {
     /* a heap thread's name (char[thread_name_size]) as of its first
      * allocation, or its exit */
     uint32_t thread_name, thread_name_size;
+    uint32_t thread_exited;       /* a heap thread's bool: it exited */
+    /* whether each tracer records: addresses of bools */
+    uint64_t ruby_running, threads_running;
+    /* the thread registry (struct memprof_thread_registry, above) */
+    uint64_t thread_registry;
 };
 extern const struct memprof_tables memprof_tables;
 

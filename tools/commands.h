@@ -40,7 +40,9 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
  * 0, or 1 on a write error. */
 int name_sites(FILE *in, FILE *out);
 /* The report of a core file (core.c): 0, or 1 with a line in `why`. */
-enum core_report_kind { CORE_REPORT_AUTO, CORE_REPORT_RUBY, CORE_REPORT_HEAP, CORE_REPORT_WHERE };
+enum core_report_kind {
+    CORE_REPORT_AUTO, CORE_REPORT_RUBY, CORE_REPORT_HEAP, CORE_REPORT_WHERE, CORE_REPORT_THREADS, CORE_REPORT_STATUS
+};
 struct core_report_options {
     enum core_report_kind kind;  /* AUTO: Ruby's objects when it ran Ruby, else the C heap */
     unsigned long top;

@@ -2,7 +2,8 @@
  * from its ELF core file alone (core_image.h): the Ruby objects by
  * file:line:Class when the process ran Ruby (core_ruby.c), else or with
  * --heap the C heap by call site (core_heap.c, named by the same code as
- * `memprof run --heap`), or who allocated one address (--where). */
+ * `memprof run --heap`), who allocated one address (--where), the thread
+ * registry or the runtime's state (core_threads.c). */
 #include "commands.h"
 #include "core_image.h"
 #include "output.h"
@@ -87,6 +88,10 @@ int core_report(const char *path, FILE *out, const struct core_report_options *o
         struct core_ruby_options ruby = { opt->top, opt->filter };
         if (kind == CORE_REPORT_WHERE)
             ok = where(&c, out, opt->where);
+        else if (kind == CORE_REPORT_THREADS)
+            ok = core_threads_report(&c, out);
+        else if (kind == CORE_REPORT_STATUS)
+            ok = core_status(&c, out);
         else if (kind == CORE_REPORT_HEAP)
             ok = heap_report(&c, out, opt);
         else if (!core_has_ruby(&c))
@@ -142,6 +147,10 @@ int cmd_core(int argc, char **argv)
             opt.kind = CORE_REPORT_HEAP;
         } else if (strcmp(argv[i], "--ruby") == 0) {
             opt.kind = CORE_REPORT_RUBY;
+        } else if (strcmp(argv[i], "--threads") == 0) {
+            opt.kind = CORE_REPORT_THREADS;
+        } else if (strcmp(argv[i], "--status") == 0) {
+            opt.kind = CORE_REPORT_STATUS;
         } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
             opt.dump = argv[++i];
         } else if (strcmp(argv[i], "--pprof") == 0 && i + 1 < argc) {
@@ -170,7 +179,7 @@ int cmd_core(int argc, char **argv)
         }
     }
     if (usage || !path) {
-        fputs("memprof: usage: memprof core [--ruby|--heap] [--top N] [--filter TEXT] [--dump FILE] [--pprof FILE] [--where ADDRESS] CORE [PROGRAM]\n", stderr);
+        fputs("memprof: usage: memprof core [--ruby|--heap|--threads|--status] [--top N] [--filter TEXT] [--dump FILE] [--pprof FILE] [--where ADDRESS] CORE [PROGRAM]\n", stderr);
         return 2;
     }
     char why[PATH_MAX + 160];

@@ -27,6 +27,7 @@ struct origin {
 struct thread_read {
     uint32_t serial;
     int32_t tid;
+    bool exited;
     char name[65];
     uint64_t origin_count;
     struct origin *origins;
@@ -147,6 +148,7 @@ static bool read_threads(struct core_image *c, struct heap_read *h)
         memset(r, 0, sizeof *r);
         memcpy(&r->serial, thread + t->thread_serial, 4);
         memcpy(&r->tid, thread + t->thread_tid, 4);
+        r->exited = thread[t->thread_exited] != 0;
         memcpy(r->name, thread + t->thread_name, t->thread_name_size);
         r->name[t->thread_name_size] = '\0';
         for (char *p = r->name; *p; p++)   /* one word in the report's line */
@@ -511,6 +513,29 @@ bool core_heap_where(struct core_image *c, uint64_t addr, FILE *out, bool *found
         *found = true;
         break;
     }
+    free_heap(&h);
+    return ok;
+}
+
+bool core_heap_threads(struct core_image *c, struct core_heap_thread **out, size_t *n, uint64_t *live_blocks)
+{
+    const struct memprof_tables *t = &c->tables;
+    struct heap_read h;
+    *out = NULL;
+    *n = 0;
+    bool ok = read_heap(c, &h) && ((*out = calloc(h.thread_count + 1, sizeof **out)) || core_fail(c, "out of memory"));
+    for (size_t i = 0; ok && i < h.thread_count; i++) {
+        struct core_heap_thread *r = &(*out)[(*n)++];
+        *r = (struct core_heap_thread){ h.threads[i].tid, h.threads[i].exited, 0, 0 };
+        for (uint64_t k = 0; k < h.threads[i].origin_count; k++) {
+            const struct origin *o = &h.threads[i].origins[k];
+            if (o->key >> t->thread_shift) {   /* a site, not a caller in a chain */
+                r->count += o->total_count;
+                r->bytes += o->total_bytes;
+            }
+        }
+    }
+    *live_blocks = h.live_blocks;
     free_heap(&h);
     return ok;
 }

@@ -269,7 +269,8 @@ static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_
          t->sites_frames + t->intern_count + 8 <= t->sites_size && t->range_size >= 16 && t->range_size <= 64 &&
          t->range_start + 8 <= t->range_size && t->range_end + 8 <= t->range_size && t->wrappers_count < 64 &&
          t->wrappers_ranges < 64 && t->wrappers_max <= (1u << 20) && t->thread_name_size >= 1 &&
-         t->thread_name_size <= 64 && t->thread_name + t->thread_name_size <= t->thread_size;
+         t->thread_name_size <= 64 && t->thread_name + t->thread_name_size <= t->thread_size &&
+         t->thread_exited < t->thread_size;
     return ok || core_fail(c, "%s: the tables' descriptor is damaged (an offset outside its structure)", c->path);
 }
 

@@ -106,9 +106,22 @@ bool core_heap_raw(struct core_image *c, FILE *out);
 /* The live C heap block holding `addr`: its size, start, thread, site,
  * callers and Ruby line, raw (sites as "0xPC object+0xOFFSET"); or *found
  * false. */
+/* Each heap thread: its tid, whether it exited, what it allocated (blocks
+ * and bytes); and how many blocks live. */
+struct core_heap_thread {
+    int32_t tid;
+    bool exited;
+    uint64_t count, bytes;
+};
+bool core_heap_threads(struct core_image *c, struct core_heap_thread **out, size_t *n, uint64_t *live_blocks);
 /* google-pprof's heap profile of the C heap (the runtime's --pprof). */
 bool core_heap_pprof(struct core_image *c, FILE *out);
 bool core_heap_where(struct core_image *c, uint64_t addr, FILE *out, bool *found);
+/* The thread registry, as memprof-threads writes it, and what
+ * memprof-status can say from a core (core_threads.c). */
+bool core_threads_report(struct core_image *c, FILE *out);
+bool core_status(struct core_image *c, FILE *out);
+
 /* The Ruby tracer's tables (core_ruby.c). */
 struct core_ruby_options {
     unsigned long top;      /* 0: every row */

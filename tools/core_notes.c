@@ -1,4 +1,4 @@
-/* A core file's NT_PRPSINFO and NT_FILE notes (core_notes.h). */
+/* A core file's NT_PRPSINFO, NT_PRSTATUS and NT_FILE notes (core_notes.h). */
 #include "core_notes.h"
 #include <gelf.h>
 #include <stdio.h>
@@ -65,6 +65,13 @@ int core_notes_read(Elf *core, struct core_notes *out, const char **why)
                 out->pid = ps->pr_pid;
                 snprintf(out->name, sizeof out->name, "%.*s", (int)sizeof ps->pr_fname, ps->pr_fname);
                 snprintf(out->args, sizeof out->args, "%.*s", (int)sizeof ps->pr_psargs, ps->pr_psargs);
+            } else if (nh.n_type == NT_PRSTATUS && nh.n_descsz >= sizeof(struct elf_prstatus)) {
+                /* One per thread: its tid. */
+                long *grown = realloc(out->tids, (out->tid_count + 1) * sizeof *grown);
+                if (!grown)
+                    return -2;
+                out->tids = grown;
+                out->tids[out->tid_count++] = ((const struct elf_prstatus *)desc)->pr_pid;
             } else if (nh.n_type == NT_FILE && nh.n_descsz >= 16 && !out->mappings) {
                 int rc = read_files(desc, nh.n_descsz, out, why);
                 if (rc)
@@ -79,5 +86,6 @@ void core_notes_free(struct core_notes *n)
 {
     free(n->mappings);
     free(n->paths);
+    free(n->tids);
     memset(n, 0, sizeof *n);
 }

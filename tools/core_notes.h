@@ -1,6 +1,7 @@
 /* What a Linux core file's notes say about its process: NT_PRPSINFO (pid,
- * name, arguments) and NT_FILE (the files mapped, and where). Read with
- * libelf; every size checked against the note. */
+ * name, arguments), NT_PRSTATUS (its threads) and NT_FILE (the files
+ * mapped, and where). Read with libelf; every size checked against the
+ * note. */
 #ifndef MEMPROF_TOOLS_CORE_NOTES_H
 #define MEMPROF_TOOLS_CORE_NOTES_H
 #include <libelf.h>
@@ -20,6 +21,8 @@ struct core_notes {
     struct core_mapping *mappings;
     size_t mapping_count;
     char *paths;                   /* the mappings' names, owned */
+    long *tids;                    /* the threads (NT_PRSTATUS) */
+    size_t tid_count;
 };
 
 /* 0; or -1 (damaged notes: `why` says which) or -2 (out of memory). */

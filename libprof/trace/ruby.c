@@ -24,7 +24,8 @@
 
 struct ruby_tracer ruby_tracer = { .config = { .site = RUBY_SITE_NEAREST, .frames = 1, .sample = 1 } };
 
-static bool api_resolved, api_present, running;
+static bool api_resolved, api_present;
+bool ruby_recording;
 static bool safe_point_job_done;
 static void (*exit_callback)(void);
 
@@ -301,7 +302,7 @@ static __attribute__((noinline)) uint32_t begin_epoch(struct ruby_tracer *t, siz
 
 static void record(VALUE obj)
 {
-    if (!__atomic_load_n(&running, __ATOMIC_RELAXED) || !obj || !reentry_enter())
+    if (!__atomic_load_n(&ruby_recording, __ATOMIC_RELAXED) || !obj || !reentry_enter())
         return;
     struct ruby_tracer *t = &ruby_tracer;
     unsigned rate = t->config.sample;
@@ -378,7 +379,7 @@ enum memprof_status ruby_tracer_start(void (*at_exit)(void))
     static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
     if (!ruby_tracer_available())
         return MEMPROF_NOT_RUBY;
-    if (running)
+    if (ruby_recording)
         return MEMPROF_OK;
     exit_callback = at_exit;
     pthread_once(&atfork_once, register_atfork);
@@ -398,7 +399,7 @@ enum memprof_status ruby_tracer_start(void (*at_exit)(void))
         return MEMPROF_HOOK_FAILED;
     }
     wrap_allocators();
-    __atomic_store_n(&running, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&ruby_recording, true, __ATOMIC_RELEASE);
     /* Already inside a running VM (loaded by require or from GDB): the safe
      * point job is asked for at the next allocation by Ruby code. */
     return MEMPROF_OK;
@@ -406,9 +407,9 @@ enum memprof_status ruby_tracer_start(void (*at_exit)(void))
 
 void ruby_tracer_stop(void)
 {
-    if (!running)
+    if (!ruby_recording)
         return;
-    __atomic_store_n(&running, false, __ATOMIC_RELEASE);
+    __atomic_store_n(&ruby_recording, false, __ATOMIC_RELEASE);
     ruby_tracer.gc_count_at_stop = ruby_tracer.api.rb_gc_count();
     unwrap_allocators();
     got_hooks_remove(hooks, HOOK_COUNT);
@@ -430,7 +431,7 @@ void ruby_tracer_detach(void)
 
 bool ruby_tracer_running(void)
 {
-    return running;
+    return ruby_recording;
 }
 
 enum memprof_status ruby_tracer_reset(void)

@@ -59,6 +59,9 @@ struct ruby_tracer {
 };
 
 extern struct ruby_tracer ruby_tracer;
+/* Recording (memprof_start): read by the hooks, and by a reader of a core
+ * through memprof_tables. */
+extern bool ruby_recording;
 
 /* The GC generation of an epoch, RUBY_GENERATION_UNKNOWN when its entry
  * could not be kept. Epoch 0 is the start: generation 0, before any GC. */

@@ -5,6 +5,7 @@
 #include "heap_ruby.h"
 #include "heap_wrappers.h"
 #include "ruby_state.h"
+#include "threads.h"
 #include "../memprof_debugger.h"
 #include <stddef.h>
 
@@ -93,6 +94,10 @@ EXPORT const struct memprof_tables memprof_tables = {
     .wrappers_max = HEAP_WRAPPER_RANGES,
     .thread_name = offsetof(struct heap_thread, name),
     .thread_name_size = sizeof ((struct heap_thread *)0)->name,
+    .thread_exited = offsetof(struct heap_thread, exited),
+    .ruby_running = (uint64_t)(uintptr_t)&ruby_recording,
+    .threads_running = (uint64_t)(uintptr_t)&threads_following,
+    .thread_registry = (uint64_t)(uintptr_t)&memprof_thread_registry,
 };
 _Static_assert(sizeof heap.frames == 4, "heap_frames is an int");
 _Static_assert(RUBY_AUX(0, 1) == 1u << 8, "aux_epoch_shift");

@@ -43,8 +43,9 @@ _Static_assert(offsetof(struct memprof_thread, allocated_bytes) == 56, "allocate
 _Static_assert(offsetof(struct memprof_thread, site) == 64, "site");
 _Static_assert(offsetof(struct memprof_thread_event, thread) == 8, "thread");
 
+bool threads_following;
+
 static struct {
-    bool running;
     bool prepared;
     pthread_key_t exit_key;
     bool exit_key_made;
@@ -219,7 +220,7 @@ static int (*next_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)
 static int hook_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
                                void *arg)
 {
-    if (!__atomic_load_n(&threads.running, __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&threads_following, __ATOMIC_ACQUIRE))
         return next_pthread_create(thread, attr, start, arg);
     bool entered = reentry_enter();
     struct memprof_thread *t = claim_record();
@@ -295,7 +296,7 @@ static void prepare_once(void)
 bool threads_start(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
-    if (__atomic_load_n(&threads.running, __ATOMIC_ACQUIRE))
+    if (__atomic_load_n(&threads_following, __ATOMIC_ACQUIRE))
         return true;
     bool entered = reentry_enter();
     pthread_once(&once, prepare_once);
@@ -306,7 +307,7 @@ bool threads_start(void)
     }
     bool ok = got_hook_install(&create_hook) == 0;
     if (ok)
-        __atomic_store_n(&threads.running, true, __ATOMIC_RELEASE);
+        __atomic_store_n(&threads_following, true, __ATOMIC_RELEASE);
     if (entered)
         reentry_leave();
     return ok;
@@ -314,15 +315,15 @@ bool threads_start(void)
 
 void threads_stop(void)
 {
-    if (!__atomic_load_n(&threads.running, __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&threads_following, __ATOMIC_ACQUIRE))
         return;
-    __atomic_store_n(&threads.running, false, __ATOMIC_RELEASE);
+    __atomic_store_n(&threads_following, false, __ATOMIC_RELEASE);
     got_hook_remove(&create_hook);
 }
 
 bool threads_running(void)
 {
-    return __atomic_load_n(&threads.running, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&threads_following, __ATOMIC_ACQUIRE);
 }
 
 /* A thread memprof did not see start has no exit event: /proc tells. */

@@ -20,6 +20,8 @@ bool threads_start(void);
 /* Stop following new threads (the hook removed); the registry stays. */
 void threads_stop(void);
 bool threads_running(void);
+/* The flag threads_running reads, for a reader of a core (memprof_tables). */
+extern bool threads_following;
 /* "  Num   Tid  State    Stack  Allocs  Bytes  Created at  Name" lines. */
 void threads_report(struct out *o);
 /* Records, and bytes the registry takes. */
