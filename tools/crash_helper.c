@@ -277,8 +277,14 @@ static int install(const char *dir)
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     self[n > 0 ? n : 0] = '\0';
+    /* The installed helper's name when it is this memprof, else memprof's own. */
+    char helper[PATH_MAX];
+    bool installed = n > 0 && realpath(MEMPROF_INSTALLED_CRASH_HELPER, helper) && strcmp(helper, self) == 0;
     char line[2 * PATH_MAX];
-    snprintf(line, sizeof line, "|%s crash-helper --dir %s %%P %%s %%E", n > 0 ? self : "memprof", dir);
+    if (installed)
+        snprintf(line, sizeof line, "|%s --dir %s %%P %%s %%E", MEMPROF_INSTALLED_CRASH_HELPER, dir);
+    else
+        snprintf(line, sizeof line, "|%s crash-helper --dir %s %%P %%s %%E", n > 0 ? self : "memprof", dir);
     printf("%s\n", line);
     if (strlen(line) > 127)
         fprintf(stderr, "memprof: crash-helper --install: the line is longer than the kernel's 127 bytes: use "

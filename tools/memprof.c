@@ -703,6 +703,10 @@ static int cmd_run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* Run as $(pkglibexecdir)/crash-helper by the kernel's core_pattern. */
+    const char *slash = strrchr(argv[0], '/');
+    if (strcmp(slash ? slash + 1 : argv[0], "crash-helper") == 0)
+        return cmd_crash_helper(argc - 1, argv + 1);
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
