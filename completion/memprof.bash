@@ -20,7 +20,7 @@ _memprof()
                 _command_offset $((i + 1))
                 return
             fi
-            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--dump|--hook|--wrapper|--on-signal|--peak-report|--site|--frames|--sample|--sort|--top|--filter) ]]; then
+            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--dump|--hook|--wrapper|--on-signal|--peak-report|--site|--frames|--sample|--sample-bytes|--sort|--top|--filter) ]]; then
                 _command_offset $i
                 return
             fi
@@ -29,11 +29,11 @@ _memprof()
         -o | --output | --pprof | --dump | --peak-report) _filedir; return ;;
         --site) COMPREPLY=($(compgen -W "nearest user" -- "$cur")); return ;;
         --sort) COMPREPLY=($(compgen -W "count bytes" -- "$cur")); return ;;
-        --hook | --wrapper | --on-signal | --frames | --sample | --top | --filter) return ;;
+        --hook | --wrapper | --on-signal | --frames | --sample | --sample-bytes | --top | --filter) return ;;
         esac
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-o --output --heap --by-thread --wrapper --on-signal --peak-report --pprof --dump --hook --site --frames
-                --sample --bytes --sort --top --filter --help --" -- "$cur"))
+                --sample --sample-bytes --bytes --sort --top --filter --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))
         fi
@@ -41,10 +41,10 @@ _memprof()
     attach)
         case $prev in
         -o) _filedir; return ;;
-        --seconds) return ;;
+        --seconds | --sample-bytes) return ;;
         esac
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "--seconds -o --ruby --heap --all" -- "$cur"))
+            COMPREPLY=($(compgen -W "--seconds -o --ruby --heap --all --sample-bytes" -- "$cur"))
         else
             _pids
         fi

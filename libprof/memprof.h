@@ -106,6 +106,11 @@ int memprof_unhook(void);
  * heap tracer's next start, or at once if it runs. MEMPROF_BAD_ARGUMENT when
  * a pattern names no function. */
 int memprof_wrappers(const char *patterns);
+/* Sample the C heap: record an allocation per `bytes` allocated on average
+ * (exponential intervals, as tcmalloc), counts and bytes scaled back in
+ * reports; 0 records every one. Before the heap tracer first records: once
+ * blocks are recorded, another figure is MEMPROF_BAD_ARGUMENT. */
+int memprof_sample_bytes(unsigned long bytes);
 
 /* What the last call produced or said; owned by the runtime, valid until
  * the next call. For MEMPROF_OK without more to say: the state. */

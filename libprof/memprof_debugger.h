@@ -139,6 +139,8 @@ struct memprof_tables {
     uint64_t ruby_running, threads_running;
     /* the thread registry (struct memprof_thread_registry, above) */
     uint64_t thread_registry;
+    /* address of a u64: mean bytes between sampled blocks, 0: every block */
+    uint64_t heap_sample_bytes;
 };
 extern const struct memprof_tables memprof_tables;
 

@@ -283,7 +283,7 @@ static int usage_error(const char *what, const char *arg)
 {
     fprintf(stderr, "memprof: attach: ");
     fprintf(stderr, what, arg);
-    fprintf(stderr, " (usage: memprof attach PID [--seconds N] [-o FILE] [--ruby|--heap|--all])\n");
+    fprintf(stderr, " (usage: memprof attach PID [--seconds N] [-o FILE] [--ruby|--heap|--all] [--sample-bytes N])\n");
     return EXIT_USAGE;
 }
 
@@ -316,6 +316,7 @@ int cmd_attach(int argc, char **argv)
 {
     long seconds = 0;
     const char *output = NULL, *what = "auto";
+    long sample_bytes = 0;
     pid_t pid = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -332,6 +333,13 @@ int cmd_attach(int argc, char **argv)
             output = argv[++i];
         } else if (strcmp(a, "--ruby") == 0 || strcmp(a, "--heap") == 0 || strcmp(a, "--all") == 0) {
             what = a + 2;
+        } else if (strcmp(a, "--sample-bytes") == 0) {
+            char *end;
+            if (i + 1 >= argc)
+                return usage_error("%s needs a number of bytes", a);
+            sample_bytes = strtol(argv[++i], &end, 10);
+            if (*end || !*argv[i] || sample_bytes < 1 || sample_bytes > 1L << 40)
+                return usage_error("--sample-bytes: '%s' is not a whole number of bytes from 1 to 2^40", argv[i]);
         } else if (a[0] == '-') {
             return usage_error("unknown option %s", a);
         } else if (!pid) {
@@ -356,8 +364,15 @@ int cmd_attach(int argc, char **argv)
     if (!may_trace(pid))
         return EXIT_FAILED;
 
-    char attach_cmd[64];
-    snprintf(attach_cmd, sizeof attach_cmd, "memprof-attach %s", what);
+    if (sample_bytes && strcmp(what, "ruby") == 0)
+        return usage_error("--sample-bytes samples the C heap: not with %s", "--ruby");
+    if (sample_bytes && strcmp(what, "auto") == 0)
+        what = "heap";   /* sampling is the C heap's */
+    char attach_cmd[96];
+    if (sample_bytes)
+        snprintf(attach_cmd, sizeof attach_cmd, "memprof-attach %s %ld", what, sample_bytes);
+    else
+        snprintf(attach_cmd, sizeof attach_cmd, "memprof-attach %s", what);
     const char *first[] = {
         "set $memprof_wait_safe_point = 1", attach_cmd,
         "printf \"@memprof-status=%d\\n\", $memprof_status",

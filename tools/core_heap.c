@@ -3,6 +3,7 @@
  * code (heap_report_symbolize); and who allocated the block holding an
  * address (as heap_tracer_where). doc/tables.md says how they are read. */
 #include "core_image.h"
+#include "trace/heap_sample.h"
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ struct heap_read {
     struct event *events;          /* by address, then order */
     size_t event_count, event_cap;
     int frames;
+    uint64_t sample;               /* mean bytes between samples; 0: exact */
     struct core_sites lines;       /* the Ruby lines of blocks */
     struct wrapper_range *wrappers;
     uint64_t wrapper_count;
@@ -175,8 +177,11 @@ static bool read_extras(struct core_image *c, struct heap_read *h)
     const struct memprof_tables *t = &c->tables;
     uint64_t table;
     if (!core_read(c, t->heap_frames, &h->frames, sizeof h->frames, "the frames asked for") ||
+        !core_read_u64(c, t->heap_sample_bytes, &h->sample, "the sampling interval") ||
         !core_read_u64(c, t->heap_wrappers, &table, "the wrappers' table"))
         return false;
+    if (h->sample > HEAP_SAMPLE_MAX)
+        return core_fail(c, "%s: a sampling interval of %" PRIu64 " bytes: damaged", c->path, h->sample);
     if (table) {
         if (!core_read_u64(c, table + t->wrappers_count, &h->wrapper_count, "the wrappers' table"))
             return false;
@@ -230,10 +235,16 @@ static bool read_heap(struct core_image *c, struct heap_read *h)
         uint64_t o = h->events[e].word >> t->word_size_bits;
         if (o >= r->origin_count)
             continue;
-        r->origins[o].live_count++;
-        r->origins[o].live_bytes += h->events[e].word & ((UINT64_C(1) << t->word_size_bits) - 1);
+        uint64_t size = h->events[e].word & ((UINT64_C(1) << t->word_size_bits) - 1);
+        /* As the runtime's report: a sampled block's weight (heap_sample.h). */
+        r->origins[o].live_count += h->sample ? sample_weight(size, h->sample) : 1;
+        r->origins[o].live_bytes += sample_scaled_bytes(size, h->sample);
         h->live_blocks++;
     }
+    for (size_t i = 0; h->sample && i < h->thread_count; i++)
+        for (size_t o = 0; o < h->threads[i].origin_count; o++)
+            h->threads[i].origins[o].live_count =
+                (h->threads[i].origins[o].live_count + SAMPLE_WEIGHT_ONE / 2) / SAMPLE_WEIGHT_ONE;
     return true;
 }
 
@@ -403,6 +414,8 @@ bool core_heap_raw(struct core_image *c, FILE *out)
         fprintf(out, "# memprof heap: live blocks by call site (count bytes peak_bytes total_count total_bytes site "
                      "object+offset)\n# pid %ld\n# frames %d\n# tables %" PRIu64 " 0\n",
                 c->notes.pid, h.frames, h.live_blocks);
+        if (h.sample)
+            fprintf(out, "# sample %" PRIu64 "\n", h.sample);
         /* "# thread SERIAL TID live_count live_bytes total_count NAME", oldest
          * first, as the runtime writes them; the name as the runtime kept it
          * (a core has no thread's name). */

@@ -274,6 +274,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     struct rows rows = { 0 };
     struct row *current = NULL;
     unsigned long blocks = 0, table_bytes = 0;
+    uint64_t sample = 0;   /* mean bytes between samples (# sample N); 0: exact */
     char line[PATH_MAX + 512], object[PATH_MAX], when[96] = "";
     /* Naming reads files: a large heap takes a while. Say so on a terminal. */
     bool progress = isatty(STDERR_FILENO) == 1;
@@ -287,6 +288,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
             if (sscanf(line, "# tables %lu %lu", &b, &t) == 2)
                 blocks = b, table_bytes = t;
             sscanf(line, "# frames %u", &naming.frames);
+            sscanf(line, "# sample %" SCNu64, &sample);
             long raw_pid;
             if (!pid && sscanf(line, "# pid %ld", &raw_pid) == 1)
                 pid = (pid_t)raw_pid;
@@ -387,6 +389,11 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
         fprintf(out, "memprof: no live C heap rows match '%s'\n", opt->filter);
     else
         fprintf(out, "memprof: no live C heap blocks recorded\n");
+    if (rows.count && sample)
+        fprintf(out,
+                "memprof: sampled, an allocation per %" PRIu64 " bytes on average: figures are estimates; a row of "
+                "B bytes is within 3*sqrt(B*%" PRIu64 ") of its exact figure (99.7%%)\n",
+                sample, sample);
     for (size_t i = 0; i < rows.count; i++) {
         const struct row *r = &rows.rows[i];
         if (i >= shown) {
@@ -426,8 +433,8 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
                     threads[i].tid, threads[i].count, threads[i].bytes, threads[i].allocs, threads[i].name);
     }
     if (rows.count && blocks && table_bytes)
-        fprintf(out, "memprof: %lu live blocks; memprof's tables take %lu bytes (%.1f per block)\n",
-                blocks, table_bytes, (double)table_bytes / (double)blocks);
+        fprintf(out, "memprof: %lu live blocks%s; memprof's tables take %lu bytes (%.1f per block)\n",
+                blocks, sample ? " recorded" : "", table_bytes, (double)table_bytes / (double)blocks);
     else if (rows.count && blocks)   /* read from a core: the tables' size is not known */
         fprintf(out, "memprof: %lu live blocks\n", blocks);
     free(rows.rows);

@@ -90,6 +90,9 @@ static void usage(FILE *f)
           "  --heap              trace the C heap instead (any program): when COMMAND\n"
           "                      exits, print its live malloc blocks by call site\n"
           "  --by-thread         with --heap: a row per call site and allocating thread\n"
+          "  --sample-bytes N    with the C heap (implies --heap): record an allocation\n"
+          "                      per N bytes on average, as tcmalloc does; the report\n"
+          "                      scales counts and bytes back and states its error\n"
           "  --pprof FILE        the C heap also as a google-pprof heap profile (implies\n"
           "                      --heap): google-pprof --text COMMAND FILE\n"
           "  --dump FILE         the live Ruby objects at exit as JSON lines in the schema\n"
@@ -216,6 +219,7 @@ static const struct run_option run_options[] = {
     { "--site", "MEMPROF_SITE", site_words, 0, 0, true },
     { "--frames", "MEMPROF_FRAMES", NULL, 1, 64, true },
     { "--sample", "MEMPROF_SAMPLE", NULL, 1, 1L << 30, true },
+    { "--sample-bytes", "MEMPROF_SAMPLE_BYTES", NULL, 1, 1L << 40, true },
     { "--sort", "MEMPROF_SORT", sort_words, 0, 0, true },
     { "--top", "MEMPROF_TOP", NULL, 1, 1L << 40, true },
     { "--filter", "MEMPROF_FILTER", NULL, 0, 0, true },
@@ -617,8 +621,10 @@ static int cmd_run(int argc, char **argv)
         int taken = take_run_option(argc, argv, &i);
         if (taken == 2)
             return EXIT_USAGE;
-        if (taken)
+        if (taken) {
+            heap |= strncmp(a, "--sample-bytes", 14) == 0;   /* sampling is the C heap's */
             continue;
+        }
         if (strcmp(a, "--") == 0) {
             i++;
             break;

@@ -149,6 +149,16 @@ EXPORT int memprof_unhook(void)
     return call_done(heap_custom_unhook_all(message, size) == MEMPROF_OK ? MEMPROF_OK : MEMPROF_HOOK_FAILED, NULL);
 }
 
+EXPORT int memprof_sample_bytes(unsigned long bytes)
+{
+    if (bytes > HEAP_SAMPLE_MAX)
+        return call_done(MEMPROF_BAD_ARGUMENT, "memprof: the sampling interval is at most 2^40 bytes");
+    if (!heap_tracer_set_sample(bytes, 0))
+        return call_done(MEMPROF_BAD_ARGUMENT, "memprof: the C heap was recorded with another sampling "
+                                               "interval: it is set before the heap tracer first records");
+    return call_done(MEMPROF_OK, NULL);
+}
+
 EXPORT int memprof_wrappers(const char *patterns)
 {
     if (!patterns)

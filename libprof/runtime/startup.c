@@ -103,6 +103,8 @@ static void start_from_environment(void)
     exit_reports_init(env_number("MEMPROF_OWNER_PID", 1, INT_MAX, 0));
     int heap_frames = (int)env_number("MEMPROF_HEAP_FRAMES", 1, 16, 1);
     heap_tracer_set_frames(heap_frames);
+    heap_tracer_set_sample(env_number("MEMPROF_SAMPLE_BYTES", 0, HEAP_SAMPLE_MAX, 0),
+                           env_number("MEMPROF_SAMPLE_SEED", 0, ~0ul, 0));
     heap_tracer_set_wrappers(getenv("MEMPROF_WRAPPERS"));
     /* "auto" (GDB's memprof.gdbinit): the C heap of a process without Ruby. */
     const char *heap = getenv("MEMPROF_HEAP");

@@ -21,6 +21,7 @@
 #include "heap_ruby.h"
 #include "heap_thread.h"
 #include "heap_cxx.h"
+#include "heap_sample.h"
 #include "heap_wrappers.h"
 #include "../hook/got.h"
 #include "../util/pages.h"
@@ -31,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/prctl.h>
 
@@ -54,6 +56,9 @@ static struct heap_thread *this_thread(void)
     t->serial = serial < MAX_THREAD_SERIAL ? serial : MAX_THREAD_SERIAL;
     t->tid = gettid();
     prctl(PR_GET_NAME, t->name);   /* for a core; a report asks /proc */
+    t->sample_state = (heap.sample_seed ^ (uint64_t)serial * 0x9E3779B97F4A7C15ull) | 1;
+    if (heap.sample_bytes)
+        t->sample_left = sample_interval(&t->sample_state, heap.sample_bytes);
     if (heap.exit_key_made)
         pthread_setspecific(heap.exit_key, t);   /* no malloc for the first 32 keys */
     struct heap_thread *top = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE);
@@ -247,10 +252,54 @@ static bool tracing(void)
 #define HOT static inline __attribute__((always_inline))
 #define COLD static __attribute__((noinline, cold))
 
-/* The owner's live figures: a block it held is gone. */
-HOT void forget(struct heap_thread *t, uint64_t word)
+/* --- sampling by bytes (heap_sample.h) ------------------------------------- */
+
+HOT uint32_t *filter_entry(uintptr_t p)
 {
-    OWNER_ADD(t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, -BLOCK_WORD_SIZE(word));
+    return &heap.sampled_filter[(p * 0x9E3779B97F4A7C15ull) >> (64 - SAMPLED_FILTER_BITS)];
+}
+
+/* Whether this allocation holds a sample point; every one without sampling. */
+HOT bool sample_this(struct heap_thread *t, size_t size)
+{
+    if (!heap.sample_bytes)
+        return true;
+    if ((t->sample_left -= (int64_t)(size < ((size_t)1 << 62) ? size : (size_t)1 << 62)) > 0)
+        return false;
+    t->sample_left = sample_interval(&t->sample_state, heap.sample_bytes);
+    return true;
+}
+
+/* A recorded block's bytes as its origin counts them: scaled when sampled. */
+HOT uint64_t counted_bytes(uint64_t size)
+{
+    return heap.sample_bytes ? sample_scaled_bytes(size, heap.sample_bytes) : size;
+}
+
+/* The blocks a sampled block stands for, rounded at random to a whole
+ * number so the totals stay unbiased. */
+static uint64_t counted_blocks(struct heap_thread *t, uint64_t size)
+{
+    if (!heap.sample_bytes)
+        return 1;
+    uint64_t w = sample_weight(size, heap.sample_bytes);
+    uint64_t fraction = w & (SAMPLE_WEIGHT_ONE - 1);
+    return w / SAMPLE_WEIGHT_ONE + ((sample_random(&t->sample_state) & (SAMPLE_WEIGHT_ONE - 1)) < fraction);
+}
+
+/* Can a block this thread or another recorded live at `p`? No, with
+ * sampling, when its filter entry is 0: most frees end here. */
+HOT bool maybe_recorded(uintptr_t p)
+{
+    return !heap.sample_bytes || __atomic_load_n(filter_entry(p), __ATOMIC_RELAXED) != 0;
+}
+
+/* The owner's live figures: the block at `p` it held is gone. */
+HOT void forget(struct heap_thread *t, uintptr_t p, uint64_t word)
+{
+    OWNER_ADD(t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, -counted_bytes(BLOCK_WORD_SIZE(word)));
+    if (heap.sample_bytes)
+        __atomic_fetch_sub(filter_entry(p), 1, __ATOMIC_RELAXED);
 }
 
 HOT struct block_slot *young_slot(struct heap_thread *t, uintptr_t p)
@@ -265,14 +314,14 @@ COLD void vacate(struct heap_thread *t, struct block_slot *y, uintptr_t p)
 {
     uint64_t old;
     if (y->addr == p) {   /* its free was not seen: the old block is gone */
-        forget(t, y->word);
+        forget(t, p, y->word);
     } else {
         switch (block_table_put(&t->blocks, y->addr, y->number, y->word, &old)) {
         case BLOCK_PUT_REPLACED:
-            forget(t, old);
+            forget(t, y->addr, old);
             break;
         case BLOCK_PUT_NO_MEMORY:
-            forget(t, y->word);
+            forget(t, y->addr, y->word);
             t->dropped++;
             break;
         case BLOCK_PUT_NEW:
@@ -336,6 +385,8 @@ HOT void note_alloc(void *p, size_t size, void *site)
             site = t->charge_site;
         t->charge_site = NULL;
     }
+    if (!sample_this(t, size))
+        return;
     uint64_t number = read_number();
     uint64_t key = (uintptr_t)site | (uint64_t)t->serial << THREAD_SHIFT;
     uint32_t origin = key == t->last_key && !heap_ruby_enabled()
@@ -344,15 +395,17 @@ HOT void note_alloc(void *p, size_t size, void *site)
         t->dropped++;
         return;
     }
-    uint64_t bytes = size < BLOCK_SIZE_MAX ? size : BLOCK_SIZE_MAX;
+    uint64_t stored = size < BLOCK_SIZE_MAX ? size : BLOCK_SIZE_MAX, bytes = counted_bytes(stored);
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
         vacate(t, y, (uintptr_t)p);
+    if (heap.sample_bytes)   /* before another thread can be given the block */
+        __atomic_fetch_add(filter_entry((uintptr_t)p), 1, __ATOMIC_RELAXED);
     __atomic_store_n(&y->number, number, __ATOMIC_RELAXED);
-    __atomic_store_n(&y->word, BLOCK_WORD(bytes, origin), __ATOMIC_RELAXED);
+    __atomic_store_n(&y->word, BLOCK_WORD(stored, origin), __ATOMIC_RELAXED);
     __atomic_store_n(&y->addr, (uintptr_t)p, __ATOMIC_RELEASE);
     struct heap_origin *r = &t->origins->records[origin];
-    OWNER_ADD(r->total_count, 1);
+    OWNER_ADD(r->total_count, counted_blocks(t, stored));
     OWNER_ADD(r->total_bytes, bytes);
     OWNER_ADD(r->live_bytes, bytes);
     if (r->live_bytes > r->peak_bytes)
@@ -368,7 +421,7 @@ static struct block_slot *held_slot(struct heap_thread *t, uintptr_t p)
 
 HOT void drop_young(struct heap_thread *t, struct block_slot *y)
 {
-    forget(t, y->word);
+    forget(t, y->addr, y->word);
     __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
 }
 
@@ -377,7 +430,7 @@ static void drop_held(struct heap_thread *t, struct block_slot *s)
     if (s >= t->young && s < t->young + YOUNG_SLOTS) {
         drop_young(t, s);
     } else {
-        forget(t, s->word);
+        forget(t, s->addr, s->word);
         block_table_remove(&t->blocks, s);
     }
 }
@@ -392,7 +445,8 @@ struct free_plan {
 
 static bool plan_free(struct free_plan *f, void *p)
 {
-    if (!p || ((uintptr_t)p & BLOCK_GONE_BIT) || !tracing() || !(f->thread = this_thread()))
+    if (!p || ((uintptr_t)p & BLOCK_GONE_BIT) || !maybe_recorded((uintptr_t)p) || !tracing() ||
+        !(f->thread = this_thread()))
         return false;   /* an odd address is no block: the real free will say so */
     struct block_slot *s = held_slot(f->thread, (uintptr_t)p);
     f->held = s != NULL;
@@ -587,6 +641,31 @@ static void prepare_once(void)
 {
     pthread_atfork(NULL, NULL, heap_tracer_after_fork);
     heap.exit_key_made = pthread_key_create(&heap.exit_key, thread_exited) == 0;
+}
+
+bool heap_tracer_set_sample(uint64_t bytes, uint64_t seed)
+{
+    if (bytes == heap.sample_bytes && (!seed || seed == heap.sample_seed))
+        return true;
+    /* Blocks recorded with another scale would be counted wrong. */
+    if (__atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE) || bytes > HEAP_SAMPLE_MAX)
+        return false;
+    if (bytes && !heap.sampled_filter &&
+        !(heap.sampled_filter = pages_alloc(sizeof *heap.sampled_filter << SAMPLED_FILTER_BITS)))
+        return false;
+    if (!seed) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        seed = (uint64_t)now.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)now.tv_sec ^ (uint64_t)getpid() << 32;
+    }
+    heap.sample_seed = seed;
+    heap.sample_bytes = bytes;
+    return true;
+}
+
+uint64_t heap_tracer_sample_bytes(void)
+{
+    return heap.sample_bytes;
 }
 
 bool heap_tracer_set_frames(int frames)

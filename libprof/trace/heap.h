@@ -5,6 +5,7 @@
 #define MEMPROF_TRACE_HEAP_H
 #include "../memprof.h"
 #include "../util/out.h"
+#include "heap_sample.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +14,11 @@
 /* Record `frames` frames per site (1: the call site only; up to 16), from
  * the next start. More than one needs libunwind (libunwind.so.8). */
 bool heap_tracer_set_frames(int frames);
+/* Record one allocation per `bytes` allocated on average (heap_sample.h;
+ * 0: every one), the generator seeded with `seed` (0: from the clock).
+ * Refused once blocks were recorded with another figure. */
+bool heap_tracer_set_sample(uint64_t bytes, uint64_t seed);
+uint64_t heap_tracer_sample_bytes(void);
 bool heap_tracer_has_backtraces(void);
 int heap_tracer_frames(void);
 /* Functions to look through besides the built-in allocation wrappers

@@ -13,6 +13,7 @@
 #include "../util/pages.h"
 #include "../util/sort.h"
 #include "../util/tasks.h"
+#include "heap_sample.h"
 #include "../elf/object.h"
 #include <fcntl.h>
 #include <string.h>
@@ -395,6 +396,9 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
     uint32_t *last = last_events(events, n, &map_capacity, mem);
     if (!last)
         return MEMPROF_NO_MEMORY;
+    /* Sampled blocks stand for more (heap_sample.h): their weights are
+     * summed in fixed point, rounded per origin. */
+    uint64_t sample = heap_tracer_sample_bytes();
     size_t live_blocks = 0;
     uint64_t live_bytes = 0;
     for (size_t m = 0; m < map_capacity; m++) {
@@ -407,11 +411,15 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
         uint32_t origin = BLOCK_WORD_ORIGIN(events[e].word);
         if (origin >= v->origin_count)
             continue;   /* newer than what the report read of the thread */
-        v->live[origin].live_count++;
-        v->live[origin].live_bytes += BLOCK_WORD_SIZE(events[e].word);
+        uint64_t size = BLOCK_WORD_SIZE(events[e].word), bytes = sample_scaled_bytes(size, sample);
+        v->live[origin].live_count += sample ? sample_weight(size, sample) : 1;
+        v->live[origin].live_bytes += bytes;
         live_blocks++;
-        live_bytes += BLOCK_WORD_SIZE(events[e].word);
+        live_bytes += bytes;
     }
+    for (i = 0; sample && i < views; i++)
+        for (size_t id = 0; id < view[i].origin_count; id++)
+            view[i].live[id].live_count = (view[i].live[id].live_count + SAMPLE_WEIGHT_ONE / 2) / SAMPLE_WEIGHT_ONE;
     *view_out = view;
     *views_out = views;
     *live_blocks_out = live_blocks;
@@ -493,6 +501,10 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
     out_u64(o, (uint64_t)getpid());
     out_str(o, "\n# frames ");
     out_u64(o, (uint64_t)heap_tracer_frames());
+    if (heap_tracer_sample_bytes()) {
+        out_str(o, "\n# sample ");
+        out_u64(o, heap_tracer_sample_bytes());
+    }
     out_str(o, "\n# wrappers ");
     out_str(o, heap_wrappers_patterns());
     out_char(o, '\n');

@@ -86,9 +86,12 @@ struct heap_thread {
     void *charge_site;                 /* heap_charge_begin: whose next allocation */
     size_t charge_min, charge_max;
     struct heap_ruby_cache ruby_lines;
+    int64_t sample_left;               /* bytes to the next sample point (heap_sample.h) */
+    uint64_t sample_state;             /* its random generator */
 };
 
 #define CACHE_LINE 64
+#define SAMPLED_FILTER_BITS 18
 
 struct heap_state {
     bool running;
@@ -97,6 +100,11 @@ struct heap_state {
     uint32_t thread_count;             /* serial numbers handed out */
     pthread_key_t exit_key;            /* its destructor marks a thread exited */
     bool exit_key_made;
+    uint64_t sample_bytes;             /* mean bytes between samples; 0: every block */
+    uint64_t sample_seed;              /* MEMPROF_SAMPLE_SEED, else from the clock */
+    /* How many recorded blocks hash to each entry, with sampling: a free
+     * whose entry is 0 is of no recorded block and costs nothing more. */
+    uint32_t *sampled_filter;
     _Alignas(CACHE_LINE) uint64_t next_number;   /* the next unheld free's number */
     _Alignas(CACHE_LINE) spinlock_t report_lock;
 };

@@ -98,6 +98,7 @@ EXPORT const struct memprof_tables memprof_tables = {
     .ruby_running = (uint64_t)(uintptr_t)&ruby_recording,
     .threads_running = (uint64_t)(uintptr_t)&threads_following,
     .thread_registry = (uint64_t)(uintptr_t)&memprof_thread_registry,
+    .heap_sample_bytes = (uint64_t)(uintptr_t)&heap.sample_bytes,
 };
 _Static_assert(sizeof heap.frames == 4, "heap_frames is an int");
 _Static_assert(RUBY_AUX(0, 1) == 1u << 8, "aux_epoch_shift");
