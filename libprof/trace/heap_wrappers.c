@@ -8,6 +8,7 @@
 #include "../elf/disk_symbols.h"
 #include "../elf/hash.h"
 #include "../elf/object.h"
+#include "../util/maps.h"
 #include "../util/pages.h"
 #include "../util/sort.h"
 #include <dlfcn.h>
@@ -43,6 +44,8 @@ struct build {
     /* libunwind's procedure info, for the extent of a function no symbol names */
     int (*proc_info)(void *as, uintptr_t ip, void *info, void *arg);
     void *address_space;
+    struct maps maps;               /* read once: every wrapper's code is decoded */
+    bool have_maps;
 };
 
 static void add(struct build *b, uintptr_t start, uintptr_t end)
@@ -121,11 +124,11 @@ static int note_callee(void *ctx, uintptr_t pc, const struct insn *insn)
  * tables. */
 static void add_callees(struct build *b, const struct elf_object *o, uintptr_t start, uintptr_t end, int depth)
 {
-    if (depth == 0 || !b->proc_info)
+    if (depth == 0 || !b->proc_info || !b->have_maps)
         return;
     struct callees c = { .b = b, .o = o };
     struct code_range code = { start, end - start };
-    decode_ranges(&code, 1, 0, note_callee, &c);
+    decode_ranges_in(&b->maps, &code, 1, 0, note_callee, &c);
     for (size_t i = 0; i < c.count; i++) {
         uintptr_t info[16] = { 0 };   /* unw_proc_info_t begins start_ip, end_ip */
         if (c.found[i] >= start && c.found[i] < end)
@@ -211,6 +214,7 @@ bool heap_wrappers_build(const char *patterns, char *message, size_t size)
     if (n > MAX_OBJECTS)
         n = MAX_OBJECTS;
     const struct elf_object *self = elf_objects_find(objects, n, (uintptr_t)heap_wrappers_build);
+    b.have_maps = maps_load(&b.maps) == 0;
     bool cxx = false;
     for (size_t i = 0; i < n; i++) {
         const struct elf_object *o = &objects[i];
@@ -231,6 +235,8 @@ bool heap_wrappers_build(const char *patterns, char *message, size_t size)
             disk_symbols_each(&objects[i], disk_function, &b, why, sizeof why);
         }
     pages_free(objects, MAX_OBJECTS * sizeof *objects);
+    if (b.have_maps)
+        maps_release(&b.maps);
 
     qsort(next->ranges, next->count, sizeof *next->ranges, by_start);
     __atomic_store_n(&heap_wrappers_published, next, __ATOMIC_RELEASE);

@@ -63,15 +63,13 @@ bool decode_insn(const void *code, size_t avail, uintptr_t pc, struct insn *out)
     return true;
 }
 
-int decode_ranges(const struct code_range *ranges, size_t n, size_t margin, decode_visit_fn *visit, void *ctx)
+int decode_ranges_in(const struct maps *maps, const struct code_range *ranges, size_t n, size_t margin,
+                     decode_visit_fn *visit, void *ctx)
 {
-    struct maps maps;
-    int rc = maps_load(&maps);
-    if (rc)
-        return rc;
+    int rc = 0;
     for (size_t r = 0; r < n && !rc; r++) {
         uintptr_t pc = ranges[r].start, end = ranges[r].start + ranges[r].size;
-        if (!maps_readable(&maps, pc - margin, ranges[r].size + 2 * margin))
+        if (!maps_readable(maps, pc - margin, ranges[r].size + 2 * margin))
             continue;
         struct insn in;
         while (!rc && pc < end && decode_insn((const void *)pc, end - pc, pc, &in)) {
@@ -79,6 +77,16 @@ int decode_ranges(const struct code_range *ranges, size_t n, size_t margin, deco
             pc += in.length;
         }
     }
+    return rc;
+}
+
+int decode_ranges(const struct code_range *ranges, size_t n, size_t margin, decode_visit_fn *visit, void *ctx)
+{
+    struct maps maps;
+    int rc = maps_load(&maps);
+    if (rc)
+        return rc;
+    rc = decode_ranges_in(&maps, ranges, n, margin, visit, ctx);
     maps_release(&maps);
     return rc;
 }

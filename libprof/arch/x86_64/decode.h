@@ -48,6 +48,10 @@ struct code_range {
  * it reads /proc/self/maps. */
 typedef int decode_visit_fn(void *ctx, uintptr_t pc, const struct insn *insn);
 int decode_ranges(const struct code_range *ranges, size_t n, size_t margin, decode_visit_fn *visit, void *ctx);
+/* The same with a memory map the caller read (one read for many calls). */
+struct maps;
+int decode_ranges_in(const struct maps *maps, const struct code_range *ranges, size_t n, size_t margin,
+                     decode_visit_fn *visit, void *ctx);
 
 /* Decode the instruction at `code` (at most `avail` bytes readable), which
  * runs at `pc`. False if the bytes are not a valid instruction. */
