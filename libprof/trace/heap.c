@@ -578,12 +578,14 @@ COLD void free_planned(void *p)
 static void hook_free(void *p)
 {
     PASS_THROUGH_IF_INSIDE(next_free(p));
-    /* The common case first: a young block of this thread's, no number
-     * taken since it was allocated. */
+    /* The common cases first: sampled, no block recorded there; or a young
+     * block of this thread's, no number taken since it was allocated. */
     struct heap_thread *t = my_thread;
     struct block_slot *y;
-    if (p && t && (y = young_slot(t, (uintptr_t)p))->addr == (uintptr_t)p &&
-        y->number == read_number() && tracing()) {
+    if (!maybe_recorded((uintptr_t)p)) {
+        next_free(p);
+    } else if (p && t && (y = young_slot(t, (uintptr_t)p))->addr == (uintptr_t)p &&
+               y->number == read_number() && tracing()) {
         drop_young(t, y);
         next_free(p);
     } else {
