@@ -10,6 +10,7 @@
 #define MEMPROF_HOOK_GOT_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct got_hook {
     const char *symbol;
@@ -31,6 +32,9 @@ int got_hooks_install(struct got_hook *hooks, size_t n);
 void got_hooks_remove(struct got_hook *hooks, size_t n);
 /* Patch objects loaded since the last pass (called after dlopen). */
 void got_hook_refresh(void);
+/* How many times objects were loaded (dlopen) while hooks were installed:
+ * a cache of anything keyed by code address is stale when it changes. */
+uint64_t got_objects_generation(void);
 
 const char *got_error(void);
 /* Slots currently redirected (for status reports and tests). */

@@ -26,6 +26,7 @@
 #include "../hook/got.h"
 #include "../util/pages.h"
 #include "../util/reentry.h"
+#include "../unwind/backtrace.h"
 #include "../elf/object.h"
 #include <dlfcn.h>
 #include <malloc.h>
@@ -71,7 +72,7 @@ static struct heap_thread *this_thread(void)
 size_t heap_thread_bytes(const struct heap_thread *t)
 {
     struct origin_array *o = __atomic_load_n(&t->origins, __ATOMIC_ACQUIRE);
-    return sizeof *t + (t->callers ? CALLER_CACHE * sizeof *t->callers : 0) +
+    return sizeof *t + (t->callers ? CALLER_CACHE * sizeof *t->callers : 0) + (t->unwind ? sizeof *t->unwind : 0) +
            block_table_bytes(&t->blocks) + block_table_bytes(&t->freed) +
            (o ? sizeof *o + o->capacity * sizeof o->records[0] : 0) +
            t->origin_index_capacity * sizeof *t->origin_index;
@@ -159,17 +160,31 @@ static uint32_t origin_put(struct heap_thread *t, uint64_t key, uint64_t link)
 
 /* libunwind's unw_backtrace (it reads the unwind tables, so code built
  * without frame pointers unwinds too, and it does not call malloc), loaded
- * at start when more than one frame is asked for. */
-static int (*unwind_backtrace)(void **frames, int size);
+ * at start when more than one frame is asked for. memprof's own unwinder
+ * (unwind/backtrace.h) answers first, with the same frames, a cache of
+ * rules per thread; libunwind where it cannot say (a signal frame), or for
+ * every stack with MEMPROF_UNWIND=libunwind. */
+static int (*libunwind_backtrace)(void **frames, int size);
+static bool own_unwinder = true;
 static uintptr_t self_start, self_end;   /* memprof's own code: not a frame */
+
+static int backtrace_of(struct heap_thread *t, void **frames, int size)
+{
+    if (own_unwinder && t && (t->unwind || (t->unwind = pages_alloc(sizeof *t->unwind)))) {
+        int n = unwind_backtrace(t->unwind, got_objects_generation(), frames, size);
+        if (n >= 0)
+            return n;
+    }
+    return libunwind_backtrace(frames, size);
+}
 
 /* The callers above `site`: heap.frames - 1 of them, or, for a site in an
  * allocation wrapper, every frame up to the first caller outside the
  * wrappers and heap.frames - 1 from there. */
-static uint32_t callers_of(uintptr_t site, uintptr_t *caller, bool wrapped)
+static uint32_t callers_of(struct heap_thread *t, uintptr_t site, uintptr_t *caller, bool wrapped)
 {
     void *raw[HEAP_MAX_FRAMES + 8];
-    int n = unwind_backtrace(raw, wrapped ? HEAP_MAX_FRAMES + 8 : heap.frames + 8);
+    int n = backtrace_of(t, raw, wrapped ? HEAP_MAX_FRAMES + 8 : heap.frames + 8);
     uint32_t count = 0, limit = wrapped ? HEAP_MAX_FRAMES - 1 : (uint32_t)heap.frames - 1;
     bool past_site = false;
     for (int i = 0; i < n && count < limit; i++) {
@@ -193,10 +208,10 @@ static uint32_t callers_of(uintptr_t site, uintptr_t *caller, bool wrapped)
 
 uintptr_t heap_caller_outside_wrappers(uintptr_t site)
 {
-    if (!unwind_backtrace || !heap_wrappers_contain(site))
+    if (!libunwind_backtrace || !heap_wrappers_contain(site))
         return site;
     uintptr_t pcs[HEAP_MAX_FRAMES - 1];
-    uint32_t n = callers_of(site, pcs, true);
+    uint32_t n = callers_of(my_thread, site, pcs, true);
     for (uint32_t i = 0; i < n; i++)
         if (!heap_wrappers_contain(pcs[i]))
             return pcs[i];
@@ -208,7 +223,7 @@ uintptr_t heap_caller_outside_wrappers(uintptr_t site)
 static uint64_t caller_link(struct heap_thread *t, uintptr_t site, bool wrapped)
 {
     uintptr_t pcs[HEAP_MAX_FRAMES - 1];
-    uint32_t count = callers_of(site, pcs, wrapped);
+    uint32_t count = callers_of(t, site, pcs, wrapped);
     uint64_t h = count;
     for (uint32_t i = 0; i < count; i++)
         h = (h ^ pcs[i]) * 0x9E3779B97F4A7C15ull;
@@ -338,7 +353,7 @@ COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site)
 {
     uint64_t key = (uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT;
     bool wrapped = heap_wrappers_contain(site);
-    uint64_t link = unwind_backtrace && (heap.frames > 1 || wrapped) ? caller_link(t, site, wrapped) : 0;
+    uint64_t link = libunwind_backtrace && (heap.frames > 1 || wrapped) ? caller_link(t, site, wrapped) : 0;
     if (heap_ruby_enabled())
         link |= (uint64_t)heap_ruby_line(&t->ruby_lines) << 32;
     uint32_t id = origin_put(t, key, link);
@@ -637,6 +652,13 @@ static void thread_exited(void *thread)
     prctl(PR_GET_NAME, t->name);
     t->name[sizeof t->name - 1] = '\0';
     __atomic_store_n(&t->exited, true, __ATOMIC_RELEASE);
+    /* Its tables outlive it (its blocks do), its unwinding rules need not:
+     * only this thread reads them, and an allocation after this one makes
+     * new ones. */
+    struct unwind_cache *rules = t->unwind;
+    t->unwind = NULL;
+    if (rules && t == my_thread)
+        pages_free(rules, sizeof *rules);
 }
 
 static void prepare_once(void)
@@ -689,12 +711,14 @@ static void prepare_backtraces(void)
         self_start = self->start;
         self_end = self->end;
     }
-    if (unwind_backtrace)
+    const char *unwinder = getenv("MEMPROF_UNWIND");
+    own_unwinder = !unwinder || strcmp(unwinder, "libunwind") != 0;
+    if (libunwind_backtrace)
         return;
     /* Also for one frame: an allocation wrapper's caller is found by unwinding. */
     void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    *(void **)&unwind_backtrace = lib ? dlsym(lib, "unw_backtrace") : NULL;
-    if (!unwind_backtrace) {
+    *(void **)&libunwind_backtrace = lib ? dlsym(lib, "unw_backtrace") : NULL;
+    if (!libunwind_backtrace) {
         heap.frames = 1;
         return;
     }
@@ -732,7 +756,7 @@ int heap_tracer_frames(void)
 
 bool heap_tracer_has_backtraces(void)
 {
-    return unwind_backtrace != NULL;
+    return libunwind_backtrace != NULL;
 }
 
 enum memprof_status heap_tracer_start(void)

@@ -14,6 +14,7 @@
 #ifndef MEMPROF_TRACE_HEAP_THREAD_H
 #define MEMPROF_TRACE_HEAP_THREAD_H
 #include "heap_ruby.h"
+#include "../unwind/backtrace.h"
 #include "../store/block_table.h"
 #include "../store/readers.h"
 #include "../util/spinlock.h"
@@ -82,6 +83,7 @@ struct heap_thread {
     uint32_t *origin_index;            /* open-addressed (id + 1) */
     size_t origin_index_capacity;
     struct caller_cache_entry *callers;   /* [CALLER_CACHE], with backtraces */
+    struct unwind_cache *unwind;       /* the frames' rules, with backtraces */
     unsigned long dropped;             /* allocations not recorded: no memory */
     void *charge_site;                 /* heap_charge_begin: whose next allocation */
     size_t charge_min, charge_max;

@@ -1,0 +1,58 @@
+/* Stepping from frame to frame with the rules of cfi.c: the caller's %rsp
+ * is the CFA, its pc the return address just below it, its %rbp the one
+ * saved or the same. */
+#include "backtrace.h"
+#include <string.h>
+
+/* A CFA further than this above the stack pointer is taken for a damaged
+ * stack: libunwind decides. */
+#define MAX_FRAME_BYTES ((uintptr_t)16 << 20)
+
+/* The rule at `pc`, the `depth`th frame: the last stack's at that depth,
+ * else the cache's, else read and kept in both. */
+static const struct cfi_rule *rule_for(struct unwind_cache *cache, uintptr_t pc, int depth)
+{
+    struct unwind_cache_entry *recent = depth < UNWIND_RECENT ? &cache->recent[depth] : NULL;
+    if (recent && recent->pc == pc)
+        return &recent->rule;
+    struct unwind_cache_entry *e = &cache->entries[(pc * 0x9E3779B97F4A7C15ull) >> (64 - UNWIND_CACHE_BITS)];
+    if (e->pc != pc) {
+        if (!cfi_rule_at(pc, &e->rule))
+            e->rule.cfa_base = CFI_UNKNOWN;
+        e->pc = pc;
+    }
+    if (recent)
+        *recent = *e;
+    return &e->rule;
+}
+
+__attribute__((noinline)) int unwind_backtrace(struct unwind_cache *cache, uint64_t generation, void **frames, int max)
+{
+    if (cache->generation != generation) {
+        memset(cache->recent, 0, sizeof cache->recent);
+        memset(cache->entries, 0, sizeof cache->entries);
+        cache->generation = generation;
+    }
+    uintptr_t pc, sp, bp;
+    /* Where this function is, with its registers there: frame 0. */
+    __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
+    int n = 0;
+    for (bool returned = false; n < max && pc; returned = true) {
+        if (returned)   /* as unw_backtrace: from this function's return address */
+            frames[n++] = (void *)pc;
+        /* A return address is looked up at its call: the byte before. */
+        const struct cfi_rule *rule = rule_for(cache, returned ? pc - 1 : pc, n + returned);
+        if (rule->cfa_base == CFI_UNKNOWN)
+            return -1;
+        if (rule->outermost)
+            break;
+        uintptr_t cfa = (rule->cfa_base == CFI_RSP ? sp : bp) + (uintptr_t)rule->cfa_offset;
+        if (cfa <= sp || cfa - sp > MAX_FRAME_BYTES)
+            return -1;
+        pc = *(const uintptr_t *)(cfa - 8);
+        if (rule->rbp_offset)
+            bp = *(const uintptr_t *)(cfa + (intptr_t)rule->rbp_offset);
+        sp = cfa;
+    }
+    return n;
+}

@@ -1,0 +1,32 @@
+/* Backtraces of the calling thread from the compiler's call frame
+ * information (cfi.h), each pc's rule read once into a cache of the
+ * caller's: the unwinding libunwind's unw_backtrace does, for the frames
+ * this subset can step through, at a few loads a frame. -1 when a frame
+ * needs more (a signal frame, a DWARF expression): ask libunwind. No
+ * malloc, no lock; callable from a hook. */
+#ifndef MEMPROF_UNWIND_BACKTRACE_H
+#define MEMPROF_UNWIND_BACKTRACE_H
+#include "cfi.h"
+#include <stdint.h>
+
+#define UNWIND_CACHE_BITS 12
+#define UNWIND_RECENT 32
+
+struct unwind_cache_entry {
+    uintptr_t pc;           /* 0: empty */
+    struct cfi_rule rule;   /* cfa_base CFI_UNKNOWN: cannot say */
+};
+
+struct unwind_cache {
+    uint64_t generation;    /* of the objects its rules were read from */
+    /* The last stack's rules by depth, in a few cache lines: stacks repeat. */
+    struct unwind_cache_entry recent[UNWIND_RECENT];
+    struct unwind_cache_entry entries[1u << UNWIND_CACHE_BITS];
+};
+
+/* As unw_backtrace: the return addresses from this function's to the
+ * outermost frame's, at most `max`; how many, or -1. `generation`
+ * changes whenever objects were loaded since (the cache is emptied: a new
+ * object may sit where an unloaded one was). */
+int unwind_backtrace(struct unwind_cache *cache, uint64_t generation, void **frames, int max);
+#endif

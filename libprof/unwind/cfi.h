@@ -1,0 +1,28 @@
+/* How to step out of a frame, from the call frame information the compiler
+ * left in every object (.eh_frame, found through .eh_frame_hdr with glibc's
+ * _dl_find_object): the few rules code on x86-64 needs, read in place, no
+ * malloc, no lock, callable from a hook or a signal handler.
+ *
+ * Only what this exact subset can say is answered: a canonical frame address
+ * (CFA) of %rsp or %rbp plus an offset, the return address at CFA-8, %rbp
+ * kept or saved at CFA+offset. Anything else (a DWARF expression, a signal
+ * frame, a register rule this subset does not follow) is "cannot say", and
+ * the caller asks libunwind instead. */
+#ifndef MEMPROF_UNWIND_CFI_H
+#define MEMPROF_UNWIND_CFI_H
+#include <stdbool.h>
+#include <stdint.h>
+
+enum cfi_base { CFI_UNKNOWN = 0, CFI_RSP, CFI_RBP };
+
+struct cfi_rule {
+    int32_t cfa_offset;     /* CFA = base register + cfa_offset */
+    int16_t rbp_offset;     /* %rbp saved at CFA + rbp_offset; 0: unchanged */
+    uint8_t cfa_base;       /* enum cfi_base; CFI_UNKNOWN: cannot say */
+    bool outermost;         /* the return address is undefined: no caller */
+};
+
+/* The rule at `pc`: for a return address, pass it minus one (the call, not
+ * what follows it, which may be another function). false: cannot say. */
+bool cfi_rule_at(uintptr_t pc, struct cfi_rule *rule);
+#endif
