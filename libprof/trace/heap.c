@@ -274,6 +274,12 @@ HOT uint32_t *filter_entry(uintptr_t p)
     return &heap.sampled_filter[(p * 0x9E3779B97F4A7C15ull) >> (64 - SAMPLED_FILTER_BITS)];
 }
 
+/* The next sample point, out of line: the hooks' common path stays short. */
+COLD void next_sample_point(struct heap_thread *t)
+{
+    t->sample_left = sample_interval(&t->sample_state, heap.sample_bytes);
+}
+
 /* Whether this allocation holds a sample point; every one without sampling. */
 HOT bool sample_this(struct heap_thread *t, size_t size)
 {
@@ -281,7 +287,7 @@ HOT bool sample_this(struct heap_thread *t, size_t size)
         return true;
     if ((t->sample_left -= (int64_t)(size < ((size_t)1 << 62) ? size : (size_t)1 << 62)) > 0)
         return false;
-    t->sample_left = sample_interval(&t->sample_state, heap.sample_bytes);
+    next_sample_point(t);
     return true;
 }
 
@@ -347,12 +353,25 @@ COLD void vacate(struct heap_thread *t, struct block_slot *y, uintptr_t p)
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
+/* Whether `site` is in an allocation wrapper: the thread's last answer for
+ * the same site and table (with stacks, every allocation asks). */
+static bool site_wrapped(struct heap_thread *t, uintptr_t site)
+{
+    uint64_t generation = heap_wrappers_generation();
+    if (site != t->wrapped_site || generation != t->wrapped_generation) {
+        t->site_is_wrapped = heap_wrappers_contain(site);
+        t->wrapped_site = site;
+        t->wrapped_generation = generation;
+    }
+    return t->site_is_wrapped;
+}
+
 /* The origin of an allocation at `site` with its stack and Ruby line; the
  * thread's first allocation and every one with more than a call site. */
 COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site)
 {
     uint64_t key = (uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT;
-    bool wrapped = heap_wrappers_contain(site);
+    bool wrapped = site_wrapped(t, site);
     uint64_t link = libunwind_backtrace && (heap.frames > 1 || wrapped) ? caller_link(t, site, wrapped) : 0;
     if (heap_ruby_enabled())
         link |= (uint64_t)heap_ruby_line(&t->ruby_lines) << 32;

@@ -84,6 +84,9 @@ struct heap_thread {
     size_t origin_index_capacity;
     struct caller_cache_entry *callers;   /* [CALLER_CACHE], with backtraces */
     struct unwind_cache *unwind;       /* the frames' rules, with backtraces */
+    uintptr_t wrapped_site;            /* the last site asked of the wrappers' table, */
+    uint64_t wrapped_generation;       /* of which table, */
+    bool site_is_wrapped;              /* and its answer */
     unsigned long dropped;             /* allocations not recorded: no memory */
     void *charge_site;                 /* heap_charge_begin: whose next allocation */
     size_t charge_min, charge_max;

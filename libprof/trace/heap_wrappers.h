@@ -25,6 +25,9 @@ extern struct heap_wrapper_table *heap_wrappers_published;
 bool heap_wrappers_build(const char *patterns, char *message, size_t size);
 /* Is `pc` in a wrapper's code? No malloc, no lock: callable from a hook. */
 bool heap_wrappers_contain(uintptr_t pc);
+/* Changes each time another table is published: an answer of
+ * heap_wrappers_contain kept from before is stale. */
+uint64_t heap_wrappers_generation(void);
 /* The patterns of the last build ("" when none): for the report's header. */
 const char *heap_wrappers_patterns(void);
 #endif
