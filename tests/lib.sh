@@ -5,7 +5,7 @@ srcdir=$(cd "$srcdir" && pwd)   # tests cd elsewhere
 tap_n=0
 tap_failed=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/memprof-test.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
+trap '[ -n "${MEMPROF_TEST_KEEP:-}" ] || rm -rf "$TMP"' EXIT
 # What the tools under test keep in TMPDIR (GDB's snapshots, say) goes too.
 TMPDIR=$TMP; export TMPDIR
 

@@ -141,10 +141,12 @@ static int run_gdb(pid_t pid, const char *const *commands, size_t n, char **out)
     argv[argc++] = gdb;
     argv[argc++] = "-nx";
     argv[argc++] = "-batch";
+    /* Before the attach: GDB 13 on a CPU with AMX can call into the process
+     * only with the registers memprof.gdbinit chooses before it attaches. */
+    argv[argc++] = "-ix";
+    argv[argc++] = gdbinit_path();
     argv[argc++] = "-p";
     argv[argc++] = pid_text;
-    argv[argc++] = "-x";
-    argv[argc++] = gdbinit_path();
     for (size_t i = 0; i < n && argc + 3 < sizeof argv / sizeof *argv; i++) {
         argv[argc++] = "-ex";
         argv[argc++] = commands[i];
