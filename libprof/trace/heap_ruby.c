@@ -65,30 +65,6 @@ static void ask_for_end_proc(void *unused)
         reentry_leave();
 }
 
-/* This thread's nearest Ruby frame, or NULL. *top tells whether it is the
- * running frame (the VM itself allocating, not a C method). */
-static const char *nearest_ruby_frame(bool *top)
-{
-    const char *ec = ruby_site_current_ec();
-    if (!ec)
-        return NULL;
-    const char *stack = *(const char *const *)(ec + RUBY_EC_VM_STACK_OFFSET);
-    size_t words = *(const size_t *)(ec + RUBY_EC_VM_STACK_SIZE_OFFSET);
-    const char *cfp = *(const char *const *)(ec + RUBY_EC_CFP_OFFSET);
-    if (!stack || !cfp || words > ((size_t)1 << 30))
-        return NULL;
-    const char *end = stack + words * sizeof(VALUE);
-    if (cfp < stack || cfp >= end)
-        return NULL;
-    for (const char *frame = cfp; frame + RUBY_CFP_SIZE <= end; frame += RUBY_CFP_SIZE) {
-        if (*(const VALUE *const *)frame && ruby_cfp_is_ruby(frame)) {   /* a pc, and a line */
-            *top = frame == cfp;
-            return frame;
-        }
-    }
-    return NULL;
-}
-
 /* Ask the VM for the frame's file and line and intern them. The running
  * frame's pc is stepped as in ruby_site_capture, so that an instruction that
  * allocates names its own line, not the previous one. */
@@ -118,7 +94,7 @@ uint32_t heap_ruby_line(struct heap_ruby_cache *cache)
     if (!*api->ruby_current_vm_ptr || __atomic_load_n(&hr.ended, __ATOMIC_ACQUIRE))
         return 0;
     bool top = false;
-    const char *frame = nearest_ruby_frame(&top);
+    const char *frame = ruby_site_nearest_frame(&top);
     if (!frame)
         return 0;
     if (!__atomic_load_n(&hr.started, __ATOMIC_RELAXED) &&
@@ -146,7 +122,7 @@ bool heap_ruby_current_site(struct out *o)
     if (!*api->ruby_current_vm_ptr || __atomic_load_n(&hr.ended, __ATOMIC_ACQUIRE) || api->rb_during_gc())
         return false;
     bool top = false;
-    const char *frame = nearest_ruby_frame(&top);
+    const char *frame = ruby_site_nearest_frame(&top);
     if (!frame)
         return false;
     const char *file = api->rb_sourcefile();

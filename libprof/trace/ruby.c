@@ -259,7 +259,7 @@ static void name_origin(struct ruby_tracer *t, uint32_t origin, VALUE klass)
 /* The slow path of a record: walk the stack, intern the site and the origin.
  * Returns holding the lock. Apart so that the hook's fast path does not set
  * up the 1 KiB frame buffer. */
-static __attribute__((noinline)) uint32_t new_origin(struct ruby_tracer *t, const void *pc,
+static __attribute__((noinline)) uint32_t new_origin(struct ruby_tracer *t, const void *pc, const void *iseq,
                                                      size_t gc_count, VALUE klass,
                                                      struct ruby_pc_cache_entry *cached)
 {
@@ -280,8 +280,10 @@ static __attribute__((noinline)) uint32_t new_origin(struct ruby_tracer *t, cons
     uint32_t origin = site == SITE_NONE ? INTERN_NONE : intern_put(&t->origins, site, klass);
     if (t->origins.count > known)
         name_origin(t, origin, klass);
-    if (pc && depth > 0 && origin != INTERN_NONE)
-        *cached = (struct ruby_pc_cache_entry){ pc, gc_count, klass, origin };
+    /* Not line 0: a frame that has run nothing yet, whose iseq may still get
+     * its path (the main script's goes from "<main>" to "ruby" to its name). */
+    if (pc && depth > 0 && frames[0].line != 0 && origin != INTERN_NONE)
+        *cached = (struct ruby_pc_cache_entry){ pc, iseq, gc_count, klass, origin };
     return origin;
 }
 
@@ -319,19 +321,22 @@ static void record(VALUE obj)
     VALUE klass = type == RUBY_T_IMEMO ? 0 : basic->klass;  /* imemo: payload */
     uint32_t origin;
 
-    const void *pc = ruby_site_pc_key(t);
+    const void *iseq = NULL;
+    const void *pc = ruby_site_pc_key(t, &iseq);
     size_t gc_count = t->api.rb_gc_count();
-    struct ruby_pc_cache_entry *cached = &t->pc_cache[((uintptr_t)pc >> 3) % RUBY_PC_CACHE_SIZE];
+    /* Hashed with the class: one line often makes objects of several. */
+    uintptr_t slot = ((uintptr_t)pc ^ (uintptr_t)klass * 0x9E3779B97F4A7C15ull) >> 3;
+    struct ruby_pc_cache_entry *cached = &t->pc_cache[(slot ^ slot >> 17) % RUBY_PC_CACHE_SIZE];
     if (pc) {
         lock_in_hook(t);
-        if (cached->pc == pc && cached->gc_count == gc_count && cached->klass == klass) {
+        if (cached->pc == pc && cached->iseq == iseq && cached->gc_count == gc_count && cached->klass == klass) {
             origin = cached->origin;
             goto store;
         }
         spin_unlock(&t->lock);
     }
 
-    origin = new_origin(t, pc, gc_count, klass, cached);   /* takes the lock */
+    origin = new_origin(t, pc, iseq, gc_count, klass, cached);   /* takes the lock */
 store:
     if (__builtin_expect(gc_count != t->epoch_gc_now, 0))
         begin_epoch(t, gc_count);

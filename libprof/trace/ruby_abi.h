@@ -62,6 +62,7 @@ static inline const char *ruby_type_name(unsigned type)
 #define RUBY_EC_VM_STACK_SIZE_OFFSET 8
 #define RUBY_EC_CFP_OFFSET 16
 #define RUBY_CFP_SIZE 64
+#define RUBY_CFP_ISEQ_OFFSET 16
 #define RUBY_CFP_EP_OFFSET 32
 #define RUBY_FRAME_FLAG_CFRAME 0x0080
 

@@ -60,6 +60,29 @@ static const VALUE **ruby_frame_pc(void)
     return *pc ? pc : NULL;
 }
 
+const char *ruby_site_nearest_frame(bool *top)
+{
+    const char *ec = ruby_site_current_ec();
+    if (!ec)
+        return NULL;
+    const char *stack = *(const char *const *)(ec + RUBY_EC_VM_STACK_OFFSET);
+    size_t words = *(const size_t *)(ec + RUBY_EC_VM_STACK_SIZE_OFFSET);
+    const char *cfp = *(const char *const *)(ec + RUBY_EC_CFP_OFFSET);
+    if (!stack || !cfp || words > ((size_t)1 << 30))
+        return NULL;
+    const char *end = stack + words * sizeof(VALUE);
+    if (cfp < stack || cfp >= end)
+        return NULL;
+    /* The frame rb_sourceline reads: the first that is not a C method's. */
+    for (const char *frame = cfp; frame + RUBY_CFP_SIZE <= end; frame += RUBY_CFP_SIZE) {
+        if (ruby_cfp_is_ruby(frame)) {
+            *top = frame == cfp;
+            return *(const VALUE *const *)frame ? frame : NULL;   /* a pc, so a line */
+        }
+    }
+    return NULL;
+}
+
 /* Paths that are not the user's own code: the VM's built-in Ruby, the
  * standard library, gems and Debian's Ruby packages. */
 static const char *const library_prefixes[] = {
@@ -116,12 +139,22 @@ static const char *frame_path(const struct ruby_api *api, VALUE frame)
 
 static int capture(const struct ruby_tracer *t, struct ruby_frame *frames);
 
-const void *ruby_site_pc_key(const struct ruby_tracer *t)
+const void *ruby_site_pc_key(const struct ruby_tracer *t, const void **iseq)
 {
     if (t->config.site != RUBY_SITE_NEAREST || t->config.frames != 1)
         return NULL;
-    const VALUE **pc = ruby_frame_pc();
-    return pc ? *pc : NULL;
+    /* Most allocations are the running Ruby frame's: no walk for those. */
+    const char *ec = ruby_site_current_ec();
+    const char *cfp = ec ? *(const char *const *)(ec + RUBY_EC_CFP_OFFSET) : NULL;
+    bool top = true;
+    const char *frame = cfp && ruby_cfp_is_ruby(cfp) ? cfp : ruby_site_nearest_frame(&top);
+    if (!frame || !*(const VALUE *const *)frame)
+        return NULL;
+    /* A caller's pc points past its call, the running frame's at the
+     * instruction allocating: the same address names different lines. */
+    uintptr_t pc = (uintptr_t)*(const VALUE *const *)frame;
+    *iseq = *(const void *const *)(frame + RUBY_CFP_ISEQ_OFFSET);
+    return (const void *)(top ? pc : pc | 1);
 }
 
 int ruby_site_capture(const struct ruby_tracer *t, struct ruby_frame *frames)

@@ -21,9 +21,12 @@
 
 /* The origin last recorded at an instruction: most allocations come from a
  * few instructions, and their pc names the site without computing a line.
- * Valid until the next GC (an iseq freed, its pc reused; classes moved). */
+ * The nearest Ruby frame's pc (a C method may run above it) and iseq: one
+ * iseq's instructions can be freed and their memory given to another's
+ * without a GC starting (seen with rubocop). Valid until the next GC. */
 struct ruby_pc_cache_entry {
     const void *pc;
+    const void *iseq;
     size_t gc_count;
     VALUE klass;
     uint32_t origin;
@@ -83,10 +86,12 @@ struct ruby_frame { const char *file; int line; };
  * configured mode; 0 before any Ruby code runs. Calls into the VM, never
  * allocates; called without the lock. */
 int ruby_site_capture(const struct ruby_tracer *t, struct ruby_frame *frames);
-/* The current instruction's address when the site is the nearest Ruby frame
- * and that frame is the running one (the allocation is made by the VM, not by
- * a C method): a key for the pc cache. NULL otherwise. */
-const void *ruby_site_pc_key(const struct ruby_tracer *t);
+/* A key for the pc cache when the site is the nearest Ruby frame: that
+ * frame's pc, tagged when a C method runs above it. NULL otherwise. */
+const void *ruby_site_pc_key(const struct ruby_tracer *t, const void **iseq);
+/* This thread's nearest Ruby frame, or NULL. *top tells whether it is the
+ * running frame (the VM itself allocating, not a C method). */
+const char *ruby_site_nearest_frame(bool *top);
 /* Is the control frame at `cfp` a Ruby frame (it has a line), not a C
  * method's? Its ep[0] holds the frame's flags. */
 static inline bool ruby_cfp_is_ruby(const char *cfp)
