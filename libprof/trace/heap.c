@@ -318,8 +318,10 @@ HOT bool maybe_recorded(uintptr_t p)
 /* The owner's live figures: the block at `p` it held is gone. */
 HOT void forget(struct heap_thread *t, uintptr_t p, uint64_t word)
 {
-    OWNER_ADD(t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, -counted_bytes(BLOCK_WORD_SIZE(word)));
-    if (heap.sample_bytes)
+    bool sampled = heap.sample_bytes != 0;
+    uint64_t size = BLOCK_WORD_SIZE(word);
+    OWNER_ADD(t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, -(sampled ? counted_bytes(size) : size));
+    if (sampled)
         __atomic_fetch_sub(filter_entry(p), 1, __ATOMIC_RELAXED);
 }
 
@@ -429,17 +431,21 @@ HOT void note_alloc(void *p, size_t size, void *site)
         t->dropped++;
         return;
     }
-    uint64_t stored = size < BLOCK_SIZE_MAX ? size : BLOCK_SIZE_MAX, bytes = counted_bytes(stored);
+    /* Read once: the stores below are atomic, and would make the compiler
+     * read it again for each use. */
+    bool sampled = heap.sample_bytes != 0;
+    uint64_t stored = size < BLOCK_SIZE_MAX ? size : BLOCK_SIZE_MAX;
+    uint64_t bytes = sampled ? counted_bytes(stored) : stored;
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
         vacate(t, y, (uintptr_t)p);
-    if (heap.sample_bytes)   /* before another thread can be given the block */
+    if (sampled)   /* before another thread can be given the block */
         __atomic_fetch_add(filter_entry((uintptr_t)p), 1, __ATOMIC_RELAXED);
     __atomic_store_n(&y->number, number, __ATOMIC_RELAXED);
     __atomic_store_n(&y->word, BLOCK_WORD(stored, origin), __ATOMIC_RELAXED);
     __atomic_store_n(&y->addr, (uintptr_t)p, __ATOMIC_RELEASE);
     struct heap_origin *r = &t->origins->records[origin];
-    OWNER_ADD(r->total_count, counted_blocks(t, stored));
+    OWNER_ADD(r->total_count, sampled ? counted_blocks(t, stored) : 1);
     OWNER_ADD(r->total_bytes, bytes);
     OWNER_ADD(r->live_bytes, bytes);
     if (r->live_bytes > r->peak_bytes)
