@@ -1,5 +1,6 @@
 #include "object.h"
 #include <elf.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/auxv.h>
 
@@ -93,6 +94,20 @@ size_t elf_objects_snapshot(struct elf_object *out, size_t max)
     for (size_t i = 0; i < n; i++)
         parse_object(&out[i], i == 0);
     return ctx.count;
+}
+
+static int read_subs(struct dl_phdr_info *info, size_t size, void *data)
+{
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        *(unsigned long long *)data = info->dlpi_subs;
+    return 1;   /* every object gives the same count: the first will do */
+}
+
+unsigned long long elf_objects_unloaded(void)
+{
+    unsigned long long subs = ~0ull;
+    dl_iterate_phdr(read_subs, &subs);
+    return subs;
 }
 
 const struct elf_object *elf_objects_find(const struct elf_object *objs, size_t n, uintptr_t addr)

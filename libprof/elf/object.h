@@ -38,6 +38,11 @@ struct elf_object {
  * Returns how many are loaded (which may exceed max). */
 size_t elf_objects_snapshot(struct elf_object *out, size_t max);
 
+/* How many objects the loader has unloaded since the process started
+ * (dl_iterate_phdr's dlpi_subs): while it stays the same, an object seen at
+ * a load bias before is still that object. */
+unsigned long long elf_objects_unloaded(void);
+
 /* The object that contains `addr`, from a snapshot; NULL if none does. */
 const struct elf_object *elf_objects_find(const struct elf_object *objs, size_t n, uintptr_t addr);
 

@@ -154,19 +154,55 @@ static int patch_slot(const struct elf_object *obj, const char *name, uintptr_t 
     return 0;
 }
 
-static int patch_all_locked(void)
+/* The objects a pass patched for the hooks as they are now, by load bias:
+ * after a dlopen only objects loaded since need a pass, unless one was
+ * unloaded (another may now sit at its bias). Any change to the hooks
+ * forgets them. */
+static uintptr_t *patched_bases;
+static size_t patched_base_count;
+static unsigned long long patched_unloads;
+static bool patched_bases_valid;
+
+static bool patched_before(uintptr_t base)
 {
+    for (size_t i = 0; i < patched_base_count; i++)
+        if (patched_bases[i] == base)
+            return true;
+    return false;
+}
+
+/* Patch every object's slots for the hooks; with `new_only`, only objects
+ * no pass has patched for the current hooks. */
+static int patch_all_locked(bool new_only)
+{
+    unsigned long long unloads = elf_objects_unloaded();
+    bool skip_known = new_only && patched_bases_valid && unloads == patched_unloads;
+    size_t n = snapshot();
+    const struct elf_object *self = elf_objects_find(objects, n, (uintptr_t)&patch_all_locked);
+    bool any = false;
+    for (size_t i = 0; i < n && !any; i++)
+        any = patchable(&objects[i], self) && !(skip_known && patched_before(objects[i].base));
+    if (!any)
+        return 0;
     struct maps maps;
     int err = maps_load(&maps);
     if (err)
         return err;
-    size_t n = snapshot();
-    const struct elf_object *self = elf_objects_find(objects, n, (uintptr_t)&patch_all_locked);
     struct patch_pass pass = { .maps = &maps };
     for (size_t i = 0; i < n && !pass.error; i++)
-        if (patchable(&objects[i], self))
+        if (patchable(&objects[i], self) && !(skip_known && patched_before(objects[i].base)))
             elf_object_each_slot(&objects[i], patch_slot, &pass);
     maps_release(&maps);
+    if (!patched_bases)
+        patched_bases = pages_alloc(MAX_OBJECTS * sizeof *patched_bases);
+    patched_bases_valid = !pass.error && patched_bases && unloads != ~0ull;
+    if (patched_bases_valid) {
+        patched_base_count = 0;
+        for (size_t i = 0; i < n; i++)
+            if (patchable(&objects[i], self))
+                patched_bases[patched_base_count++] = objects[i].base;
+        patched_unloads = unloads;
+    }
     return pass.error;
 }
 
@@ -187,6 +223,7 @@ static bool was_ours(const struct hooked_symbol *sym, uintptr_t value, struct go
  * the slots and one read of the memory map, for any number of hooks. */
 static void retarget_locked(struct got_hook *const *gone, size_t n)
 {
+    patched_bases_valid = false;
     struct maps maps;
     if (maps_load(&maps) != 0)
         return;
@@ -320,7 +357,7 @@ static int install_all_locked(struct got_hook *hooks, size_t n)
     if (rc == 0 && !dlopen_hook.installed)
         rc = chain_locked(&dlopen_hook);
     if (rc == 0) {
-        int err = patch_all_locked();
+        int err = patch_all_locked(false);
         if (err) {
             set_error(strerror(err), hooks[0].symbol);
             rc = -1;
@@ -359,7 +396,7 @@ void got_hook_remove(struct got_hook *hook)
 void got_hook_refresh(void)
 {
     pthread_mutex_lock(&got_lock);
-    patch_all_locked();
+    patch_all_locked(true);
     pthread_mutex_unlock(&got_lock);
 }
 

@@ -95,6 +95,19 @@ int main(int argc, char **argv)
             kept[nkept++] = leak();
         if (!leak)
             fprintf(stderr, "cannot load %s\n", argv[1]);
+        if (argc > 2 && plugin) {
+            /* Another library where the first one was: hooked as new. */
+            Dl_info first;
+            dladdr((void *)leak, &first);
+            dlclose(plugin);
+            void *second = dlopen(argv[2], RTLD_NOW);
+            leak = second ? (void *(*)(void))dlsym(second, "plugin_leak") : NULL;
+            Dl_info again;
+            if (leak && dladdr((void *)leak, &again))
+                printf("second library at the first's address: %s\n", first.dli_fbase == again.dli_fbase ? "yes" : "no");
+            for (int i = 0; leak && i < 2; i++)
+                kept[nkept++] = leak();
+        }
     }
     return 0;
 }
