@@ -409,20 +409,9 @@ void heap_charge_end(void)
         my_thread->charge_site = NULL;
 }
 
-HOT void note_alloc(void *p, size_t size, void *site)
+/* The record of an allocation, once recording_thread said where. */
+HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site)
 {
-    struct heap_thread *t = my_thread;
-    if (__builtin_expect(!t, 0) && !(t = first_use()))
-        return;
-    if (!p || ((uintptr_t)p & BLOCK_GONE_BIT) || !tracing())
-        return;
-    if (__builtin_expect(t->charge_site != NULL, 0)) {   /* a C++ new's malloc */
-        if (size >= t->charge_min && size <= t->charge_max)
-            site = t->charge_site;
-        t->charge_site = NULL;
-    }
-    if (!sample_this(t, size))
-        return;
     uint64_t number = read_number();
     uint64_t key = (uintptr_t)site | (uint64_t)t->serial << THREAD_SHIFT;
     uint32_t origin = key == t->last_key && !heap_ruby_enabled()
@@ -450,6 +439,37 @@ HOT void note_alloc(void *p, size_t size, void *site)
     OWNER_ADD(r->live_bytes, bytes);
     if (r->live_bytes > r->peak_bytes)
         __atomic_store_n(&r->peak_bytes, r->live_bytes, __ATOMIC_RELAXED);
+}
+
+/* The checks before a record: the thread that records the block at `p`
+ * (a sample point, with sampling), or NULL. May charge *site elsewhere. */
+HOT struct heap_thread *recording_thread(void *p, size_t size, void **site)
+{
+    struct heap_thread *t = my_thread;
+    if (__builtin_expect(!t, 0) && !(t = first_use()))
+        return NULL;
+    if (!p || ((uintptr_t)p & BLOCK_GONE_BIT) || !tracing())
+        return NULL;
+    if (__builtin_expect(t->charge_site != NULL, 0)) {   /* a C++ new's malloc */
+        if (size >= t->charge_min && size <= t->charge_max)
+            *site = t->charge_site;
+        t->charge_site = NULL;
+    }
+    return sample_this(t, size) ? t : NULL;
+}
+
+HOT void note_alloc(void *p, size_t size, void *site)
+{
+    struct heap_thread *t = recording_thread(p, size, &site);
+    if (t)
+        record_alloc(t, p, size, site);
+}
+
+/* With sampling, most allocations record nothing: the record apart, so that
+ * those save few registers. */
+static __attribute__((noinline)) void record_sampled(struct heap_thread *t, void *p, size_t size, void *site)
+{
+    record_alloc(t, p, size, site);
 }
 
 /* The slot of a block this thread holds at `p`, young or older. */
@@ -558,13 +578,33 @@ HEAP_HOOKS(DECLARE_NEXT)
     if (!reentry_enter())            \
         return call;
 
-static void *hook_malloc(size_t size)
+static __attribute__((noinline)) void *malloc_exact(size_t size, void *site)
 {
     PASS_THROUGH_IF_INSIDE(next_malloc(size));
     void *p = next_malloc(size);
-    note_alloc(p, size, __builtin_return_address(0));
+    note_alloc(p, size, site);
     reentry_leave();
     return p;
+}
+
+static __attribute__((noinline)) void *malloc_sampled(size_t size, void *site)
+{
+    PASS_THROUGH_IF_INSIDE(next_malloc(size));
+    void *p = next_malloc(size);
+    struct heap_thread *t = recording_thread(p, size, &site);
+    if (t)
+        record_sampled(t, p, size, site);
+    reentry_leave();
+    return p;
+}
+
+/* Two bodies, chosen at each call (the hook itself saves no register):
+ * recording every block inlines it all; sampling keeps its common case,
+ * nothing recorded, light. */
+static void *hook_malloc(size_t size)
+{
+    void *site = __builtin_return_address(0);
+    return heap.sample_bytes ? malloc_sampled(size, site) : malloc_exact(size, site);
 }
 
 static void *hook_calloc(size_t n, size_t size)
@@ -615,23 +655,50 @@ COLD void free_planned(void *p)
         finish_free(&f, p);
 }
 
-static void hook_free(void *p)
+/* A free of a block that may be recorded. The common case first: a young
+ * block of this thread's, no number taken since it was allocated. */
+HOT void free_recorded(void *p)
 {
-    PASS_THROUGH_IF_INSIDE(next_free(p));
-    /* The common cases first: sampled, no block recorded there; or a young
-     * block of this thread's, no number taken since it was allocated. */
     struct heap_thread *t = my_thread;
     struct block_slot *y;
-    if (!maybe_recorded((uintptr_t)p)) {
-        next_free(p);
-    } else if (p && t && (y = young_slot(t, (uintptr_t)p))->addr == (uintptr_t)p &&
-               y->number == read_number() && tracing()) {
+    if (p && t && (y = young_slot(t, (uintptr_t)p))->addr == (uintptr_t)p &&
+        y->number == read_number() && tracing()) {
         drop_young(t, y);
         next_free(p);
     } else {
         free_planned(p);
     }
+}
+
+static __attribute__((noinline)) void free_exact(void *p)
+{
+    PASS_THROUGH_IF_INSIDE(next_free(p));
+    free_recorded(p);
     reentry_leave();
+}
+
+static __attribute__((noinline)) void free_recorded_apart(void *p)
+{
+    free_recorded(p);
+}
+
+/* Most sampled frees are of blocks never recorded: one failed lookup. */
+static __attribute__((noinline)) void free_sampled(void *p)
+{
+    PASS_THROUGH_IF_INSIDE(next_free(p));
+    if (maybe_recorded((uintptr_t)p))
+        free_recorded_apart(p);
+    else
+        next_free(p);
+    reentry_leave();
+}
+
+static void hook_free(void *p)
+{
+    if (heap.sample_bytes)
+        free_sampled(p);
+    else
+        free_exact(p);
 }
 
 static int hook_posix_memalign(void **out, size_t align, size_t size)

@@ -27,7 +27,7 @@ void heap_ruby_at_program_end(void (*fn)(void));
 void heap_ruby_enable(void);
 /* Whether one was found: without, the heap hooks never ask for a line. */
 extern bool heap_ruby_found;
-static inline bool heap_ruby_enabled(void)
+static inline __attribute__((always_inline)) bool heap_ruby_enabled(void)
 {
     return __atomic_load_n(&heap_ruby_found, __ATOMIC_RELAXED);
 }
