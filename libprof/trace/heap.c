@@ -171,7 +171,12 @@ static uintptr_t self_start, self_end;   /* memprof's own code: not a frame */
 static int backtrace_of(struct heap_thread *t, void **frames, int size)
 {
     if (own_unwinder && t && (t->unwind || (t->unwind = pages_alloc(sizeof *t->unwind)))) {
-        int n = unwind_backtrace(t->unwind, got_objects_generation(), frames, size);
+        uint64_t generation = got_objects_generation();
+        int n = t->entry_pc ? unwind_backtrace_from(t->unwind, generation, t->entry_pc, t->entry_cfa,
+                                                    t->entry_bp, frames, size)
+                            : -1;
+        if (n < 0)
+            n = unwind_backtrace(t->unwind, generation, frames, size);
         if (n >= 0)
             return n;
     }
@@ -377,7 +382,17 @@ COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site)
     uint64_t link = libunwind_backtrace && (heap.frames > 1 || wrapped) ? caller_link(t, site, wrapped) : 0;
     if (heap_ruby_enabled())
         link |= (uint64_t)heap_ruby_line(&t->ruby_lines) << 32;
-    uint32_t id = origin_put(t, key, link);
+    uint32_t id;
+    if (link && key == t->last_link_key && link == t->last_link) {
+        id = t->last_link_origin;
+    } else {
+        id = origin_put(t, key, link);
+        if (link && id != UINT32_MAX) {
+            t->last_link_key = key;
+            t->last_link = link;
+            t->last_link_origin = id;
+        }
+    }
     /* The next allocation at this site may skip all this: only when the
      * site alone is the whole origin. */
     if (!link && heap.frames == 1 && !wrapped && id != UINT32_MAX) {
@@ -598,13 +613,39 @@ static __attribute__((noinline)) void *malloc_sampled(size_t size, void *site)
     return p;
 }
 
-/* Two bodies, chosen at each call (the hook itself saves no register):
+/* With backtraces, the walk starts at the hook's entry: memprof's own
+ * frames are neither walked nor skipped. */
+static __attribute__((noinline)) void *malloc_framed(size_t size, void *site, uintptr_t cfa, uintptr_t bp)
+{
+    PASS_THROUGH_IF_INSIDE(next_malloc(size));
+    void *p = next_malloc(size);
+    struct heap_thread *t = my_thread;
+    if (t) {
+        /* Built with frame pointers, the hook pushed the caller's %rbp. */
+        t->entry_bp = bp == cfa - 16 ? *(const uintptr_t *)(cfa - 16) : bp;
+        t->entry_cfa = cfa;
+        t->entry_pc = (uintptr_t)site;
+    }
+    note_alloc(p, size, site);
+    if (t)
+        t->entry_pc = 0;
+    reentry_leave();
+    return p;
+}
+
+/* Bodies chosen at each call (the hook itself saves no register):
  * recording every block inlines it all; sampling keeps its common case,
  * nothing recorded, light. */
 static void *hook_malloc(size_t size)
 {
+    uintptr_t bp;
+    __asm__ volatile("mov %%rbp, %0" : "=r"(bp));   /* first: the caller's %rbp */
     void *site = __builtin_return_address(0);
-    return heap.sample_bytes ? malloc_sampled(size, site) : malloc_exact(size, site);
+    if (heap.sample_bytes)
+        return malloc_sampled(size, site);
+    if (heap.frames > 1)
+        return malloc_framed(size, site, (uintptr_t)__builtin_dwarf_cfa(), bp);
+    return malloc_exact(size, site);
 }
 
 static void *hook_calloc(size_t n, size_t size)

@@ -80,10 +80,15 @@ struct heap_thread {
     /* The owner's alone: */
     uint64_t last_key;                 /* the last origin with no link */
     uint32_t last_origin;
+    uint64_t last_link_key, last_link; /* the last origin with a link (a loop */
+    uint32_t last_link_origin;         /* allocates with the same stack) */
     uint32_t *origin_index;            /* open-addressed (id + 1) */
     size_t origin_index_capacity;
     struct caller_cache_entry *callers;   /* [CALLER_CACHE], with backtraces */
     struct unwind_cache *unwind;       /* the frames' rules, with backtraces */
+    /* malloc's hook entry, where a backtrace starts (entry_pc 0: from the
+     * unwinder itself): its return address, its CFA and %rbp there. */
+    uintptr_t entry_pc, entry_cfa, entry_bp;
     uintptr_t wrapped_site;            /* the last site asked of the wrappers' table, */
     uint64_t wrapped_generation;       /* of which table, */
     bool site_is_wrapped;              /* and its answer */

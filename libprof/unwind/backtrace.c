@@ -26,18 +26,22 @@ static const struct cfi_rule *rule_for(struct unwind_cache *cache, uintptr_t pc,
     return &e->rule;
 }
 
-__attribute__((noinline)) int unwind_backtrace(struct unwind_cache *cache, uint64_t generation, void **frames, int max)
+static void check_generation(struct unwind_cache *cache, uint64_t generation)
 {
     if (cache->generation != generation) {
         memset(cache->recent, 0, sizeof cache->recent);
         memset(cache->entries, 0, sizeof cache->entries);
         cache->generation = generation;
     }
-    uintptr_t pc, sp, bp;
-    /* Where this function is, with its registers there: frame 0. */
-    __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
+}
+
+/* From the frame at pc with those registers; `returned`: pc is a return
+ * address, and the first frame. */
+static int walk(struct unwind_cache *cache, uintptr_t pc, uintptr_t sp, uintptr_t bp, bool returned,
+                void **frames, int max)
+{
     int n = 0;
-    for (bool returned = false; n < max && pc; returned = true) {
+    for (; n < max && pc; returned = true) {
         if (returned)   /* as unw_backtrace: from this function's return address */
             frames[n++] = (void *)pc;
         /* A return address is looked up at its call: the byte before. */
@@ -55,4 +59,20 @@ __attribute__((noinline)) int unwind_backtrace(struct unwind_cache *cache, uint6
         sp = cfa;
     }
     return n;
+}
+
+__attribute__((noinline)) int unwind_backtrace(struct unwind_cache *cache, uint64_t generation, void **frames, int max)
+{
+    check_generation(cache, generation);
+    uintptr_t pc, sp, bp;
+    /* Where this function is, with its registers there: frame 0. */
+    __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
+    return walk(cache, pc, sp, bp, false, frames, max);
+}
+
+int unwind_backtrace_from(struct unwind_cache *cache, uint64_t generation, uintptr_t pc, uintptr_t sp,
+                          uintptr_t bp, void **frames, int max)
+{
+    check_generation(cache, generation);
+    return walk(cache, pc, sp, bp, true, frames, max);
 }

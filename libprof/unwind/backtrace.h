@@ -29,4 +29,9 @@ struct unwind_cache {
  * changes whenever objects were loaded since (the cache is emptied: a new
  * object may sit where an unloaded one was). */
 int unwind_backtrace(struct unwind_cache *cache, uint64_t generation, void **frames, int max);
+/* The same from a function's entry, given by its return address `pc`, its
+ * CFA (the caller's %rsp once it returns) and %rbp there: the frames
+ * between it and this call are not walked, nor returned. */
+int unwind_backtrace_from(struct unwind_cache *cache, uint64_t generation, uintptr_t pc, uintptr_t sp,
+                          uintptr_t bp, void **frames, int max);
 #endif
