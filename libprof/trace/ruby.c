@@ -233,7 +233,7 @@ static bool sample_this(unsigned rate)
 
 /* The tracer's lock, taken in a hook. With one Ractor every allocation holds
  * the GVL, and hooks never overlap; Ractors allocate in parallel. */
-static void lock_in_hook(struct ruby_tracer *t)
+static inline __attribute__((always_inline)) void lock_in_hook(struct ruby_tracer *t)
 {
     if (__atomic_load_n(t->api.ruby_single_main_ractor, __ATOMIC_RELAXED))
         spin_lock_serialized(&t->lock);
@@ -342,7 +342,7 @@ store:
         begin_epoch(t, gc_count);
     /* An address already tracked means its previous object died: replaced. */
     if (origin == INTERN_NONE ||
-        slot_map_put(&t->objects, obj, origin, RUBY_AUX(type, t->epoch)) == SLOT_PUT_NO_MEMORY)
+        slot_map_put_near(&t->objects, obj, origin, RUBY_AUX(type, t->epoch)) == SLOT_PUT_NO_MEMORY)
         t->dropped++;
     spin_unlock(&t->lock);
     reentry_leave();

@@ -17,37 +17,26 @@
  *
  * ruby_current_ec lives in libruby's static TLS block, at the same offset
  * from the thread pointer in every thread. */
-static intptr_t ec_tls_offset;
-static bool ec_tls_known;
-
-static uintptr_t thread_pointer(void)
-{
-    uintptr_t tp;
-    __asm__("mov %%fs:0, %0" : "=r"(tp));
-    return tp;
-}
+intptr_t ruby_site_ec_tls_offset;
+bool ruby_site_ec_tls_known;
 
 static void find_ec_slot(void)
 {
     void *slot = dlsym(RTLD_DEFAULT, "ruby_current_ec");
-    intptr_t offset = (intptr_t)slot - (intptr_t)thread_pointer();
+    intptr_t offset = (intptr_t)slot - (intptr_t)ruby_site_thread_pointer();
     /* Static TLS sits just below the thread pointer; anything else (a VM
      * loaded by dlopen into dynamic TLS) is not found this way. */
-    ec_tls_offset = offset;
-    __atomic_store_n(&ec_tls_known, slot && offset < 0 && offset > -((intptr_t)16 << 20),
+    ruby_site_ec_tls_offset = offset;
+    __atomic_store_n(&ruby_site_ec_tls_known, slot && offset < 0 && offset > -((intptr_t)16 << 20),
                      __ATOMIC_RELEASE);
 }
 
 void ruby_site_find_ec(void)
 {
-    if (!ec_tls_known)
+    if (!ruby_site_ec_tls_known)
         find_ec_slot();
 }
 
-const char *ruby_site_current_ec(void)
-{
-    return ec_tls_known ? *(const char *const *)(thread_pointer() + ec_tls_offset) : NULL;
-}
 
 /* The saved pc of the current frame when it is a Ruby frame, else NULL. */
 static const VALUE **ruby_frame_pc(void)
@@ -139,23 +128,6 @@ static const char *frame_path(const struct ruby_api *api, VALUE frame)
 
 static int capture(const struct ruby_tracer *t, struct ruby_frame *frames);
 
-const void *ruby_site_pc_key(const struct ruby_tracer *t, const void **iseq)
-{
-    if (t->config.site != RUBY_SITE_NEAREST || t->config.frames != 1)
-        return NULL;
-    /* Most allocations are the running Ruby frame's: no walk for those. */
-    const char *ec = ruby_site_current_ec();
-    const char *cfp = ec ? *(const char *const *)(ec + RUBY_EC_CFP_OFFSET) : NULL;
-    bool top = true;
-    const char *frame = cfp && ruby_cfp_is_ruby(cfp) ? cfp : ruby_site_nearest_frame(&top);
-    if (!frame || !*(const VALUE *const *)frame)
-        return NULL;
-    /* A caller's pc points past its call, the running frame's at the
-     * instruction allocating: the same address names different lines. */
-    uintptr_t pc = (uintptr_t)*(const VALUE *const *)frame;
-    *iseq = *(const void *const *)(frame + RUBY_CFP_ISEQ_OFFSET);
-    return (const void *)(top ? pc : pc | 1);
-}
 
 int ruby_site_capture(const struct ruby_tracer *t, struct ruby_frame *frames)
 {

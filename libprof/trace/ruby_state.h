@@ -86,9 +86,6 @@ struct ruby_frame { const char *file; int line; };
  * configured mode; 0 before any Ruby code runs. Calls into the VM, never
  * allocates; called without the lock. */
 int ruby_site_capture(const struct ruby_tracer *t, struct ruby_frame *frames);
-/* A key for the pc cache when the site is the nearest Ruby frame: that
- * frame's pc, tagged when a C method runs above it. NULL otherwise. */
-const void *ruby_site_pc_key(const struct ruby_tracer *t, const void **iseq);
 /* This thread's nearest Ruby frame, or NULL. *top tells whether it is the
  * running frame (the VM itself allocating, not a C method). */
 const char *ruby_site_nearest_frame(bool *top);
@@ -102,9 +99,43 @@ static inline bool ruby_cfp_is_ruby(const char *cfp)
 
 /* Find ruby_current_ec's place in static TLS (once); then this thread's
  * execution context, or NULL (not a Ruby thread, or a VM whose TLS is not in
- * the static block). */
+ * the static block). Inline: every record asks. */
 void ruby_site_find_ec(void);
-const char *ruby_site_current_ec(void);
+extern intptr_t ruby_site_ec_tls_offset;
+extern bool ruby_site_ec_tls_known;
+static inline uintptr_t ruby_site_thread_pointer(void)
+{
+    uintptr_t tp;
+    __asm__("mov %%fs:0, %0" : "=r"(tp));
+    return tp;
+}
+static inline const char *ruby_site_current_ec(void)
+{
+    return ruby_site_ec_tls_known
+               ? *(const char *const *)(ruby_site_thread_pointer() + ruby_site_ec_tls_offset)
+               : NULL;
+}
+
+/* A key for the pc cache when the site is the nearest Ruby frame: that
+ * frame's pc, tagged when a C method runs above it, and its iseq. NULL
+ * otherwise. */
+static inline const void *ruby_site_pc_key(const struct ruby_tracer *t, const void **iseq)
+{
+    if (t->config.site != RUBY_SITE_NEAREST || t->config.frames != 1)
+        return NULL;
+    /* Most allocations are the running Ruby frame's: no walk for those. */
+    const char *ec = ruby_site_current_ec();
+    const char *cfp = ec ? *(const char *const *)(ec + RUBY_EC_CFP_OFFSET) : NULL;
+    bool top = true;
+    const char *frame = cfp && ruby_cfp_is_ruby(cfp) ? cfp : ruby_site_nearest_frame(&top);
+    if (!frame || !*(const VALUE *const *)frame)
+        return NULL;
+    /* A caller's pc points past its call, the running frame's at the
+     * instruction allocating: the same address names different lines. */
+    uintptr_t pc = (uintptr_t)*(const VALUE *const *)frame;
+    *iseq = *(const void *const *)(frame + RUBY_CFP_ISEQ_OFFSET);
+    return (const void *)(top ? pc : pc | 1);
+}
 /* Parse MEMPROF_LIBRARY_PATHS (extra "not the user's code" prefixes). */
 void ruby_site_configure(void);
 
