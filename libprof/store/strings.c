@@ -46,7 +46,7 @@ uint32_t strings_put(struct string_pool *p, const char *s, size_t n)
         if (strncmp(have, s, n) == 0 && have[n] == '\0')
             return p->index[i] - 1;
     }
-    if (p->len + n + 1 >= STRING_NONE || !pages_grow((void **)&p->chars, &p->bytes, p->len + n + 1, 65536))
+    if (p->len + n + 1 >= STRING_NONE || !pages_grow((void **)&p->chars, &p->bytes, p->len + n + 1, 4096))
         return STRING_NONE;
     memcpy(p->chars + p->len, s, n);
     p->chars[p->len + n] = '\0';
