@@ -103,6 +103,8 @@ void maps_release(struct maps *m)
 
 const struct maps_range *maps_find(const struct maps *m, uintptr_t addr)
 {
+    if (m->last < m->count && addr >= m->ranges[m->last].start && addr < m->ranges[m->last].end)
+        return &m->ranges[m->last];
     size_t lo = 0, hi = m->count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -110,8 +112,10 @@ const struct maps_range *maps_find(const struct maps *m, uintptr_t addr)
             hi = mid;
         else if (addr >= m->ranges[mid].end)
             lo = mid + 1;
-        else
+        else {
+            ((struct maps *)m)->last = mid;   /* the map is the caller's own, not const */
             return &m->ranges[mid];
+        }
     }
     return NULL;
 }

@@ -16,6 +16,9 @@ struct maps {
     struct maps_range *ranges; /* sorted; neighbours with equal prot merged */
     size_t count;
     size_t bytes;              /* size of the ranges allocation */
+    size_t last;               /* the range found last: a report asks of one
+                                  heap page after another (a lookup's hint,
+                                  written by maps_find; one thread per map) */
 };
 
 int maps_load(struct maps *m);        /* 0, or an errno */
