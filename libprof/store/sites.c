@@ -29,7 +29,8 @@ int sites_compare(const struct site_table *t, uint32_t a, uint32_t b)
     while (a != b) {
         if (a == SITE_NONE || b == SITE_NONE)
             return a == SITE_NONE ? -1 : 1;
-        int c = strcmp(sites_file(t, a), sites_file(t, b));
+        const char *fa = sites_file(t, a), *fb = sites_file(t, b);
+        int c = fa == fb ? 0 : strcmp(fa, fb);   /* interned: one file, one pointer */
         if (c)
             return c;
         uint32_t la = sites_line(t, a), lb = sites_line(t, b);
