@@ -379,6 +379,13 @@ COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site)
 {
     uint64_t key = (uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT;
     bool wrapped = site_wrapped(t, site);
+    /* With backtraces from malloc's entry: a stack the last walk would find
+     * again has the last walk's origin (not with wrappers looked through,
+     * nor with Ruby lines, which the C stack does not name). */
+    bool memo_ok = t->entry_pc && t->unwind && !wrapped && !heap_ruby_enabled();
+    if (memo_ok && t->memo_valid && t->memo_site == site &&
+        unwind_memo_holds(t->unwind, got_objects_generation(), t->entry_pc, t->entry_cfa, t->entry_bp))
+        return t->memo_origin;
     uint64_t link = libunwind_backtrace && (heap.frames > 1 || wrapped) ? caller_link(t, site, wrapped) : 0;
     if (heap_ruby_enabled())
         link |= (uint64_t)heap_ruby_line(&t->ruby_lines) << 32;
@@ -393,6 +400,10 @@ COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site)
             t->last_link_origin = id;
         }
     }
+    t->memo_valid = memo_ok && id != UINT32_MAX && t->unwind->memo.pc == t->entry_pc &&
+                    t->unwind->memo.sp == t->entry_cfa;
+    t->memo_site = site;
+    t->memo_origin = id;
     /* The next allocation at this site may skip all this: only when the
      * site alone is the whole origin. */
     if (!link && heap.frames == 1 && !wrapped && id != UINT32_MAX) {

@@ -89,6 +89,11 @@ struct heap_thread {
     /* malloc's hook entry, where a backtrace starts (entry_pc 0: from the
      * unwinder itself): its return address, its CFA and %rbp there. */
     uintptr_t entry_pc, entry_cfa, entry_bp;
+    /* The origin of the last walk from an entry (unwind->memo): the same
+     * site and the same frames, the same origin. */
+    uintptr_t memo_site;
+    uint32_t memo_origin;
+    bool memo_valid;
     uintptr_t wrapped_site;            /* the last site asked of the wrappers' table, */
     uint64_t wrapped_generation;       /* of which table, */
     bool site_is_wrapped;              /* and its answer */

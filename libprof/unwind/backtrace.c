@@ -10,7 +10,7 @@
 
 /* The rule at `pc`, the `depth`th frame: the last stack's at that depth,
  * else the cache's, else read and kept in both. */
-static const struct cfi_rule *rule_for(struct unwind_cache *cache, uintptr_t pc, int depth)
+static inline __attribute__((always_inline)) const struct cfi_rule *rule_for(struct unwind_cache *cache, uintptr_t pc, int depth)
 {
     struct unwind_cache_entry *recent = depth < UNWIND_RECENT ? &cache->recent[depth] : NULL;
     if (recent && recent->pc == pc)
@@ -35,10 +35,24 @@ static void check_generation(struct unwind_cache *cache, uint64_t generation)
     }
 }
 
+static inline __attribute__((always_inline)) uintptr_t read_word(struct unwind_memo *memo, uintptr_t addr, bool is_bp)
+{
+    uintptr_t value = *(const uintptr_t *)addr;
+    if (memo) {
+        if (memo->reads < UNWIND_MEMO_READS) {
+            memo->addr[memo->reads] = addr;
+            memo->value[memo->reads] = value;
+            memo->is_bp[memo->reads] = is_bp;
+        }
+        memo->reads++;   /* past the end: no memo */
+    }
+    return value;
+}
+
 /* From the frame at pc with those registers; `returned`: pc is a return
- * address, and the first frame. */
-static int walk(struct unwind_cache *cache, uintptr_t pc, uintptr_t sp, uintptr_t bp, bool returned,
-                void **frames, int max)
+ * address, and the first frame. Every word read goes to `memo`, if any. */
+static inline __attribute__((always_inline)) int walk(struct unwind_cache *cache, uintptr_t pc, uintptr_t sp, uintptr_t bp, bool returned,
+                void **frames, int max, struct unwind_memo *memo)
 {
     int n = 0;
     for (; n < max && pc; returned = true) {
@@ -50,12 +64,14 @@ static int walk(struct unwind_cache *cache, uintptr_t pc, uintptr_t sp, uintptr_
             return -1;
         if (rule->outermost)
             break;
+        if (memo && rule->cfa_base == CFI_RBP)
+            memo->uses_bp = true;
         uintptr_t cfa = (rule->cfa_base == CFI_RSP ? sp : bp) + (uintptr_t)rule->cfa_offset;
         if (cfa <= sp || cfa - sp > MAX_FRAME_BYTES)
             return -1;
-        pc = *(const uintptr_t *)(cfa - 8);
+        pc = read_word(memo, cfa - 8, false);
         if (rule->rbp_offset)
-            bp = *(const uintptr_t *)(cfa + (intptr_t)rule->rbp_offset);
+            bp = read_word(memo, cfa + (intptr_t)rule->rbp_offset, true);
         sp = cfa;
     }
     return n;
@@ -67,12 +83,33 @@ __attribute__((noinline)) int unwind_backtrace(struct unwind_cache *cache, uint6
     uintptr_t pc, sp, bp;
     /* Where this function is, with its registers there: frame 0. */
     __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
-    return walk(cache, pc, sp, bp, false, frames, max);
+    return walk(cache, pc, sp, bp, false, frames, max, NULL);
 }
 
 int unwind_backtrace_from(struct unwind_cache *cache, uint64_t generation, uintptr_t pc, uintptr_t sp,
                           uintptr_t bp, void **frames, int max)
 {
     check_generation(cache, generation);
-    return walk(cache, pc, sp, bp, true, frames, max);
+    struct unwind_memo *m = &cache->memo;
+    *m = (struct unwind_memo){ .generation = generation };
+    int n = walk(cache, pc, sp, bp, true, frames, max, m);
+    if (n >= 0 && m->reads <= UNWIND_MEMO_READS) {
+        m->pc = pc;
+        m->sp = sp;
+        m->bp = bp;
+    }
+    return n;
+}
+
+bool unwind_memo_holds(const struct unwind_cache *cache, uint64_t generation, uintptr_t pc, uintptr_t sp,
+                       uintptr_t bp)
+{
+    const struct unwind_memo *m = &cache->memo;
+    if (!m->pc || m->pc != pc || m->sp != sp || m->generation != generation ||
+        cache->generation != generation || (m->uses_bp && m->bp != bp))
+        return false;
+    for (int i = 0; i < m->reads; i++)
+        if ((m->uses_bp || !m->is_bp[i]) && *(const uintptr_t *)m->addr[i] != m->value[i])
+            return false;
+    return true;
 }

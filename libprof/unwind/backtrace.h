@@ -17,8 +17,23 @@ struct unwind_cache_entry {
     struct cfi_rule rule;   /* cfa_base CFI_UNKNOWN: cannot say */
 };
 
+/* What a walk from a function's entry read, so that the next walk from the
+ * same entry can tell it would find the same frames by reading the same
+ * words again: the rules are the pc's, and the CFAs follow from the entry's
+ * registers and the words read. */
+#define UNWIND_MEMO_READS 40
+struct unwind_memo {
+    uintptr_t pc, sp, bp;   /* the entry's; pc 0: no memo */
+    uint64_t generation;
+    bool uses_bp;           /* a CFA came from %rbp: bp and its reads count */
+    int reads;
+    uintptr_t addr[UNWIND_MEMO_READS], value[UNWIND_MEMO_READS];
+    bool is_bp[UNWIND_MEMO_READS];
+};
+
 struct unwind_cache {
     uint64_t generation;    /* of the objects its rules were read from */
+    struct unwind_memo memo;   /* of the last walk from an entry */
     /* The last stack's rules by depth, in a few cache lines: stacks repeat. */
     struct unwind_cache_entry recent[UNWIND_RECENT];
     struct unwind_cache_entry entries[1u << UNWIND_CACHE_BITS];
@@ -34,4 +49,8 @@ int unwind_backtrace(struct unwind_cache *cache, uint64_t generation, void **fra
  * between it and this call are not walked, nor returned. */
 int unwind_backtrace_from(struct unwind_cache *cache, uint64_t generation, uintptr_t pc, uintptr_t sp,
                           uintptr_t bp, void **frames, int max);
+/* Would a walk from this entry find the frames the last walk from an entry
+ * found (cache->memo)? A few loads a frame, no rule looked up. */
+bool unwind_memo_holds(const struct unwind_cache *cache, uint64_t generation, uintptr_t pc, uintptr_t sp,
+                       uintptr_t bp);
 #endif
