@@ -375,15 +375,17 @@ static bool site_wrapped(struct heap_thread *t, uintptr_t site)
 
 /* The origin of an allocation at `site` with its stack and Ruby line; the
  * thread's first allocation and every one with more than a call site. */
-COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site)
+static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
 {
     uint64_t key = (uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT;
     bool wrapped = site_wrapped(t, site);
-    /* With backtraces from malloc's entry: a stack the last walk would find
-     * again has the last walk's origin (not with wrappers looked through,
-     * nor with Ruby lines, which the C stack does not name). */
-    bool memo_ok = t->entry_pc && t->unwind && !wrapped && !heap_ruby_enabled();
-    if (memo_ok && t->memo_valid && t->memo_site == site &&
+    /* Walked from malloc's entry: a stack the last walk would find again has
+     * the last walk's origin, with the same frames asked for and the same
+     * wrappers (not with Ruby lines, which the C stack does not name). */
+    uint64_t wrappers = wrapped ? heap_wrappers_generation() : 0;
+    bool memo_ok = t->entry_pc && t->unwind && (wrapped || heap.frames > 1) && !heap_ruby_enabled();
+    if (memo_ok && t->memo_valid && t->memo_site == site && t->memo_frames == heap.frames &&
+        t->memo_wrappers == wrappers &&
         unwind_memo_holds(t->unwind, got_objects_generation(), t->entry_pc, t->entry_cfa, t->entry_bp))
         return t->memo_origin;
     uint64_t link = libunwind_backtrace && (heap.frames > 1 || wrapped) ? caller_link(t, site, wrapped) : 0;
@@ -403,6 +405,8 @@ COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site)
     t->memo_valid = memo_ok && id != UINT32_MAX && t->unwind->memo.pc == t->entry_pc &&
                     t->unwind->memo.sp == t->entry_cfa;
     t->memo_site = site;
+    t->memo_wrappers = wrappers;
+    t->memo_frames = heap.frames;
     t->memo_origin = id;
     /* The next allocation at this site may skip all this: only when the
      * site alone is the whole origin. */
@@ -410,6 +414,24 @@ COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site)
         t->last_key = key;
         t->last_origin = id;
     }
+    return id;
+}
+
+/* `entry_cfa`, if not 0: malloc's exact body's CFA, which is its hook's
+ * (it is jumped to), with the caller's %rbp: the walk to a wrapper's caller
+ * starts there. Only where the word below it is the site (a build with frame
+ * pointers calls the body, and so on). */
+COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site, uintptr_t entry_cfa, uintptr_t entry_bp)
+{
+    bool entered = entry_cfa && !t->entry_pc && *(const uintptr_t *)(entry_cfa - 8) == site;
+    if (entered) {
+        t->entry_bp = entry_bp;
+        t->entry_cfa = entry_cfa;
+        t->entry_pc = site;
+    }
+    uint32_t id = origin_of(t, site);
+    if (entered)
+        t->entry_pc = 0;
     return id;
 }
 
@@ -436,12 +458,13 @@ void heap_charge_end(void)
 }
 
 /* The record of an allocation, once recording_thread said where. */
-HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site)
+HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, uintptr_t entry_cfa,
+                      uintptr_t entry_bp)
 {
     uint64_t number = read_number();
     uint64_t key = (uintptr_t)site | (uint64_t)t->serial << THREAD_SHIFT;
     uint32_t origin = key == t->last_key && !heap_ruby_enabled()
-                          ? t->last_origin : full_origin(t, (uintptr_t)site);
+                          ? t->last_origin : full_origin(t, (uintptr_t)site, entry_cfa, entry_bp);
     if (__builtin_expect(origin == UINT32_MAX, 0)) {
         t->dropped++;
         return;
@@ -488,14 +511,14 @@ HOT void note_alloc(void *p, size_t size, void *site)
 {
     struct heap_thread *t = recording_thread(p, size, &site);
     if (t)
-        record_alloc(t, p, size, site);
+        record_alloc(t, p, size, site, 0, 0);
 }
 
 /* With sampling, most allocations record nothing: the record apart, so that
  * those save few registers. */
 static __attribute__((noinline)) void record_sampled(struct heap_thread *t, void *p, size_t size, void *site)
 {
-    record_alloc(t, p, size, site);
+    record_alloc(t, p, size, site, 0, 0);
 }
 
 /* The slot of a block this thread holds at `p`, young or older. */
@@ -604,11 +627,13 @@ HEAP_HOOKS(DECLARE_NEXT)
     if (!reentry_enter())            \
         return call;
 
-static __attribute__((noinline)) void *malloc_exact(size_t size, void *site)
+static __attribute__((noinline)) void *malloc_exact(size_t size, void *site, uintptr_t bp)
 {
     PASS_THROUGH_IF_INSIDE(next_malloc(size));
     void *p = next_malloc(size);
-    note_alloc(p, size, site);
+    struct heap_thread *t = recording_thread(p, size, &site);
+    if (t)
+        record_alloc(t, p, size, site, (uintptr_t)__builtin_dwarf_cfa(), bp);
     reentry_leave();
     return p;
 }
@@ -656,7 +681,7 @@ static void *hook_malloc(size_t size)
         return malloc_sampled(size, site);
     if (heap.frames > 1)
         return malloc_framed(size, site, (uintptr_t)__builtin_dwarf_cfa(), bp);
-    return malloc_exact(size, site);
+    return malloc_exact(size, site, bp);
 }
 
 static void *hook_calloc(size_t n, size_t size)

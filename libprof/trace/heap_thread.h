@@ -92,6 +92,8 @@ struct heap_thread {
     /* The origin of the last walk from an entry (unwind->memo): the same
      * site and the same frames, the same origin. */
     uintptr_t memo_site;
+    uint64_t memo_wrappers;            /* the wrappers' table it was found with */
+    int memo_frames;
     uint32_t memo_origin;
     bool memo_valid;
     uintptr_t wrapped_site;            /* the last site asked of the wrappers' table, */
