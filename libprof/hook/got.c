@@ -179,9 +179,11 @@ static int patch_all_locked(bool new_only)
     bool skip_known = new_only && patched_bases_valid && unloads == patched_unloads;
     size_t n = snapshot();
     const struct elf_object *self = elf_objects_find(objects, n, (uintptr_t)&patch_all_locked);
-    bool any = false;
-    for (size_t i = 0; i < n && !any; i++)
-        any = patchable(&objects[i], self) && !(skip_known && patched_before(objects[i].base));
+    bool wanted[MAX_OBJECTS], any = false;
+    for (size_t i = 0; i < n; i++) {
+        wanted[i] = patchable(&objects[i], self) && !(skip_known && patched_before(objects[i].base));
+        any |= wanted[i];
+    }
     if (!any)
         return 0;
     struct maps maps;
@@ -190,7 +192,7 @@ static int patch_all_locked(bool new_only)
         return err;
     struct patch_pass pass = { .maps = &maps };
     for (size_t i = 0; i < n && !pass.error; i++)
-        if (patchable(&objects[i], self) && !(skip_known && patched_before(objects[i].base)))
+        if (wanted[i])
             elf_object_each_slot(&objects[i], patch_slot, &pass);
     maps_release(&maps);
     if (!patched_bases)

@@ -20,19 +20,6 @@ static size_t bucket_of(const struct slot_map *m, uintptr_t base)
     return (size_t)(((uint64_t)base * 0x9E3779B97F4A7C15ull) >> 32) & m->page_mask;
 }
 
-static uintptr_t page_base(const struct slot_map *m, uintptr_t key)
-{
-    return key & ~(uintptr_t)(m->page_size - 1);
-}
-
-/* offset / slot_size by multiplication: exact, since the offset is below
- * the page size (far below 2^32) and offset / slot_size is never closer to
- * the next integer than 1 / slot_size. */
-static size_t slot_index(const struct slot_map *m, uintptr_t key)
-{
-    return (size_t)(((uint64_t)(key & (m->page_size - 1)) * m->slot_reciprocal) >> 32);
-}
-
 /* The address of slot `i` of the page at `base`: slots sit at multiples of
  * the slot size, so slot i is the one multiple in [base + i*size, +size). */
 static uintptr_t slot_address(const struct slot_map *m, uintptr_t base, size_t i)
@@ -115,34 +102,29 @@ static struct slot_page *add_page(struct slot_map *m, uintptr_t base)
 
 enum slot_put_result slot_map_put(struct slot_map *m, uintptr_t key, uint32_t origin, uint32_t aux)
 {
-    uintptr_t base = page_base(m, key);
+    uintptr_t base = slot_map_page_base(m, key);
     struct slot_page *p = find_page(m, base);
     if (!p && !(p = add_page(m, base)))
         return SLOT_PUT_NO_MEMORY;
     m->last = p;
-    struct slot_record *r = &p->records[slot_index(m, key)];
-    enum slot_put_result result = r->origin_plus_one ? SLOT_PUT_REPLACED : SLOT_PUT_NEW;
-    if (result == SLOT_PUT_NEW)
-        m->count++;
-    *r = (struct slot_record){ origin + 1, aux };
-    return result;
+    return slot_map_put_in(m, p, key, origin, aux);
 }
 
 bool slot_map_get(const struct slot_map *m, uintptr_t key, struct slot_entry *out)
 {
-    const struct slot_page *p = find_page(m, page_base(m, key));
-    const struct slot_record *r = p ? &p->records[slot_index(m, key)] : NULL;
+    const struct slot_page *p = find_page(m, slot_map_page_base(m, key));
+    const struct slot_record *r = p ? &p->records[slot_map_index(m, key)] : NULL;
     if (!r || !r->origin_plus_one)
         return false;
-    *out = (struct slot_entry){ slot_address(m, p->base, slot_index(m, key)),
+    *out = (struct slot_entry){ slot_address(m, p->base, slot_map_index(m, key)),
                                 r->origin_plus_one - 1, r->aux };
     return out->key == key;
 }
 
 bool slot_map_remove(struct slot_map *m, uintptr_t key)
 {
-    struct slot_page *p = find_page(m, page_base(m, key));
-    struct slot_record *r = p ? &p->records[slot_index(m, key)] : NULL;
+    struct slot_page *p = find_page(m, slot_map_page_base(m, key));
+    struct slot_record *r = p ? &p->records[slot_map_index(m, key)] : NULL;
     if (!r || !r->origin_plus_one)
         return false;
     r->origin_plus_one = 0;

@@ -41,20 +41,38 @@ enum slot_put_result { SLOT_PUT_NEW, SLOT_PUT_REPLACED, SLOT_PUT_NO_MEMORY };
  * of `slot_size` bytes. */
 void slot_map_init(struct slot_map *m, size_t page_size, size_t slot_size);
 enum slot_put_result slot_map_put(struct slot_map *m, uintptr_t key, uint32_t origin, uint32_t aux);
-/* The same, inlined for a key in the page used last (an allocator's next
- * object usually is). */
-static inline enum slot_put_result slot_map_put_near(struct slot_map *m, uintptr_t key, uint32_t origin,
-                                                     uint32_t aux)
+/* The page `key` is in. */
+static inline uintptr_t slot_map_page_base(const struct slot_map *m, uintptr_t key)
 {
-    struct slot_page *p = m->last;
-    if (!p || p->base != (key & ~(uintptr_t)(m->page_size - 1)))
-        return slot_map_put(m, key, origin, aux);
-    struct slot_record *r = &p->records[((uint64_t)(key & (m->page_size - 1)) * m->slot_reciprocal) >> 32];
+    return key & ~(uintptr_t)(m->page_size - 1);
+}
+/* The slot of `key` in its page: offset / slot_size by multiplication,
+ * exact since the offset is below the page size (far below 2^32) and
+ * offset / slot_size is never closer to the next integer than 1 / slot_size. */
+static inline size_t slot_map_index(const struct slot_map *m, uintptr_t key)
+{
+    return (size_t)(((uint64_t)(key & (m->page_size - 1)) * m->slot_reciprocal) >> 32);
+}
+/* The record of `key` in its page `p`, written (slot_map_put's last step). */
+static inline enum slot_put_result slot_map_put_in(struct slot_map *m, struct slot_page *p, uintptr_t key,
+                                                   uint32_t origin, uint32_t aux)
+{
+    struct slot_record *r = &p->records[slot_map_index(m, key)];
     enum slot_put_result result = r->origin_plus_one ? SLOT_PUT_REPLACED : SLOT_PUT_NEW;
     if (result == SLOT_PUT_NEW)
         m->count++;
     *r = (struct slot_record){ origin + 1, aux };
     return result;
+}
+/* slot_map_put, inlined for a key in the page used last (an allocator's
+ * next object usually is). */
+static inline enum slot_put_result slot_map_put_near(struct slot_map *m, uintptr_t key, uint32_t origin,
+                                                     uint32_t aux)
+{
+    struct slot_page *p = m->last;
+    if (!p || p->base != slot_map_page_base(m, key))
+        return slot_map_put(m, key, origin, aux);
+    return slot_map_put_in(m, p, key, origin, aux);
 }
 bool slot_map_get(const struct slot_map *m, uintptr_t key, struct slot_entry *out);
 bool slot_map_remove(struct slot_map *m, uintptr_t key);

@@ -417,17 +417,18 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
     return id;
 }
 
-/* `entry_cfa`, if not 0: malloc's exact body's CFA, which is its hook's
- * (it is jumped to), with the caller's %rbp: the walk to a wrapper's caller
- * starts there. Only where the word below it is the site (a build with frame
- * pointers calls the body, and so on). */
-COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site, uintptr_t entry_cfa, uintptr_t entry_bp)
+/* `entry_cfa`, if not 0: malloc's hook's CFA, with its return address
+ * `entry_pc` (the site, unless charged elsewhere) and the caller's %rbp: a
+ * backtrace starts there (backtrace_of), not inside memprof. */
+COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site, uintptr_t entry_pc, uintptr_t entry_cfa,
+                          uintptr_t entry_bp)
 {
-    bool entered = entry_cfa && !t->entry_pc && *(const uintptr_t *)(entry_cfa - 8) == site;
+    bool entered = entry_cfa && !t->entry_pc && *(const uintptr_t *)(entry_cfa - 8) == entry_pc;
     if (entered) {
-        t->entry_bp = entry_bp;
+        /* Built with frame pointers, the hook pushed the caller's %rbp. */
+        t->entry_bp = entry_bp == entry_cfa - 16 ? *(const uintptr_t *)(entry_cfa - 16) : entry_bp;
         t->entry_cfa = entry_cfa;
-        t->entry_pc = site;
+        t->entry_pc = entry_pc;
     }
     uint32_t id = origin_of(t, site);
     if (entered)
@@ -458,13 +459,13 @@ void heap_charge_end(void)
 }
 
 /* The record of an allocation, once recording_thread said where. */
-HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, uintptr_t entry_cfa,
-                      uintptr_t entry_bp)
+HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, uintptr_t entry_pc,
+                      uintptr_t entry_cfa, uintptr_t entry_bp)
 {
     uint64_t number = read_number();
     uint64_t key = (uintptr_t)site | (uint64_t)t->serial << THREAD_SHIFT;
     uint32_t origin = key == t->last_key && !heap_ruby_enabled()
-                          ? t->last_origin : full_origin(t, (uintptr_t)site, entry_cfa, entry_bp);
+                          ? t->last_origin : full_origin(t, (uintptr_t)site, entry_pc, entry_cfa, entry_bp);
     if (__builtin_expect(origin == UINT32_MAX, 0)) {
         t->dropped++;
         return;
@@ -511,14 +512,14 @@ HOT void note_alloc(void *p, size_t size, void *site)
 {
     struct heap_thread *t = recording_thread(p, size, &site);
     if (t)
-        record_alloc(t, p, size, site, 0, 0);
+        record_alloc(t, p, size, site, 0, 0, 0);
 }
 
 /* With sampling, most allocations record nothing: the record apart, so that
  * those save few registers. */
 static __attribute__((noinline)) void record_sampled(struct heap_thread *t, void *p, size_t size, void *site)
 {
-    record_alloc(t, p, size, site, 0, 0);
+    record_alloc(t, p, size, site, 0, 0, 0);
 }
 
 /* The slot of a block this thread holds at `p`, young or older. */
@@ -627,13 +628,16 @@ HEAP_HOOKS(DECLARE_NEXT)
     if (!reentry_enter())            \
         return call;
 
-static __attribute__((noinline)) void *malloc_exact(size_t size, void *site, uintptr_t bp)
+/* Every block recorded; the hook's entry (return address, CFA, the caller's
+ * %rbp) goes with it, for a backtrace (--frames, or a wrapper's caller). */
+static __attribute__((noinline)) void *malloc_exact(size_t size, void *site, uintptr_t cfa, uintptr_t bp)
 {
     PASS_THROUGH_IF_INSIDE(next_malloc(size));
     void *p = next_malloc(size);
+    void *entry = site;
     struct heap_thread *t = recording_thread(p, size, &site);
     if (t)
-        record_alloc(t, p, size, site, (uintptr_t)__builtin_dwarf_cfa(), bp);
+        record_alloc(t, p, size, site, (uintptr_t)entry, cfa, bp);
     reentry_leave();
     return p;
 }
@@ -649,26 +653,6 @@ static __attribute__((noinline)) void *malloc_sampled(size_t size, void *site)
     return p;
 }
 
-/* With backtraces, the walk starts at the hook's entry: memprof's own
- * frames are neither walked nor skipped. */
-static __attribute__((noinline)) void *malloc_framed(size_t size, void *site, uintptr_t cfa, uintptr_t bp)
-{
-    PASS_THROUGH_IF_INSIDE(next_malloc(size));
-    void *p = next_malloc(size);
-    struct heap_thread *t = my_thread;
-    if (t) {
-        /* Built with frame pointers, the hook pushed the caller's %rbp. */
-        t->entry_bp = bp == cfa - 16 ? *(const uintptr_t *)(cfa - 16) : bp;
-        t->entry_cfa = cfa;
-        t->entry_pc = (uintptr_t)site;
-    }
-    note_alloc(p, size, site);
-    if (t)
-        t->entry_pc = 0;
-    reentry_leave();
-    return p;
-}
-
 /* Bodies chosen at each call (the hook itself saves no register):
  * recording every block inlines it all; sampling keeps its common case,
  * nothing recorded, light. */
@@ -679,9 +663,7 @@ static void *hook_malloc(size_t size)
     void *site = __builtin_return_address(0);
     if (heap.sample_bytes)
         return malloc_sampled(size, site);
-    if (heap.frames > 1)
-        return malloc_framed(size, site, (uintptr_t)__builtin_dwarf_cfa(), bp);
-    return malloc_exact(size, site, bp);
+    return malloc_exact(size, site, (uintptr_t)__builtin_dwarf_cfa(), bp);
 }
 
 static void *hook_calloc(size_t n, size_t size)

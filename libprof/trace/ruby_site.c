@@ -37,18 +37,6 @@ void ruby_site_find_ec(void)
         find_ec_slot();
 }
 
-
-/* The saved pc of the current frame when it is a Ruby frame, else NULL. */
-static const VALUE **ruby_frame_pc(void)
-{
-    const char *ec = ruby_site_current_ec();
-    const char *cfp = ec ? *(const char *const *)(ec + RUBY_EC_CFP_OFFSET) : NULL;
-    if (!cfp || !ruby_cfp_is_ruby(cfp))
-        return NULL;
-    const VALUE **pc = (const VALUE **)cfp;
-    return *pc ? pc : NULL;
-}
-
 const char *ruby_site_nearest_frame(bool *top)
 {
     const char *ec = ruby_site_current_ec();
@@ -128,12 +116,11 @@ static const char *frame_path(const struct ruby_api *api, VALUE frame)
 
 static int capture(const struct ruby_tracer *t, struct ruby_frame *frames);
 
-
 int ruby_site_capture(const struct ruby_tracer *t, struct ruby_frame *frames)
 {
     if (!*t->api.ruby_current_vm_ptr)
         return 0;   /* the VM's start-up: no Ruby frame yet */
-    const VALUE **pc = ruby_frame_pc();
+    const VALUE **pc = ruby_site_running_pc();
     const VALUE *saved = pc ? *pc : NULL;
     if (pc)
         *pc = saved + 1;

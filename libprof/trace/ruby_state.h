@@ -116,6 +116,17 @@ static inline const char *ruby_site_current_ec(void)
                : NULL;
 }
 
+/* The saved pc of the running frame when it is a Ruby frame, else NULL. */
+static inline const VALUE **ruby_site_running_pc(void)
+{
+    const char *ec = ruby_site_current_ec();
+    const char *cfp = ec ? *(const char *const *)(ec + RUBY_EC_CFP_OFFSET) : NULL;
+    if (!cfp || !ruby_cfp_is_ruby(cfp))
+        return NULL;
+    const VALUE **pc = (const VALUE **)cfp;
+    return *pc ? pc : NULL;
+}
+
 /* A key for the pc cache when the site is the nearest Ruby frame: that
  * frame's pc, tagged when a C method runs above it, and its iseq. NULL
  * otherwise. */
@@ -124,11 +135,9 @@ static inline const void *ruby_site_pc_key(const struct ruby_tracer *t, const vo
     if (t->config.site != RUBY_SITE_NEAREST || t->config.frames != 1)
         return NULL;
     /* Most allocations are the running Ruby frame's: no walk for those. */
-    const char *ec = ruby_site_current_ec();
-    const char *cfp = ec ? *(const char *const *)(ec + RUBY_EC_CFP_OFFSET) : NULL;
     bool top = true;
-    const char *frame = cfp && ruby_cfp_is_ruby(cfp) ? cfp : ruby_site_nearest_frame(&top);
-    if (!frame || !*(const VALUE *const *)frame)
+    const char *frame = (const char *)ruby_site_running_pc();
+    if (!frame && !(frame = ruby_site_nearest_frame(&top)))
         return NULL;
     /* A caller's pc points past its call, the running frame's at the
      * instruction allocating: the same address names different lines. */
