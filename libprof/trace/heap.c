@@ -320,14 +320,30 @@ HOT bool maybe_recorded(uintptr_t p)
     return !heap.sample_bytes || __atomic_load_n(filter_entry(p), __ATOMIC_RELAXED) != 0;
 }
 
+/* A sampled block's scaling, out of line: a call to the math library in the
+ * hooks' common path would make them save registers on every call. */
+COLD void forget_sampled(struct heap_thread *t, uintptr_t p, uint64_t word)
+{
+    OWNER_ADD(t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, -counted_bytes(BLOCK_WORD_SIZE(word)));
+    __atomic_fetch_sub(filter_entry(p), 1, __ATOMIC_RELAXED);
+}
+
 /* The owner's live figures: the block at `p` it held is gone. */
 HOT void forget(struct heap_thread *t, uintptr_t p, uint64_t word)
 {
-    bool sampled = heap.sample_bytes != 0;
-    uint64_t size = BLOCK_WORD_SIZE(word);
-    OWNER_ADD(t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, -(sampled ? counted_bytes(size) : size));
-    if (sampled)
-        __atomic_fetch_sub(filter_entry(p), 1, __ATOMIC_RELAXED);
+    if (__builtin_expect(heap.sample_bytes != 0, 0))
+        forget_sampled(t, p, word);
+    else
+        OWNER_ADD(t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, -BLOCK_WORD_SIZE(word));
+}
+
+/* What a recorded block of `stored` bytes counts for, with sampling; its
+ * filter entry counted before another thread can be given the block. */
+COLD void count_sampled(struct heap_thread *t, uintptr_t p, uint64_t stored, uint64_t *bytes, uint64_t *blocks)
+{
+    *bytes = counted_bytes(stored);
+    *blocks = counted_blocks(t, stored);
+    __atomic_fetch_add(filter_entry(p), 1, __ATOMIC_RELAXED);
 }
 
 HOT struct block_slot *young_slot(struct heap_thread *t, uintptr_t p)
@@ -470,21 +486,18 @@ HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, u
         t->dropped++;
         return;
     }
-    /* Read once: the stores below are atomic, and would make the compiler
-     * read it again for each use. */
-    bool sampled = heap.sample_bytes != 0;
     uint64_t stored = size < BLOCK_SIZE_MAX ? size : BLOCK_SIZE_MAX;
-    uint64_t bytes = sampled ? counted_bytes(stored) : stored;
+    uint64_t bytes = stored, blocks = 1;
+    if (__builtin_expect(heap.sample_bytes != 0, 0))
+        count_sampled(t, (uintptr_t)p, stored, &bytes, &blocks);
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
         vacate(t, y, (uintptr_t)p);
-    if (sampled)   /* before another thread can be given the block */
-        __atomic_fetch_add(filter_entry((uintptr_t)p), 1, __ATOMIC_RELAXED);
     __atomic_store_n(&y->number, number, __ATOMIC_RELAXED);
     __atomic_store_n(&y->word, BLOCK_WORD(stored, origin), __ATOMIC_RELAXED);
     __atomic_store_n(&y->addr, (uintptr_t)p, __ATOMIC_RELEASE);
     struct heap_origin *r = &t->origins->records[origin];
-    OWNER_ADD(r->total_count, sampled ? counted_blocks(t, stored) : 1);
+    OWNER_ADD(r->total_count, blocks);
     OWNER_ADD(r->total_bytes, bytes);
     OWNER_ADD(r->live_bytes, bytes);
     if (r->live_bytes > r->peak_bytes)
@@ -653,16 +666,36 @@ static __attribute__((noinline)) void *malloc_sampled(size_t size, void *site)
     return p;
 }
 
+/* Sampling: whether an allocation of `size` bytes leaves this thread short of
+ * its next sample point, with nothing else to do (no C++ new waiting for its
+ * malloc). Then it only counts the bytes down, and the hook tail-calls the
+ * real function: no frame, no flag, no record. Else the body decides as it
+ * always did, from the unchanged count. */
+HOT bool sample_skips(size_t size)
+{
+    struct heap_thread *t = my_thread;
+    if (__builtin_expect(!t, 0))
+        return false;
+    int64_t left = t->sample_left - (int64_t)(size < ((size_t)1 << 62) ? size : (size_t)1 << 62);
+    if (left <= 0 || t->charge_site)
+        return false;
+    t->sample_left = left;
+    return true;
+}
+
 /* Bodies chosen at each call (the hook itself saves no register):
  * recording every block inlines it all; sampling keeps its common case,
- * nothing recorded, light. */
+ * nothing recorded, a count and a jump. */
 static void *hook_malloc(size_t size)
 {
     uintptr_t bp;
     __asm__ volatile("mov %%rbp, %0" : "=r"(bp));   /* first: the caller's %rbp */
     void *site = __builtin_return_address(0);
-    if (heap.sample_bytes)
+    if (heap.sample_bytes) {
+        if (sample_skips(size))
+            return next_malloc(size);
         return malloc_sampled(size, site);
+    }
     return malloc_exact(size, site, (uintptr_t)__builtin_dwarf_cfa(), bp);
 }
 
@@ -729,35 +762,20 @@ HOT void free_recorded(void *p)
     }
 }
 
-static __attribute__((noinline)) void free_exact(void *p)
+static __attribute__((noinline)) void free_noted(void *p)
 {
     PASS_THROUGH_IF_INSIDE(next_free(p));
     free_recorded(p);
     reentry_leave();
 }
 
-static __attribute__((noinline)) void free_recorded_apart(void *p)
-{
-    free_recorded(p);
-}
-
-/* Most sampled frees are of blocks never recorded: one failed lookup. */
-static __attribute__((noinline)) void free_sampled(void *p)
-{
-    PASS_THROUGH_IF_INSIDE(next_free(p));
-    if (maybe_recorded((uintptr_t)p))
-        free_recorded_apart(p);
-    else
-        next_free(p);
-    reentry_leave();
-}
-
+/* With sampling, most frees are of blocks never recorded: one failed
+ * lookup in the filter, and the hook passes them on. */
 static void hook_free(void *p)
 {
-    if (heap.sample_bytes)
-        free_sampled(p);
-    else
-        free_exact(p);
+    if (!maybe_recorded((uintptr_t)p))
+        return next_free(p);
+    free_noted(p);
 }
 
 static int hook_posix_memalign(void **out, size_t align, size_t size)
