@@ -667,10 +667,10 @@ static __attribute__((noinline)) void *malloc_sampled(size_t size, void *site)
 }
 
 /* Sampling: whether an allocation of `size` bytes leaves this thread short of
- * its next sample point, with nothing else to do (no C++ new waiting for its
- * malloc). Then it only counts the bytes down, and the hook tail-calls the
- * real function: no frame, no flag, no record. Else the body decides as it
- * always did, from the unchanged count. */
+ * its next sample point, with nothing else to do (no charge left behind by a
+ * C++ new that threw, which the body drops). Then it only counts the bytes
+ * down, and the hook tail-calls the real function: no frame, no flag, no
+ * record. Else the body decides as it always did, from the unchanged count. */
 HOT bool sample_skips(size_t size)
 {
     struct heap_thread *t = my_thread;

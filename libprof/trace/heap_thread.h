@@ -102,9 +102,9 @@ struct heap_thread {
     unsigned long dropped;             /* allocations not recorded: no memory */
     void *charge_site;                 /* heap_charge_begin: whose next allocation */
     size_t charge_min, charge_max;
+    int64_t sample_left;               /* bytes to the next sample point (heap_sample.h), */
+    uint64_t sample_state;             /* its random generator (beside the charge: one line) */
     struct heap_ruby_cache ruby_lines;
-    int64_t sample_left;               /* bytes to the next sample point (heap_sample.h) */
-    uint64_t sample_state;             /* its random generator */
 };
 
 #define CACHE_LINE 64
