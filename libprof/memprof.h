@@ -76,6 +76,8 @@ enum memprof_report_flag {
     MEMPROF_REPORT_SORT_BYTES = 2, /* RUBY: largest bytes first (else count) */
     MEMPROF_REPORT_BY_THREAD = 4,  /* HEAP: a row per site and allocating thread,
                                       each followed by "  thread N" */
+    MEMPROF_REPORT_FREED_SITES = 8,/* HEAP: also the sites whose blocks are all
+                                      freed (count 0), for their totals */
 };
 /* A report of `kind`: with `flags`, the first `top` rows (0: all), Ruby
  * objects of epoch `since` or later (0: all), rows containing `filter`

@@ -10,6 +10,7 @@ int cmd_threads(int argc, char **argv);    /* memprof threads -p PID */
 int cmd_collapse(int argc, char **argv);   /* memprof collapse REPORT */
 int cmd_flamegraph(int argc, char **argv); /* memprof flamegraph REPORT */
 int cmd_diff(int argc, char **argv);       /* memprof diff BEFORE AFTER */
+int cmd_proto(int argc, char **argv);      /* memprof proto [-o FILE] REPORT */
 int cmd_heap_table(int argc, char **argv); /* memprof heap-table [FILE] */
 int cmd_name_sites(int argc, char **argv); /* memprof name-sites < TEXT */
 int cmd_safe_point(int argc, char **argv); /* memprof safe-point < BACKTRACES */

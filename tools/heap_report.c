@@ -8,6 +8,7 @@
  * not in the target: naming reads files and calls malloc. */
 #include "commands.h"
 #include "grow.h"
+#include "heap_raw.h"
 #include "elf/symbolizer.h"
 #include "trace/heap_wrapper_names.h"
 #include <fnmatch.h>
@@ -24,28 +25,14 @@
 
 struct opened { char path[PATH_MAX]; struct symbolizer *s; };
 
-/* A return address as the runtime wrote it: "object+0xOFFSET". */
-struct raw_frame { uint64_t site; char *object; };
-
+/* A named row: its frames' text and the figures of the raw rows it merges. */
 struct row {
     char *frames;   /* the frames shown, "\n" before each caller and "\n\t"
                        before a function an inlined one is in: the merge key */
-    struct raw_frame *raw;   /* the site, then each caller */
-    size_t raw_count, raw_cap;
-    unsigned wrapped;        /* how many raw frames the runtime found in wrappers */
     char *ruby;     /* "file:line" or NULL: also part of the key */
     unsigned thread;   /* with --by-thread: the allocating thread; also the key */
     uint64_t count, bytes, peak, allocs;
 };
-
-/* A "# thread N tid count bytes allocs name" line. */
-struct thread_line {
-    unsigned serial;
-    long tid;
-    uint64_t count, bytes, allocs;
-    char name[32];
-};
-#define MAX_THREAD_LINES 4096
 
 struct rows { struct row *rows; size_t count, cap; };
 
@@ -166,7 +153,7 @@ static void name_address(struct naming *n, const struct raw_frame *f, struct nam
 /* The row's text: every frame with --frames, else the frame it is charged
  * to (the first outside the allocation machinery, from the first the
  * runtime did not find in a wrapper) and the functions it is inlined in. */
-static char *row_text(struct naming *n, const struct row *r)
+static char *row_text(struct naming *n, const struct raw_row *r)
 {
     enum { MAX_NAMED = 512 };
     static struct named named[MAX_NAMED];
@@ -201,26 +188,6 @@ static char *row_text(struct naming *n, const struct row *r)
     return text;
 }
 
-static void free_raw(struct row *r)
-{
-    for (size_t i = 0; i < r->raw_count; i++)
-        free(r->raw[i].object);
-    free(r->raw);
-    r->raw = NULL;
-    r->raw_count = r->raw_cap = 0;
-}
-
-static void add_raw(struct row *r, uint64_t site, const char *object)
-{
-    struct raw_frame *raw = grow_array(r->raw, r->raw_count, &r->raw_cap, sizeof *raw, 4);
-    if (!raw)
-        return;
-    r->raw = raw;
-    char *copy = strdup(object);
-    if (copy)
-        r->raw[r->raw_count++] = (struct raw_frame){ site, copy };
-}
-
 static int by_frames(const void *a, const void *b)
 {
     const struct row *x = a, *y = b;
@@ -240,23 +207,12 @@ static int by_bytes(const void *a, const void *b)
     return by_frames(x, y);
 }
 
-static struct row *new_row(struct rows *r)
-{
-    struct row *rows = grow_array(r->rows, r->count, &r->cap, sizeof *rows, 64);
-    if (!rows)
-        return NULL;
-    r->rows = rows;
-    struct row *row = &r->rows[r->count++];
-    memset(row, 0, sizeof *row);
-    return row;
-}
-
 static bool row_matches(const struct row *r, const char *filter)
 {
     return !filter || strstr(r->frames, filter) || (r->ruby && strstr(r->ruby, filter));
 }
 
-static const struct thread_line *thread_named(const struct thread_line *t, size_t n, unsigned serial)
+static const struct raw_thread *thread_named(const struct raw_thread *t, size_t n, unsigned serial)
 {
     for (size_t i = 0; i < n; i++)
         if (t[i].serial == serial)
@@ -266,75 +222,45 @@ static const struct thread_line *thread_named(const struct thread_line *t, size_
 
 int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt)
 {
-    static struct thread_line threads[MAX_THREAD_LINES];
-    size_t thread_count = 0;
     static struct naming naming;
     memset(&naming, 0, sizeof naming);
-    naming.frames = 1;
-    struct rows rows = { 0 };
-    struct row *current = NULL;
-    unsigned long blocks = 0, table_bytes = 0;
-    uint64_t sample = 0;   /* mean bytes between samples (# sample N); 0: exact */
-    char line[PATH_MAX + 512], object[PATH_MAX], when[96] = "";
+    struct raw_report report;
+    if (heap_raw_read(raw, &report) != 0) {
+        fprintf(out, "memprof: out of memory reading the heap report\n");
+        return -1;
+    }
+    if (report.warnings)
+        for (const char *w = report.warnings, *nl; *w; w = nl + 1) {
+            nl = strchr(w, '\n');
+            fprintf(out, "memprof: warning: %.*s\n", (int)(nl - w), w);
+        }
+    naming.frames = report.frames;
+    snprintf(naming.wrappers, sizeof naming.wrappers, "%s", report.wrappers);
+    if (!pid)
+        pid = (pid_t)report.pid;
+    const struct raw_thread *threads = report.threads;
+    size_t thread_count = report.thread_count;
+    unsigned long blocks = report.blocks, table_bytes = report.table_bytes;
+    uint64_t sample = report.sample;
+    const char *when = report.when;
+    struct rows rows = { .rows = calloc(report.count ? report.count : 1, sizeof *rows.rows) };
+    if (!rows.rows) {
+        heap_raw_free(&report);
+        fprintf(out, "memprof: out of memory naming the heap report\n");
+        return -1;
+    }
     /* Naming reads files: a large heap takes a while. Say so on a terminal. */
     bool progress = isatty(STDERR_FILENO) == 1;
     size_t named = 0;
-    while (fgets(line, sizeof line, raw)) {
-        uint64_t count, bytes, peak, allocs, total_bytes, site;
-        unsigned long b, t;
-        if (line[0] == '#') {
-            if (strncmp(line, "# warning: ", 11) == 0)
-                fprintf(out, "memprof: warning: %s", line + 11);
-            if (sscanf(line, "# tables %lu %lu", &b, &t) == 2)
-                blocks = b, table_bytes = t;
-            sscanf(line, "# frames %u", &naming.frames);
-            sscanf(line, "# sample %" SCNu64, &sample);
-            long raw_pid;
-            if (!pid && sscanf(line, "# pid %ld", &raw_pid) == 1)
-                pid = (pid_t)raw_pid;
-            /* Written at the heap's peak (MEMPROF_PEAK_REPORT). */
-            uint64_t peak_ms;
-            unsigned step;
-            if (sscanf(line, "# peak %*u bytes in %*u blocks, %" SCNu64 " ms after the start (rewritten when live "
-                             "bytes grow by %u%%)", &peak_ms, &step) == 2)
-                snprintf(when, sizeof when, "at its peak (%" PRIu64 " ms after the start, within %u%%) of", peak_ms,
-                         step);
-            /* Written from a signal handler (MEMPROF_ON_SIGNAL). */
-            int signal_number;
-            char signal[16];
-            if (sscanf(line, "# signal %d %15s", &signal_number, signal) == 2)
-                snprintf(when, sizeof when, "at %s (signal %d) of", signal, signal_number);
-            if (sscanf(line, "# wrappers %1023[^\n]", naming.wrappers) != 1 && strncmp(line, "# wrappers", 10) == 0)
-                naming.wrappers[0] = '\0';
-            struct thread_line *th = &threads[thread_count];
-            if (thread_count < MAX_THREAD_LINES &&
-                sscanf(line, "# thread %u %ld %" SCNu64 " %" SCNu64 " %" SCNu64 " %31[^\n]", &th->serial,
-                       &th->tid, &th->count, &th->bytes, &th->allocs, th->name) == 6)
-                thread_count++;
-        } else if (strncmp(line, "  thread ", 9) == 0) {
-            if (current)
-                current->thread = (unsigned)strtoul(line + 9, NULL, 10);
-        } else if (strncmp(line, "  ruby ", 7) == 0) {
-            if (current && !current->ruby)
-                current->ruby = strndup(line + 7, strcspn(line + 7, "\n"));
-        } else if (strncmp(line, "  wrapped ", 10) == 0) {
-            if (current)
-                current->wrapped = (unsigned)strtoul(line + 10, NULL, 10);
-        } else if (strncmp(line, "  from ", 7) == 0) {
-            if (current && sscanf(line + 7, "%" SCNx64 " %4095[^\n]", &site, object) == 2)
-                add_raw(current, site, object);
-        } else if (sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNx64 " %4095[^\n]",
-                          &count, &bytes, &peak, &allocs, &total_bytes, &site, object) == 7 &&
-                   (current = new_row(&rows))) {
-            *current = (struct row){ .count = count, .bytes = bytes, .peak = peak, .allocs = allocs };
-            add_raw(current, site, object);
-        }
-    }
-    for (size_t i = 0; i < rows.count; i++) {
-        struct row *r = &rows.rows[i];
-        if (r->raw_count)
-            r->frames = row_text(&naming, r);
-        free_raw(r);
+    for (size_t i = 0; i < report.count; i++) {
+        struct raw_row *r = &report.rows[i];
+        if (!r->count)   /* a site whose blocks are all freed (for a profile's totals) */
+            continue;
+        rows.rows[rows.count++] = (struct row){ .frames = r->raw_count ? row_text(&naming, r) : NULL, .ruby = r->ruby,
+                                                .thread = r->thread, .count = r->count, .bytes = r->bytes,
+                                                .peak = r->peak, .allocs = r->allocs };
+        r->ruby = NULL;   /* the named row's now */
+        heap_raw_free_row(r);
         if (progress && ++named % 1000 == 0)
             fprintf(stderr, "\rmemprof: symbolizing: %zu sites", named);
     }
@@ -414,7 +340,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
         if (r->ruby)
             fprintf(out, "                                             ruby %s\n", r->ruby);
         if (r->thread) {
-            const struct thread_line *t = thread_named(threads, thread_count, r->thread);
+            const struct raw_thread *t = thread_named(threads, thread_count, r->thread);
             if (t)
                 fprintf(out, "                                             thread %u (tid %ld, %s)\n",
                         r->thread, t->tid, t->name);
@@ -438,6 +364,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     else if (rows.count && blocks)   /* read from a core: the tables' size is not known */
         fprintf(out, "memprof: %lu live blocks\n", blocks);
     free(rows.rows);
+    heap_raw_free(&report);
     for (size_t i = 0; i < naming.opened; i++)
         symbolizer_close(naming.cache[i].s);
     return ferror(out) ? -1 : 0;

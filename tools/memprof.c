@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "runtime/report_signals.h"
 #include "output.h"
+#include "pprof.h"
 #include "util/atomic_file.h"
 #include <errno.h>
 #include <signal.h>
@@ -37,6 +38,7 @@ static void usage(FILE *f)
           "       memprof collapse [--count|--bytes] [-o FILE] REPORT\n"
           "       memprof flamegraph [--count|--bytes] [--title TEXT] [-o FILE.svg] REPORT\n"
           "       memprof diff [-o FILE] BEFORE AFTER\n"
+          "       memprof proto [-o FILE.pb.gz] REPORT\n"
           "       memprof symbols FILE\n"
           "       memprof symbolize FILE ADDRESS...\n"
           "       memprof heap-table [--top N] [--filter TEXT] [FILE|-]\n"
@@ -61,8 +63,12 @@ static void usage(FILE *f)
           "              ('outer;...;inner WEIGHT' lines, for flame graph tools): bytes\n"
           "              when the input has them, else objects\n"
           "  flamegraph  the same as an SVG flame graph, drawn by memprof\n"
-          "  diff        per-site growth from BEFORE to AFTER (reports, dumps or collapsed\n"
-          "              stacks of one kind), largest growth first; '-' reads stdin\n"
+          "  diff        per-site growth from BEFORE to AFTER (reports, dumps, profiles or\n"
+          "              collapsed stacks of one kind), largest growth first; '-' reads stdin\n"
+          "  proto       a report as pprof's profile.proto, gzipped (go tool pprof, Pyroscope,\n"
+          "              Grafana, speedscope): a raw C heap report (MEMPROF_HEAP_OUTPUT's)\n"
+          "              named here, with every sample type; a Ruby table or dump\n"
+          "  (collapse, flamegraph and diff also read such profiles)\n"
           "\n"
           "  symbols  list the function symbols of an ELF FILE (from .symtab or .dynsym, or\n"
           "           its separate debug file), and where they come from\n"
@@ -95,6 +101,9 @@ static void usage(FILE *f)
           "                      scales counts and bytes back and states its error\n"
           "  --pprof FILE        the C heap also as a google-pprof heap profile (implies\n"
           "                      --heap): google-pprof --text COMMAND FILE\n"
+          "  --pprof-proto FILE  the report also as pprof's profile.proto, gzipped: the C\n"
+          "                      heap's sites named, or the live Ruby objects with their\n"
+          "                      class as a label (go tool pprof -top FILE)\n"
           "  --dump FILE         the live Ruby objects at exit as JSON lines in the schema\n"
           "                      of ObjectSpace.dump_all (heapy reads it)\n"
           "  --hook SPEC         with the C heap (implies --heap): a custom allocator's\n"
@@ -445,10 +454,39 @@ static void free_names(char **names, size_t n)
     free(names);
 }
 
+/* --pprof-proto FILE (or MEMPROF_PPROF_PROTO), resolved; "" when not asked for. */
+static char proto_output[PATH_MAX];
+
+/* COMMAND's report (a raw heap report, or the Ruby table) as a profile in
+ * `proto`: 0, or EXIT_USAGE after a one-line message. */
+static int write_proto(FILE *report, const char *proto)
+{
+    char first[32] = "";
+    bool raw = fgets(first, sizeof first, report) && strncmp(first, "# memprof heap:", 15) == 0;
+    rewind(report);
+    struct stacks s = { 0 };
+    if (!raw && stacks_read(report, proto, &s) != 0)
+        return EXIT_USAGE;
+    struct output out;
+    char why[256] = "";
+    int rc = output_open(&out, proto);
+    if (!rc) {
+        bool failed = raw ? heap_report_proto(report, out.fp, why, sizeof why) != 0
+                          : stacks_proto(&s, out.fp, why, sizeof why) != 0;
+        if (failed)
+            fprintf(stderr, "memprof: --pprof-proto %s: %s\n", proto, why);
+        rc = output_close(&out, failed);
+    }
+    stacks_free(&s);
+    return rc ? EXIT_USAGE : 0;
+}
+
 /* One process's raw heap report (and what its teardown left, RAW.teardown)
- * named and written to `output` (NULL: stderr). 0, or EXIT_USAGE when
- * `output` cannot be written. */
-static int name_heap_report(const char *raw, const char *output, pid_t pid,
+ * named and written to `output` (NULL: stderr), and as a profile to `proto`
+ * (NULL: none). 0, or EXIT_USAGE when `output` cannot be written. */
+static int write_proto(FILE *raw, const char *proto);
+
+static int name_heap_report(const char *raw, const char *output, const char *proto, pid_t pid,
                             const struct heap_report_options *base, bool *reported)
 {
     *reported = false;
@@ -480,6 +518,10 @@ static int name_heap_report(const char *raw, const char *output, pid_t pid,
             }
             if (output && output_close(&out, failed) != 0)
                 rc = EXIT_USAGE;
+        }
+        if (proto && !rc) {
+            rewind(in);
+            rc = write_proto(in, proto);
         }
     }
     fclose(in);
@@ -517,6 +559,8 @@ static int run_with_heap_report(char **argv, const char *output)
         setenv("MEMPROF_HEAP_FRAMES", frames, 1);
     setenv("MEMPROF_HEAP_OUTPUT", raw, 1);
     setenv("MEMPROF_OUTPUT", "none", 1);
+    if (*proto_output)   /* the profile's alloc_* count the sites whose blocks are freed too */
+        setenv("MEMPROF_HEAP_FREED_SITES", "1", 1);
     char peak_raw[PATH_MAX + 8];
     snprintf(peak_raw, sizeof peak_raw, "%s.peak", raw);
     if (*peak_output)
@@ -535,12 +579,13 @@ static int run_with_heap_report(char **argv, const char *output)
     size_t n = reports_beside(raw, &since, &others), first = 0;
     size_t raw_len = strlen(raw);
     bool reported;
-    int rc = name_heap_report(raw, output, pid, &opt, &reported);
+    const char *proto = *proto_output ? proto_output : NULL;
+    int rc = name_heap_report(raw, output, proto, pid, &opt, &reported);
     if (!reported && n) {
         /* A wrapper (sh -c, env, ...) that wrote none: the first report of
          * the processes it started takes its place. */
         pid_t first_pid = pid_of_beside(others[0], raw_len);
-        rc = name_heap_report(others[first++], output, first_pid, &opt, &reported);
+        rc = name_heap_report(others[first++], output, proto, first_pid, &opt, &reported);
         fprintf(stderr, "memprof: %s (pid %ld) wrote no C heap report; %s holds that of pid %ld, the first to end\n",
                 argv[0], (long)pid, output ? output : "the report above", (long)first_pid);
     } else if (!reported) {
@@ -552,7 +597,7 @@ static int run_with_heap_report(char **argv, const char *output)
         char *mine = NULL;
         if (output && asprintf(&mine, "%s%s", output, others[i] + raw_len) < 0)
             continue;
-        if (name_heap_report(others[i], mine, pid_of_beside(others[i], raw_len), &opt, &reported) == 0 &&
+        if (name_heap_report(others[i], mine, NULL, pid_of_beside(others[i], raw_len), &opt, &reported) == 0 &&
             reported && mine)
             fprintf(stderr, "memprof: the C heap of pid %ld is in %s\n",
                     (long)pid_of_beside(others[i], raw_len), mine);
@@ -562,7 +607,7 @@ static int run_with_heap_report(char **argv, const char *output)
     if (*peak_output) {
         /* COMMAND's own peak, named; those of the processes it started are
          * not kept (the exit reports above say where their heaps went). */
-        int peak_rc = name_heap_report(peak_raw, peak_output, pid, &opt, &reported);
+        int peak_rc = name_heap_report(peak_raw, peak_output, NULL, pid, &opt, &reported);
         if (peak_rc && !rc)
             rc = peak_rc;
         if (!reported)
@@ -580,10 +625,40 @@ static int run_with_heap_report(char **argv, const char *output)
  * processes are, and whether COMMAND's own process wrote one. */
 static int run_with_ruby_report(char **argv, const char *output)
 {
+    /* --pprof-proto: the runtime also writes its whole table, with bytes. */
+    char table[PATH_MAX] = "";
+    if (*proto_output) {
+        const char *tmpdir = getenv("TMPDIR");
+        snprintf(table, sizeof table, "%s/memprof-table.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+        int fd = mkstemp(table);
+        if (fd < 0)
+            return fail("cannot create a temporary file in %s", tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
+        close(fd);
+        setenv("MEMPROF_RUBY_TABLE", table, 1);
+    }
     struct timespec since;
     run_start_time(&since);
     int status;
     pid_t pid = run_command(argv, &status);
+    int proto_rc = 0;
+    if (*table) {
+        FILE *in = pid > 0 ? fopen(table, "r") : NULL;
+        if (in && fgetc(in) != EOF) {
+            rewind(in);
+            proto_rc = write_proto(in, proto_output);
+        } else if (pid > 0) {
+            fprintf(stderr, "memprof: %s (pid %ld) wrote no Ruby table: no profile in %s\n", argv[0], (long)pid,
+                    proto_output);
+        }
+        if (in)
+            fclose(in);
+        char **others;
+        size_t n = reports_beside(table, &since, &others);
+        for (size_t i = 0; i < n; i++)
+            unlink(others[i]);
+        free_names(others, n);
+        unlink(table);
+    }
     if (pid <= 0)
         return pid < 0 ? EXIT_USAGE : exit_like(status, 0);
     if (output) {
@@ -608,7 +683,7 @@ static int run_with_ruby_report(char **argv, const char *output)
                     (long)pid_of_beside(others[i], strlen(output)), others[i]);
         free_names(others, n);
     }
-    return exit_like(status, 0);
+    return exit_like(status, proto_rc);
 }
 
 static int cmd_run(int argc, char **argv)
@@ -649,6 +724,13 @@ static int cmd_run(int argc, char **argv)
             if (rc)
                 return rc;
             heap = true;
+        } else if (strcmp(a, "--pprof-proto") == 0) {
+            /* COMMAND's report as pprof's profile.proto, made when it ends. */
+            if (i + 1 >= argc)
+                return fail("%s needs a file name", a, NULL);
+            int rc = memprof_resolve_output(argv[++i], proto_output, sizeof proto_output);
+            if (rc)
+                return rc;
         } else if (strcmp(a, "--dump") == 0 || strcmp(a, "--pprof") == 0) {
             /* FILE written by the runtime at exit (MEMPROF_DUMP, MEMPROF_HEAP_PPROF). */
             if (i + 1 >= argc)
@@ -683,6 +765,12 @@ static int cmd_run(int argc, char **argv)
     for (int k = 0; k < i && !heap; k++)
         if (strcmp(argv[k], "--by-thread") == 0)
             return fail("run: %s needs --heap (rows by thread are for the C heap)", argv[k], NULL);
+    const char *proto_env = getenv("MEMPROF_PPROF_PROTO");
+    if (!*proto_output && proto_env && *proto_env) {
+        int rc = memprof_resolve_output(proto_env, proto_output, sizeof proto_output);
+        if (rc)
+            return rc;
+    }
     char output_path[PATH_MAX];
     if (output) {
         int rc = memprof_resolve_output(output, output_path, sizeof output_path);
@@ -732,6 +820,7 @@ int main(int argc, char **argv)
     } commands[] = {
         { "run", cmd_run },           { "attach", cmd_attach }, { "threads", cmd_threads },
         { "collapse", cmd_collapse }, { "flamegraph", cmd_flamegraph }, { "diff", cmd_diff },
+        { "proto", cmd_proto },
         { "symbols", cmd_symbols },   { "symbolize", cmd_symbolize },
         { "heap-table", cmd_heap_table }, { "name-sites", cmd_name_sites },
         { "safe-point", cmd_safe_point }, { "keep", cmd_keep }, { "crash-helper", cmd_crash_helper },

@@ -1,10 +1,12 @@
-/* memprof collapse, memprof flamegraph and memprof diff: memprof's outputs
- * (reports, dumps, collapsed stacks) turned into what other tools read, or
- * compared. */
+/* memprof collapse, memprof flamegraph, memprof proto and memprof diff:
+ * memprof's outputs (reports, dumps, collapsed stacks, profiles) turned into
+ * what other tools read, or compared. */
 #include "commands.h"
 #include "flamegraph.h"
 #include "output.h"
+#include "pprof.h"
 #include "stacks.h"
+#include <unistd.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -113,6 +115,60 @@ int cmd_flamegraph(int argc, char **argv)
     return output_close(&out, failed);
 }
 
+/* A rewindable copy of stdin (a raw heap report is read twice). */
+static FILE *rewindable(FILE *in)
+{
+    FILE *copy = tmpfile();
+    char chunk[1 << 16];
+    size_t n;
+    while (copy && (n = fread(chunk, 1, sizeof chunk, in)) > 0)
+        if (fwrite(chunk, 1, n, copy) != n) {
+            fclose(copy);
+            return NULL;
+        }
+    if (copy)
+        rewind(copy);
+    return copy;
+}
+
+int cmd_proto(int argc, char **argv)
+{
+    struct options o;
+    int rc = parse("proto", "[-o FILE.pb.gz] REPORT", 1, argc, argv, &o);
+    if (rc)
+        return rc;
+    if (!o.output && isatty(STDOUT_FILENO))
+        return usage_error("proto", "[-o FILE.pb.gz] REPORT", "%s", "a profile is binary: give -o FILE, or a pipe");
+    const char *path = o.inputs[0];
+    FILE *in = strcmp(path, "-") == 0 ? rewindable(stdin) : fopen(path, "r");
+    if (!in) {
+        fprintf(stderr, "memprof: cannot read %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    /* The runtime's raw C heap report names its sites here; any other
+     * input is read as stacks. */
+    char first[32] = "";
+    bool raw = fgets(first, sizeof first, in) && strncmp(first, "# memprof heap:", 15) == 0;
+    rewind(in);
+    struct stacks s = { 0 };
+    if (!raw && stacks_read(in, path, &s) != 0) {
+        fclose(in);
+        return 1;
+    }
+    struct output out;
+    char why[256] = "";
+    if (!(rc = output_open(&out, o.output))) {
+        bool failed = raw ? heap_report_proto(in, out.fp, why, sizeof why) != 0
+                          : stacks_proto(&s, out.fp, why, sizeof why) != 0;
+        if (failed)
+            fprintf(stderr, "memprof: proto: %s\n", why);
+        rc = output_close(&out, failed);
+    }
+    fclose(in);
+    stacks_free(&s);
+    return rc;
+}
+
 /* A site as people read it: the innermost frame, then "  from" its callers;
  * a Ruby row's "file:line" and class together, as in the table. */
 static void write_site(FILE *out, const char *frames, const char *kind)
@@ -167,6 +223,8 @@ int cmd_diff(int argc, char **argv)
     }
     struct change *changes = calloc(a.count + b.count + 1, sizeof *changes);
     size_t n = 0, i = 0, j = 0;
+    /* Bytes compared only when both sides have them. */
+    bool bytes = a.have_bytes && b.have_bytes;
     while (changes && (i < a.count || j < b.count)) {
         int c = i == a.count ? 1 : j == b.count ? -1 : strcmp(a.rows[i].frames, b.rows[j].frames);
         struct change ch;
@@ -181,6 +239,8 @@ int cmd_diff(int argc, char **argv)
                                   (int64_t)b.rows[j].bytes - (int64_t)a.rows[i].bytes };
             i++, j++;
         }
+        if (!bytes)
+            ch.bytes = 0;
         if (ch.count || ch.bytes)
             changes[n++] = ch;
     }
@@ -189,7 +249,6 @@ int cmd_diff(int argc, char **argv)
         fputs("memprof: diff: out of memory\n", stderr);
         rc = 1;
     } else if (!(rc = output_open(&out, o.output))) {
-        bool bytes = a.have_bytes && b.have_bytes;
         sort_on_bytes = bytes;
         qsort(changes, n, sizeof *changes, by_growth);
         int64_t total_count = 0, total_bytes = 0;

@@ -6,9 +6,11 @@
  * Ruby line outermost of all. How many numbers lead a row tells the report:
  * one or two, the Ruby table; four, the named C heap report; five and an
  * address, the raw one. Sections that are not rows (the threads, the
- * status) are skipped by their "==" headers. */
+ * status) are skipped by their "==" headers. A gzipped pprof profile is
+ * read by pprof.c. */
 #include "stacks.h"
 #include "grow.h"
+#include "pprof.h"
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -318,6 +320,12 @@ static int finish_reading(FILE *in, const char *name, struct stacks *s)
 
 int stacks_read(FILE *in, const char *name, struct stacks *out)
 {
+    if (pprof_looks_like(in)) {
+        if (pprof_read_stacks(in, name, out) != 0)
+            return -1;
+        merge(out);
+        return 0;
+    }
     *out = (struct stacks){ .kind = "collapsed" };
     char *line = NULL;
     size_t cap = 0;

@@ -1,6 +1,6 @@
 /* Stacks with weights, read from any output memprof writes: the Ruby table
  * (with "from" lines for deeper sites), the C heap report (raw or named),
- * a Ruby heap dump (JSON lines) or collapsed stacks. What `memprof
+ * a Ruby heap dump (JSON lines), a pprof profile or collapsed stacks. What `memprof
  * collapse`, `memprof flamegraph` and `memprof diff` work on. */
 #ifndef MEMPROF_TOOLS_STACKS_H
 #define MEMPROF_TOOLS_STACKS_H
@@ -18,7 +18,7 @@ struct stacks {
     struct stack *rows;
     size_t count, cap;
     bool have_bytes;       /* the input gave bytes, not only counts */
-    const char *kind;      /* "ruby", "heap", "dump" or "collapsed" */
+    const char *kind;      /* "ruby", "heap", "dump", "pprof" or "collapsed" */
     bool short_of_memory;  /* while reading: a row or frame could not be kept */
 };
 

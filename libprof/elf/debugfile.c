@@ -76,6 +76,27 @@ static bool read_build_id(Elf *elf, char *hex, size_t hexlen)
     return false;
 }
 
+bool elf_file_extent(const char *path, char *build_id, size_t build_id_len, uint64_t *extent)
+{
+    int fd;
+    Elf *elf = open_elf(path, &fd);
+    if (!elf)
+        return false;
+    if (!read_build_id(elf, build_id, build_id_len) && build_id_len)
+        build_id[0] = '\0';
+    size_t phnum = 0;
+    *extent = 0;
+    elf_getphdrnum(elf, &phnum);
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr + ph.p_memsz > *extent)
+            *extent = ph.p_vaddr + ph.p_memsz;
+    }
+    elf_end(elf);
+    close(fd);
+    return true;
+}
+
 /* .gnu_debuglink: a NUL-terminated name, padded to 4 bytes, then a CRC-32. */
 static bool read_debuglink(Elf *elf, char *name, size_t namelen, unsigned long *crc)
 {

@@ -1,5 +1,6 @@
 /* The reports a profiled process writes when it ends, where the environment
- * says (MEMPROF_OUTPUT, MEMPROF_DUMP, MEMPROF_HEAP_OUTPUT, MEMPROF_HEAP_PPROF):
+ * says (MEMPROF_OUTPUT, MEMPROF_DUMP, MEMPROF_RUBY_TABLE, MEMPROF_HEAP_OUTPUT,
+ * MEMPROF_HEAP_PPROF):
  * "none", "stderr", or a path in which %p is the pid. */
 #include "runtime.h"
 #include "../trace/heap.h"
@@ -134,6 +135,11 @@ static void write_ruby_reports(const char *when)
     out_finish(&h);
     report_at_exit_to(getenv("MEMPROF_DUMP"), "", &(struct report_request){ .kind = MEMPROF_REPORT_RUBY_JSON },
                       NULL, NULL);
+    /* The whole table with bytes, for `memprof run --pprof-proto` to convert. */
+    report_at_exit_to(getenv("MEMPROF_RUBY_TABLE"), "",
+                      &(struct report_request){ .kind = MEMPROF_REPORT_RUBY,
+                                                .flags = ruby_report_flags | MEMPROF_REPORT_BYTES },
+                      NULL, NULL);
     report_at_exit_to(spec && *spec ? spec : "stderr", "",
                       &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .flags = ruby_report_flags,
                                                 .top = ruby_report_top, .filter = getenv("MEMPROF_FILTER") },
@@ -159,7 +165,8 @@ static bool heap_reported_at_end;
 /* `preface`: lines before the raw report (NULL: none). */
 static void write_heap_reports(const char *suffix, bool with_pprof, const char *preface)
 {
-    int flags = env_says_yes("MEMPROF_HEAP_BY_THREAD") ? MEMPROF_REPORT_BY_THREAD : 0;
+    int flags = (env_says_yes("MEMPROF_HEAP_BY_THREAD") ? MEMPROF_REPORT_BY_THREAD : 0) |
+                (env_says_yes("MEMPROF_HEAP_FREED_SITES") ? MEMPROF_REPORT_FREED_SITES : 0);
     report_at_exit_to(getenv("MEMPROF_HEAP_OUTPUT"), suffix,
                       &(struct report_request){ .kind = MEMPROF_REPORT_HEAP, .flags = flags, .preface = preface },
                       NULL, NULL);

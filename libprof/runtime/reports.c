@@ -82,7 +82,9 @@ static int run_report(struct out *o, const struct report_request *r)
     case MEMPROF_REPORT_HEAP:
     case MEMPROF_REPORT_HEAP_PPROF:
         return heap_tracer_report_as(o, r->top, (r->flags & MEMPROF_REPORT_BY_THREAD) != 0,
-                                     r->kind == MEMPROF_REPORT_HEAP_PPROF ? HEAP_FORMAT_PPROF : HEAP_FORMAT_TEXT);
+                                     r->kind == MEMPROF_REPORT_HEAP_PPROF          ? HEAP_FORMAT_PPROF
+                                     : r->flags & MEMPROF_REPORT_FREED_SITES ? HEAP_FORMAT_TEXT_ALL
+                                                                             : HEAP_FORMAT_TEXT);
     case MEMPROF_REPORT_RUBY_JSON:
         return ruby_tracer_dump(o);
     case MEMPROF_REPORT_THREADS:

@@ -45,7 +45,9 @@ bool heap_tracer_running(void);
 enum memprof_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread);
 /* The same rows in another format: HEAP_FORMAT_PPROF, google-pprof's heap
  * profile (live count and bytes, totals, the stack; then the memory map). */
-enum heap_format { HEAP_FORMAT_TEXT, HEAP_FORMAT_PPROF };
+/* TEXT_ALL: the raw text with the sites whose blocks are all freed too (a
+ * count of 0), for their allocation totals (a pprof profile's alloc_*). */
+enum heap_format { HEAP_FORMAT_TEXT, HEAP_FORMAT_TEXT_ALL, HEAP_FORMAT_PPROF };
 enum memprof_status heap_tracer_report_as(struct out *o, unsigned long top, bool by_thread, enum heap_format format);
 /* Live blocks held and bytes of the tracer's tables. */
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes);
