@@ -50,6 +50,7 @@ struct core_report_options {
     const char *filter;
     uint64_t where;              /* the address, for CORE_REPORT_WHERE */
     const char *dump, *pprof;    /* NULL, or files for the Ruby dump and the C heap's pprof profile */
+    const char *proto;           /* NULL, or a file for the report as pprof's profile.proto */
 };
 int core_report(const char *path, FILE *out, const struct core_report_options *opt, char *why, size_t why_size);
 /* A C++ symbol's name demangled (valid until the next call), else `name`. */

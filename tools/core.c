@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "core_image.h"
 #include "output.h"
+#include "pprof.h"
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -34,6 +35,50 @@ static bool heap_report(struct core_image *c, FILE *out, const struct core_repor
     }
     free(raw);
     return ok || core_fail(c, "out of memory");
+}
+
+/* What `write` makes of the core, read back from memory. */
+static FILE *core_text(struct core_image *c, bool (*write)(struct core_image *, FILE *), char **text)
+{
+    size_t len = 0;
+    *text = NULL;
+    FILE *f = open_memstream(text, &len);
+    bool ok = f && write(c, f);
+    if (f)
+        fclose(f);
+    return ok ? fmemopen(*text, len, "r") : NULL;
+}
+
+static bool ruby_table(struct core_image *c, FILE *out)
+{
+    return core_ruby_report(c, out, &(struct core_ruby_options){ 0, NULL });
+}
+
+/* The report as pprof's profile.proto: the Ruby table's (when the report
+ * is Ruby's), else the C heap's. */
+static bool proto_of(struct core_image *c, FILE *out, bool ruby)
+{
+    char *text;
+    FILE *in = core_text(c, ruby ? ruby_table : core_heap_raw, &text);
+    char why[256] = "out of memory";
+    struct stacks s = { 0 };
+    bool ok = in && (ruby ? stacks_read(in, c->path, &s) == 0 && stacks_proto(&s, out, why, sizeof why) == 0
+                          : heap_report_proto(in, out, why, sizeof why) == 0);
+    stacks_free(&s);
+    if (in)
+        fclose(in);
+    free(text);
+    return ok || c->why[0] || core_fail(c, "--pprof-proto: %s", why);
+}
+
+static bool ruby_proto(struct core_image *c, FILE *out)
+{
+    return proto_of(c, out, true);
+}
+
+static bool heap_proto(struct core_image *c, FILE *out)
+{
+    return proto_of(c, out, false);
 }
 
 /* The object recorded at the address: a Ruby object, else the C heap
@@ -103,6 +148,11 @@ int core_report(const char *path, FILE *out, const struct core_report_options *o
             ok = write_file(&c, opt->dump, core_ruby_dump, "--dump: ");
         if (ok && opt->pprof)
             ok = write_file(&c, opt->pprof, core_heap_pprof, "--pprof: ");
+        if (ok && opt->proto)
+            ok = write_file(&c, opt->proto,
+                            kind == CORE_REPORT_RUBY || (kind != CORE_REPORT_HEAP && core_has_ruby(&c)) ? ruby_proto
+                                                                                                         : heap_proto,
+                            "--pprof-proto: ");
     }
     if (!ok)
         snprintf(why, why_size, "memprof: %s", c.why[0] ? c.why : "out of memory");
@@ -155,6 +205,8 @@ int cmd_core(int argc, char **argv)
             opt.dump = argv[++i];
         } else if (strcmp(argv[i], "--pprof") == 0 && i + 1 < argc) {
             opt.pprof = argv[++i];
+        } else if (strcmp(argv[i], "--pprof-proto") == 0 && i + 1 < argc) {
+            opt.proto = argv[++i];
         } else if (strcmp(argv[i], "--bytes") == 0) {
             fputs("memprof: core: --bytes: a Ruby object's bytes are the VM's to measure (rb_obj_memsize_of), "
                   "and no code runs in a core; the C heap report (--heap) has bytes\n",
@@ -179,7 +231,7 @@ int cmd_core(int argc, char **argv)
         }
     }
     if (usage || !path) {
-        fputs("memprof: usage: memprof core [--ruby|--heap|--threads|--status] [--top N] [--filter TEXT] [--dump FILE] [--pprof FILE] [--where ADDRESS] CORE [PROGRAM]\n", stderr);
+        fputs("memprof: usage: memprof core [--ruby|--heap|--threads|--status] [--top N] [--filter TEXT] [--dump FILE] [--pprof FILE] [--pprof-proto FILE] [--where ADDRESS] CORE [PROGRAM]\n", stderr);
         return 2;
     }
     char why[PATH_MAX + 160];
