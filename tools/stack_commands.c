@@ -147,9 +147,14 @@ int cmd_proto(int argc, char **argv)
     }
     /* The runtime's raw C heap report names its sites here; any other
      * input is read as stacks. */
-    char first[32] = "";
+    char first[512] = "";
     bool raw = fgets(first, sizeof first, in) && strncmp(first, "# memprof heap:", 15) == 0;
     rewind(in);
+    if (strncmp(first, "memprof: ", 9) == 0) {   /* the runtime's one-line reason (GDB's memprof-dump) */
+        fputs(first, stderr);
+        fclose(in);
+        return 1;
+    }
     struct stacks s = { 0 };
     if (!raw && stacks_read(in, path, &s) != 0) {
         fclose(in);
