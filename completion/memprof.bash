@@ -5,7 +5,7 @@ _memprof()
     local cur prev words cword
     _init_completion || return
 
-    local commands="run attach threads collapse flamegraph diff symbols symbolize heap-table name-sites safe-point keep crash-helper core"
+    local commands="run attach threads collapse flamegraph diff proto symbols symbolize heap-table name-sites safe-point keep crash-helper core"
     if [[ $cword -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return
@@ -20,19 +20,19 @@ _memprof()
                 _command_offset $((i + 1))
                 return
             fi
-            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--dump|--hook|--wrapper|--on-signal|--peak-report|--site|--frames|--sample|--sample-bytes|--sort|--top|--filter) ]]; then
+            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--pprof-proto|--dump|--hook|--wrapper|--on-signal|--peak-report|--site|--frames|--sample|--sample-bytes|--sort|--top|--filter) ]]; then
                 _command_offset $i
                 return
             fi
         done
         case $prev in
-        -o | --output | --pprof | --dump | --peak-report) _filedir; return ;;
+        -o | --output | --pprof | --pprof-proto | --dump | --peak-report) _filedir; return ;;
         --site) COMPREPLY=($(compgen -W "nearest user" -- "$cur")); return ;;
         --sort) COMPREPLY=($(compgen -W "count bytes" -- "$cur")); return ;;
         --hook | --wrapper | --on-signal | --frames | --sample | --sample-bytes | --top | --filter) return ;;
         esac
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "-o --output --heap --by-thread --wrapper --on-signal --peak-report --pprof --dump --hook --site --frames
+            COMPREPLY=($(compgen -W "-o --output --heap --by-thread --wrapper --on-signal --peak-report --pprof --pprof-proto --dump --hook --site --frames
                 --sample --sample-bytes --bytes --sort --top --filter --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))
@@ -56,16 +56,27 @@ _memprof()
             COMPREPLY=($(compgen -W "-p" -- "$cur"))
         fi
         ;;
-    collapse | flamegraph | diff)
+    collapse | flamegraph | diff | proto)
         case $prev in
         -o) _filedir; return ;;
         --title) return ;;
         esac
         if [[ $cur == -* ]]; then
             local opts="-o"
-            [[ ${words[1]} != diff ]] && opts="$opts --count --bytes"
+            [[ ${words[1]} == @(collapse|flamegraph) ]] && opts="$opts --count --bytes"
             [[ ${words[1]} == flamegraph ]] && opts="$opts --title"
             COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+        else
+            _filedir
+        fi
+        ;;
+    core)
+        case $prev in
+        --dump | --pprof | --pprof-proto) _filedir; return ;;
+        --top | --filter | --where) return ;;
+        esac
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "--ruby --heap --threads --status --bytes --top --filter --dump --pprof --pprof-proto --where" -- "$cur"))
         else
             _filedir
         fi
