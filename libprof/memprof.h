@@ -70,6 +70,8 @@ enum memprof_report_kind {
     MEMPROF_REPORT_THREADS = 5,   /* the thread registry as a table */
     MEMPROF_REPORT_STATUS = 6,    /* what is hooked, the counts, the memory used */
     MEMPROF_REPORT_ALL = 7,       /* STATUS, RUBY with bytes, HEAP and THREADS */
+    MEMPROF_REPORT_HEAP_PEAK = 8, /* HEAP as it was when live bytes were highest,
+                                     with a "# peak" line (MEMPROF_PEAK=1) */
 };
 enum memprof_report_flag {
     MEMPROF_REPORT_BYTES = 1,      /* RUBY: a bytes column (slot + what it owns) */

@@ -66,11 +66,11 @@ static bool read_header(struct raw_report *r, const char *line)
     long pid;
     if (!r->pid && sscanf(line, "# pid %ld", &pid) == 1)
         r->pid = pid;
-    /* Written at the heap's peak (MEMPROF_PEAK_REPORT). */
+    /* A snapshot at the heap's peak (MEMPROF_PEAK_REPORT, --at-peak). */
     uint64_t peak_ms;
     unsigned step;
-    if (sscanf(line, "# peak %*u bytes in %*u blocks, %" SCNu64 " ms after the start (rewritten when live "
-                     "bytes grow by %u%%)", &peak_ms, &step) == 2)
+    if (sscanf(line, "# peak %*u bytes in %*u blocks, %" SCNu64 " ms after the start (within %u%%", &peak_ms,
+               &step) == 2)
         snprintf(r->when, sizeof r->when, "at its peak (%" PRIu64 " ms after the start, within %u%%) of", peak_ms,
                  step);
     /* Written from a signal handler (MEMPROF_ON_SIGNAL). */

@@ -118,6 +118,8 @@ static void usage(FILE *f)
           "  --sort count|bytes  largest count (default) or largest bytes first\n"
           "  --top N             only the first N rows\n"
           "  --filter TEXT       only rows whose file:line:Class contains TEXT\n"
+          "  --at-peak           the report is the C heap as it was when live bytes were\n"
+          "                      highest, within 10% (MEMPROF_PEAK_STEP; implies --heap)\n"
           "  --peak-report FILE  also the C heap as it was at its peak (implies --heap),\n"
           "                      within 10% (MEMPROF_PEAK_STEP); written even if COMMAND\n"
           "                      is killed (the OOM killer)\n"
@@ -704,6 +706,10 @@ static int cmd_run(int argc, char **argv)
             i++;
             break;
         } else if (strcmp(a, "--heap") == 0) {
+            heap = true;
+        } else if (strcmp(a, "--at-peak") == 0) {
+            /* The report is the C heap as it was at its peak. */
+            setenv("MEMPROF_HEAP_AT_PEAK", "1", 1);
             heap = true;
         } else if (strcmp(a, "--hook") == 0) {
             /* SPEC, as memprof-hook's words; several are joined with ';'. */

@@ -96,7 +96,7 @@ EXPORT int memprof_hide_file(const char *file)
 EXPORT int memprof_report(int kind, int flags, unsigned long top, unsigned since, const char *filter,
                           const char *path)
 {
-    if (kind < MEMPROF_REPORT_AUTO || kind > MEMPROF_REPORT_ALL || (path && !*path))
+    if (kind < MEMPROF_REPORT_AUTO || kind > MEMPROF_REPORT_HEAP_PEAK || (path && !*path))
         return call_done(MEMPROF_BAD_ARGUMENT, NULL);
     seal_if_gdb_text(path);
     struct report_request r = { .kind = kind, .flags = flags, .top = top, .since = since, .filter = filter };

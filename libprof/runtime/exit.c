@@ -161,14 +161,23 @@ void ruby_report_at_exit(void)
  * what live objects hold (libxml2 documents, ...), and at exit again, into
  * SPEC.teardown, what teardown left: leaks. */
 static bool heap_reported_at_end;
+/* MEMPROF_HEAP_AT_PEAK: the main report is the peak's snapshot. */
+static bool heap_at_peak;
 
-/* `preface`: lines before the raw report (NULL: none). */
+int heap_flags(void)
+{
+    return (env_says_yes("MEMPROF_HEAP_BY_THREAD") ? MEMPROF_REPORT_BY_THREAD : 0) |
+           (env_says_yes("MEMPROF_HEAP_FREED_SITES") ? MEMPROF_REPORT_FREED_SITES : 0);
+}
+
+/* `preface`: lines before the raw report (NULL: none). What teardown left
+ * (.teardown) is the table at exit, also with --at-peak. */
 static void write_heap_reports(const char *suffix, bool with_pprof, const char *preface)
 {
-    int flags = (env_says_yes("MEMPROF_HEAP_BY_THREAD") ? MEMPROF_REPORT_BY_THREAD : 0) |
-                (env_says_yes("MEMPROF_HEAP_FREED_SITES") ? MEMPROF_REPORT_FREED_SITES : 0);
+    bool peak = heap_at_peak && !*suffix;
     report_at_exit_to(getenv("MEMPROF_HEAP_OUTPUT"), suffix,
-                      &(struct report_request){ .kind = MEMPROF_REPORT_HEAP, .flags = flags, .preface = preface },
+                      &(struct report_request){ .kind = peak ? MEMPROF_REPORT_HEAP_PEAK : MEMPROF_REPORT_HEAP,
+                                                .flags = heap_flags(), .preface = peak ? NULL : preface },
                       NULL, NULL);
     if (with_pprof)
         report_at_exit_to(getenv("MEMPROF_HEAP_PPROF"), suffix,
@@ -191,8 +200,9 @@ static void heap_report_at_exit(void)
     heap_tracer_stop();
 }
 
-void exit_reports_want_heap(void)
+void exit_reports_want_heap(bool at_peak)
 {
+    heap_at_peak = at_peak;
     heap_ruby_at_program_end(heap_report_at_program_end);
     atexit(heap_report_at_exit);
 }
@@ -221,9 +231,9 @@ void exit_reports_at_signal(int number)
         reentry_leave();
 }
 
-/* The raw heap report, now, where `spec` says, after `preface` (peak.c). */
-void exit_reports_heap_to(const char *spec, const char *preface)
+/* The heap's peak snapshot, now, where `spec` says (peak.c). */
+void exit_reports_heap_peak_to(const char *spec)
 {
-    report_at_exit_to(spec, "", &(struct report_request){ .kind = MEMPROF_REPORT_HEAP, .preface = preface }, NULL,
-                      NULL);
+    report_at_exit_to(spec, "", &(struct report_request){ .kind = MEMPROF_REPORT_HEAP_PEAK, .flags = heap_flags() },
+                      NULL, NULL);
 }

@@ -1,70 +1,46 @@
-/* The report at the C heap's peak (MEMPROF_PEAK_REPORT=FILE): a process the
- * OOM killer ends, with no core and no exit, still leaves where its memory
- * went. A thread of memprof's own reads the live total now and then (the
- * report's exact reading without its rows; no hook waits for it) and
- * rewrites FILE, whole, each time live bytes pass those of the report on
- * disk by MEMPROF_PEAK_STEP percent. */
+/* The C heap's peak, followed when the environment asks (MEMPROF_PEAK=1,
+ * MEMPROF_HEAP_AT_PEAK, MEMPROF_PEAK_REPORT): the hooks snapshot the report
+ * whenever live bytes pass the last snapshot's by MEMPROF_PEAK_STEP percent
+ * (trace/heap_peak.h). With MEMPROF_PEAK_REPORT=FILE a thread of memprof's
+ * own also writes each new snapshot to FILE, whole, within 100 ms of it: a
+ * process the OOM killer ends, with no core and no exit, still leaves where
+ * its memory went. */
 #include "runtime.h"
 #include "../trace/heap.h"
+#include "../trace/heap_peak.h"
 #include "../util/reentry.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define MIN_INTERVAL_NS 100000000ull   /* 100 ms */
+#define INTERVAL_NS 100000000ull   /* 100 ms */
 
-static unsigned long step_percent = 10;
-static uint64_t start_ns;
-/* MEMPROF_PEAK_REPORT, read once at start-up: the watcher must not call
+/* MEMPROF_PEAK_REPORT, read once at start-up: the writer must not call
  * getenv while the program may be calling setenv. */
 static char spec[4096];
+static uint64_t written;   /* the generation of the snapshot in the file */
+static pthread_mutex_t writing = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t now_ns(void)
+/* The newest snapshot into the file, if it is not there yet. */
+static void write_newest(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+    pthread_mutex_lock(&writing);
+    uint64_t generation = heap_peak_generation();
+    if (generation != written) {
+        exit_reports_heap_peak_to(spec);
+        written = generation;
+    }
+    pthread_mutex_unlock(&writing);
 }
 
 static void *watch(void *unused)
 {
     (void)unused;
     reentry_enter();   /* whatever this thread does is memprof's: never recorded */
-    uint64_t interval = MIN_INTERVAL_NS, reported = 0;
-    bool any = false;
     for (;;) {
-        nanosleep(&(struct timespec){ (time_t)(interval / 1000000000ull), (long)(interval % 1000000000ull) },
-                  NULL);
-        if (!heap_tracer_running())
-            continue;
-        uint64_t began = now_ns(), bytes;
-        size_t blocks;
-        if (heap_tracer_live(&bytes, &blocks) != MEMPROF_OK)
-            continue;   /* a report or a hook has the tables: next time */
-        /* At most about 5% of a core: wait 20 times what a reading took. */
-        uint64_t spent = now_ns() - began;
-        interval = spent * 20 > MIN_INTERVAL_NS ? spent * 20 : MIN_INTERVAL_NS;
-        if (any && bytes <= reported + reported / 100 * step_percent)
-            continue;
-        if (!bytes)
-            continue;
-        char preface[160];
-        struct out p;
-        out_init_fd(&p, -1, preface, sizeof preface);
-        out_str(&p, "# peak ");
-        out_u64(&p, bytes);
-        out_str(&p, " bytes in ");
-        out_u64(&p, blocks);
-        out_str(&p, " blocks, ");
-        out_u64(&p, (now_ns() - start_ns) / 1000000);
-        out_str(&p, " ms after the start (rewritten when live bytes grow by ");
-        out_u64(&p, step_percent);
-        out_str(&p, "%)\n");
-        out_finish(&p);
-        exit_reports_heap_to(spec, preface);
-        reported = bytes;
-        any = true;
+        nanosleep(&(struct timespec){ 0, (long)INTERVAL_NS }, NULL);
+        write_newest();
     }
     return NULL;
 }
@@ -83,11 +59,23 @@ static void start_watching(void)
     pthread_attr_destroy(&attr);
 }
 
-/* A forked child has no watcher: its own, for its own report (SPEC.PID.NAME). */
+/* At exit: the last snapshot, which the thread may not have written yet. */
+static void write_at_exit(void)
+{
+    bool entered = reentry_enter();
+    heap_peak_settle();
+    write_newest();
+    if (entered)
+        reentry_leave();
+}
+
+/* A forked child has no writer: its own, for its own report (SPEC.PID.NAME),
+ * from its first snapshot of its own on. */
 static void after_fork_in_child(void)
 {
     bool entered = reentry_enter();
-    start_ns = now_ns();
+    pthread_mutex_init(&writing, NULL);
+    written = heap_peak_generation();
     start_watching();
     if (entered)
         reentry_leave();
@@ -96,15 +84,21 @@ static void after_fork_in_child(void)
 void peak_reports_init(unsigned long step)
 {
     const char *value = getenv("MEMPROF_PEAK_REPORT");
-    if (!value || !*value || strcmp(value, "none") == 0)
-        return;
-    if (strlen(value) >= sizeof spec) {
+    bool report = value && *value && strcmp(value, "none") != 0;
+    if (report && strlen(value) >= sizeof spec) {
         say("memprof: ignoring MEMPROF_PEAK_REPORT: the path is too long", (char *)NULL);
+        report = false;
+    }
+    if (!report && !env_says_yes("MEMPROF_PEAK") && !env_says_yes("MEMPROF_HEAP_AT_PEAK"))
+        return;
+    if (heap_peak_track((unsigned)step, heap_flags()) != MEMPROF_OK) {
+        say("memprof: cannot follow the C heap's peak: its tables are busy", (char *)NULL);
         return;
     }
+    if (!report)
+        return;
     strcpy(spec, value);
-    step_percent = step;
-    start_ns = now_ns();
     start_watching();
+    atexit(write_at_exit);
     pthread_atfork(NULL, NULL, after_fork_in_child);
 }

@@ -5,6 +5,7 @@
 #include "../hook/pool.h"
 #include "../trace/heap.h"
 #include "../trace/heap_custom.h"
+#include "../trace/heap_peak.h"
 #include "../trace/ruby.h"
 #include "../trace/threads.h"
 #include "../util/atomic_file.h"
@@ -60,6 +61,32 @@ static void write_status(struct out *o)
     out_str(o, ")\n");
 }
 
+/* The snapshot at the peak, copied out first: the file written after, with
+ * the snapshots free to go on. */
+static int write_heap_peak(struct out *o)
+{
+    heap_peak_settle();
+    struct out copy;
+    out_init_mem(&copy);
+    bool have;
+    int status = copy.error ? MEMPROF_NO_MEMORY : heap_peak_write(&copy, &have);
+    if (status == MEMPROF_OK && copy.error)
+        status = MEMPROF_NO_MEMORY;
+    if (status == MEMPROF_OK && have)
+        out_bytes(o, copy.buf, copy.len);
+    out_release_mem(&copy);
+    struct out m;
+    if (status == MEMPROF_BAD_ARGUMENT) {
+        message_begin(&m);
+        out_str(&m, "memprof: the C heap's peak is not followed in this process: set MEMPROF_PEAK=1 before it starts");
+        out_finish(&m);
+    } else if (status == MEMPROF_OK && !have) {
+        /* Every snapshot so far met another report. */
+        status = MEMPROF_BUSY;
+    }
+    return status;
+}
+
 static enum memprof_report_kind resolve_auto(enum memprof_report_kind kind)
 {
     if (kind != MEMPROF_REPORT_AUTO)
@@ -85,6 +112,8 @@ static int run_report(struct out *o, const struct report_request *r)
                                      r->kind == MEMPROF_REPORT_HEAP_PPROF          ? HEAP_FORMAT_PPROF
                                      : r->flags & MEMPROF_REPORT_FREED_SITES ? HEAP_FORMAT_TEXT_ALL
                                                                              : HEAP_FORMAT_TEXT);
+    case MEMPROF_REPORT_HEAP_PEAK:
+        return write_heap_peak(o);
     case MEMPROF_REPORT_RUBY_JSON:
         return ruby_tracer_dump(o);
     case MEMPROF_REPORT_THREADS:

@@ -53,14 +53,20 @@ void ruby_report_at_exit(void);
 /* Whether a Ruby process reports at exit, and how: MEMPROF_SORT, MEMPROF_TOP,
  * MEMPROF_BYTES (startup.c reads them). */
 void exit_reports_want_ruby(bool wanted, int flags, unsigned long top);
-/* MEMPROF_HEAP_OUTPUT, MEMPROF_HEAP_PPROF: at the program's end and at exit. */
-void exit_reports_want_heap(void);
+/* MEMPROF_HEAP_OUTPUT, MEMPROF_HEAP_PPROF: at the program's end and at exit;
+ * `at_peak`: the first as it was at the peak (MEMPROF_HEAP_AT_PEAK). */
+void exit_reports_want_heap(bool at_peak);
+/* The heap reports' flags the environment asks for (MEMPROF_HEAP_BY_THREAD,
+ * MEMPROF_HEAP_FREED_SITES). */
+int heap_flags(void);
 /* The same reports now, from a handler of signal `number` (signals.c). */
 void exit_reports_at_signal(int number);
-/* The raw heap report, now, where `spec` says, after `preface` (peak.c). */
-void exit_reports_heap_to(const char *spec, const char *preface);
+/* The heap's peak snapshot, now, where `spec` says (peak.c). */
+void exit_reports_heap_peak_to(const char *spec);
 
-/* --- peak.c: MEMPROF_PEAK_REPORT, rewritten when live bytes grow by `step` % */
+/* --- peak.c: the C heap's peak followed (MEMPROF_PEAK, MEMPROF_HEAP_AT_PEAK,
+ * MEMPROF_PEAK_REPORT), snapshots when live bytes grow by `step` %; the
+ * last one kept in MEMPROF_PEAK_REPORT's file. */
 void peak_reports_init(unsigned long step);
 
 /* --- signals.c: MEMPROF_ON_SIGNAL ------------------------------------------- */

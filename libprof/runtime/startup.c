@@ -113,7 +113,7 @@ static void start_from_environment(void)
         if (heap_frames > 1 && !heap_tracer_has_backtraces())
             say("memprof: backtraces need libunwind (the Debian package libunwind8): "
                 "recording call sites only", (char *)NULL);
-        exit_reports_want_heap();
+        exit_reports_want_heap(env_says_yes("MEMPROF_HEAP_AT_PEAK"));
         hooks_from_environment();
         peak_reports_init(env_number("MEMPROF_PEAK_STEP", 1, 1000, 10));
     }

@@ -22,6 +22,7 @@
 #include "heap_thread.h"
 #include "heap_cxx.h"
 #include "heap_sample.h"
+#include "heap_peak.h"
 #include "heap_wrappers.h"
 #include "../hook/got.h"
 #include "../util/pages.h"
@@ -502,6 +503,8 @@ HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, u
     OWNER_ADD(r->live_bytes, bytes);
     if (r->live_bytes > r->peak_bytes)
         __atomic_store_n(&r->peak_bytes, r->live_bytes, __ATOMIC_RELAXED);
+    if (__builtin_expect(heap.peak_tracking, 0))   /* last: a snapshot has this block */
+        heap_peak_grew(t, bytes);
 }
 
 /* The checks before a record: the thread that records the block at `p`
@@ -542,8 +545,17 @@ static struct block_slot *held_slot(struct heap_thread *t, uintptr_t p)
     return y->addr == p ? y : block_table_find(&t->blocks, p);
 }
 
+/* A block its owner freed: gone from the peak's count too (out of line,
+ * as the sampled scaling is). */
+COLD void peak_freed(struct heap_thread *t, uint64_t word)
+{
+    heap_peak_shrank(t, counted_bytes(BLOCK_WORD_SIZE(word)));
+}
+
 HOT void drop_young(struct heap_thread *t, struct block_slot *y)
 {
+    if (__builtin_expect(heap.peak_tracking, 0))
+        peak_freed(t, y->word);
     forget(t, y->addr, y->word);
     __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
 }
@@ -553,10 +565,16 @@ static void drop_held(struct heap_thread *t, struct block_slot *s)
     if (s >= t->young && s < t->young + YOUNG_SLOTS) {
         drop_young(t, s);
     } else {
+        if (heap.peak_tracking)
+            peak_freed(t, s->word);
         forget(t, s->addr, s->word);
         block_table_remove(&t->blocks, s);
     }
 }
+
+/* A custom allocator's block is keyed by its address with this bit set
+ * (user addresses have 47 bits): never a malloc block's key. */
+#define CUSTOM_BLOCK_TAG ((uintptr_t)1 << 62)
 
 /* How a free is recorded, decided before the real free runs (see the top). */
 struct free_plan {
@@ -564,6 +582,7 @@ struct free_plan {
     bool held;          /* this thread holds a block at the address */
     bool numbered;      /* and the free takes a number */
     uint64_t number;
+    size_t usable;      /* another thread's malloc block: its size, for the peak */
 };
 
 static bool plan_free(struct free_plan *f, void *p)
@@ -576,6 +595,10 @@ static bool plan_free(struct free_plan *f, void *p)
     f->numbered = !s || s->number != read_number();
     if (f->numbered)
         f->number = take_number();
+    /* Its owner's record says its size; the owner is another thread, so
+     * the allocator's (a few bytes more) stands in. */
+    f->usable = !s && heap.peak_tracking && !heap.sample_bytes && !((uintptr_t)p & CUSTOM_BLOCK_TAG)
+                    ? malloc_usable_size(p) : 0;
     return true;
 }
 
@@ -588,16 +611,14 @@ static void finish_free(const struct free_plan *f, void *p)
         if (s)
             drop_held(t, s);
     }
+    if (f->usable)
+        heap_peak_shrank(t, f->usable);
     if (f->numbered) {
         uint64_t old;
         if (block_table_put(&t->freed, (uintptr_t)p, f->number, 0, &old) == BLOCK_PUT_NO_MEMORY)
             t->dropped++;
     }
 }
-
-/* A custom allocator's block is keyed by its address with this bit set
- * (user addresses have 47 bits): never a malloc block's key. */
-#define CUSTOM_BLOCK_TAG ((uintptr_t)1 << 62)
 
 void heap_note_custom_alloc(void *p, size_t size, void *site)
 {
@@ -967,6 +988,7 @@ void heap_tracer_after_fork(void)
      * is gone with it. The other threads' tables stay: their blocks are in
      * this process's heap too. */
     spin_reset(&heap.report_lock);
+    heap_peak_after_fork();
     readers_after_fork();
     heap_ruby_after_fork();
     for (struct heap_thread *t = heap.threads; t; t = t->next)

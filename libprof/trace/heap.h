@@ -49,6 +49,9 @@ enum memprof_status heap_tracer_report(struct out *o, unsigned long top, bool by
  * count of 0), for their allocation totals (a pprof profile's alloc_*). */
 enum heap_format { HEAP_FORMAT_TEXT, HEAP_FORMAT_TEXT_ALL, HEAP_FORMAT_PPROF };
 enum memprof_status heap_tracer_report_as(struct out *o, unsigned long top, bool by_thread, enum heap_format format);
+/* The same, with the live bytes and blocks the report counted. */
+enum memprof_status heap_tracer_report_totals(struct out *o, unsigned long top, bool by_thread,
+                                              enum heap_format format, uint64_t *live_bytes, size_t *live_blocks);
 /* Live blocks held and bytes of the tracer's tables. */
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes);
 void heap_tracer_after_fork(void);

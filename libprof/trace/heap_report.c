@@ -429,7 +429,8 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
 
 static enum memprof_status report_locked(struct out *o, unsigned long top, bool by_thread,
                                       enum heap_format format, struct report_memory *mem,
-                                      struct intern_table *frames, struct intern_table *groups)
+                                      struct intern_table *frames, struct intern_table *groups,
+                                      uint64_t *live_bytes_out, size_t *live_blocks_out)
 {
     struct thread_view *view;
     size_t views, live_blocks, i;
@@ -437,6 +438,8 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
     enum memprof_status status = read_live(mem, &view, &views, &live_blocks, &live_bytes);
     if (status != MEMPROF_OK)
         return status;
+    *live_bytes_out = live_bytes;
+    *live_blocks_out = live_blocks;
     size_t origins = 0;
     for (i = 0; i < views; i++)
         origins += view[i].origin_count;
@@ -549,18 +552,27 @@ static void end_reading(void)
     spin_unlock(&heap.report_lock);
 }
 
-enum memprof_status heap_tracer_report_as(struct out *o, unsigned long top, bool by_thread, enum heap_format format)
+enum memprof_status heap_tracer_report_totals(struct out *o, unsigned long top, bool by_thread,
+                                              enum heap_format format, uint64_t *live_bytes, size_t *live_blocks)
 {
     if (!begin_reading())
         return MEMPROF_BUSY;
     struct report_memory mem = { 0 };
     struct intern_table frames = { 0 }, groups = { 0 };
-    enum memprof_status status = report_locked(o, top, by_thread, format, &mem, &frames, &groups);
+    enum memprof_status status =
+        report_locked(o, top, by_thread, format, &mem, &frames, &groups, live_bytes, live_blocks);
     end_reading();
     intern_free(&frames);
     intern_free(&groups);
     report_free(&mem);
     return status;
+}
+
+enum memprof_status heap_tracer_report_as(struct out *o, unsigned long top, bool by_thread, enum heap_format format)
+{
+    uint64_t bytes;
+    size_t blocks;
+    return heap_tracer_report_totals(o, top, by_thread, format, &bytes, &blocks);
 }
 
 enum memprof_status heap_tracer_live(uint64_t *bytes, size_t *blocks)

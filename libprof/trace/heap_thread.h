@@ -104,6 +104,7 @@ struct heap_thread {
     size_t charge_min, charge_max;
     int64_t sample_left;               /* bytes to the next sample point (heap_sample.h), */
     uint64_t sample_state;             /* its random generator (beside the charge: one line) */
+    int64_t peak_delta;                /* live bytes not yet passed on (heap_peak.h) */
     struct heap_ruby_cache ruby_lines;
 };
 
@@ -112,6 +113,7 @@ struct heap_thread {
 
 struct heap_state {
     bool running;
+    bool peak_tracking;                /* the hooks count live bytes (heap_peak.h) */
     int frames;                        /* frames recorded per site (MEMPROF_HEAP_FRAMES) */
     struct heap_thread *threads;       /* newest first */
     uint32_t thread_count;             /* serial numbers handed out */
