@@ -32,7 +32,7 @@ _memprof()
         --hook | --wrapper | --on-signal | --frames | --sample | --sample-bytes | --top | --filter) return ;;
         esac
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "-o --output --heap --by-thread --wrapper --on-signal --peak-report --pprof --pprof-proto --dump --hook --site --frames
+            COMPREPLY=($(compgen -W "-o --output --heap --at-peak --by-thread --wrapper --on-signal --peak-report --pprof --pprof-proto --dump --hook --site --frames
                 --sample --sample-bytes --bytes --sort --top --filter --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))
