@@ -11,6 +11,7 @@ int cmd_collapse(int argc, char **argv);   /* memprof collapse REPORT */
 int cmd_flamegraph(int argc, char **argv); /* memprof flamegraph REPORT */
 int cmd_diff(int argc, char **argv);       /* memprof diff BEFORE AFTER */
 int cmd_proto(int argc, char **argv);      /* memprof proto [-o FILE] REPORT */
+int cmd_timeline(int argc, char **argv);   /* memprof timeline [-o FILE.svg|.csv] TIMELINE */
 int cmd_heap_table(int argc, char **argv); /* memprof heap-table [FILE] */
 int cmd_name_sites(int argc, char **argv); /* memprof name-sites < TEXT */
 int cmd_safe_point(int argc, char **argv); /* memprof safe-point < BACKTRACES */
@@ -53,6 +54,10 @@ struct core_report_options {
     const char *proto;           /* NULL, or a file for the report as pprof's profile.proto */
 };
 int core_report(const char *path, FILE *out, const struct core_report_options *opt, char *why, size_t why_size);
+/* The runtime's timeline (MEMPROF_TIMELINE) as a chart or a series: SVG
+ * when `output` ends in .svg, CSV for .csv or stdout (NULL). An exit
+ * status, after a line naming the problem. */
+int timeline_convert(FILE *raw, const char *raw_name, const char *output);
 /* A C++ symbol's name demangled (valid until the next call), else `name`. */
 const char *demangle(const char *name);
 #endif

@@ -4,6 +4,7 @@
  * bottom; frames of a level in name order; each box has a tooltip with its
  * figures. Plain SVG 1.1, no script: it opens in any browser. */
 #include "flamegraph.h"
+#include "svg.h"
 #include "grow.h"
 #include <inttypes.h>
 #include <stdlib.h>
@@ -61,22 +62,6 @@ static void free_node(struct node *n)
     free(n->name);
 }
 
-static void xml_text(FILE *out, const char *s, size_t max)
-{
-    for (size_t i = 0; s[i] && i < max; i++) {
-        switch (s[i]) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&apos;", out); break;
-        default:
-            if ((unsigned char)s[i] >= 0x20)
-                fputc(s[i], out);
-        }
-    }
-}
-
 struct layout {
     FILE *out;
     uint64_t total;
@@ -107,7 +92,7 @@ static void draw(const struct layout *l, const struct node *n, double x, int lev
     int r, g, b;
     colour(n->name, &r, &g, &b);
     fputs("<g><title>", l->out);
-    xml_text(l->out, n->name, (size_t)-1);
+    svg_text(l->out, n->name, (size_t)-1);
     fprintf(l->out, " (%" PRIu64 " %s, %.2f%%)</title>", n->weight, l->unit,
             l->total ? 100.0 * (double)n->weight / (double)l->total : 0.0);
     fprintf(l->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" rx=\"2\"/>",
@@ -117,9 +102,9 @@ static void draw(const struct layout *l, const struct node *n, double x, int lev
         size_t len = strlen(n->name);
         fprintf(l->out, "<text x=\"%.1f\" y=\"%.1f\">", MARGIN + x + 3, y + 11.5);
         if (len <= fits) {
-            xml_text(l->out, n->name, len);
+            svg_text(l->out, n->name, len);
         } else {
-            xml_text(l->out, n->name, fits - 2);
+            svg_text(l->out, n->name, fits - 2);
             fputs("..", l->out);
         }
         fputs("</text>", l->out);
@@ -165,7 +150,7 @@ int flamegraph_write(const struct stacks *s, FILE *out, const char *title, bool 
                  "<rect x=\"0\" y=\"0\" width=\"1200\" height=\"%d\" fill=\"#fbfbf4\"/>\n"
                  "<text x=\"600\" y=\"24\" text-anchor=\"middle\" style=\"font-size: 17px\">",
             l.height, l.height, l.height);
-    xml_text(out, title, (size_t)-1);
+    svg_text(out, title, (size_t)-1);
     fprintf(out, " (%" PRIu64 " %s live)</text>\n", root.weight, l.unit);
     draw(&l, &root, 0, 0);
     fputs("</svg>\n", out);

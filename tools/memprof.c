@@ -39,6 +39,7 @@ static void usage(FILE *f)
           "       memprof flamegraph [--count|--bytes] [--title TEXT] [-o FILE.svg] REPORT\n"
           "       memprof diff [-o FILE] BEFORE AFTER\n"
           "       memprof proto [-o FILE.pb.gz] REPORT\n"
+          "       memprof timeline [-o FILE.svg|FILE.csv] TIMELINE\n"
           "       memprof symbols FILE\n"
           "       memprof symbolize FILE ADDRESS...\n"
           "       memprof heap-table [--top N] [--filter TEXT] [FILE|-]\n"
@@ -69,6 +70,8 @@ static void usage(FILE *f)
           "              Grafana, speedscope): a raw C heap report (MEMPROF_HEAP_OUTPUT's)\n"
           "              named here, with every sample type; a Ruby table or dump\n"
           "  (collapse, flamegraph and diff also read such profiles)\n"
+          "  timeline    the runtime's MEMPROF_TIMELINE file as a chart (-o FILE.svg) or\n"
+          "              a CSV series (-o FILE.csv, or stdout)\n"
           "\n"
           "  symbols  list the function symbols of an ELF FILE (from .symtab or .dynsym, or\n"
           "           its separate debug file), and where they come from\n"
@@ -120,6 +123,9 @@ static void usage(FILE *f)
           "  --filter TEXT       only rows whose file:line:Class contains TEXT\n"
           "  --at-peak           the report is the C heap as it was when live bytes were\n"
           "                      highest, within 10% (MEMPROF_PEAK_STEP; implies --heap)\n"
+          "  --timeline FILE     the C heap over time (implies --heap): FILE.svg a stacked\n"
+          "                      area chart of the sites that held the most, the peak\n"
+          "                      marked; FILE.csv the series (MEMPROF_TIMELINE)\n"
           "  --peak-report FILE  also the C heap as it was at its peak (implies --heap),\n"
           "                      within 10% (MEMPROF_PEAK_STEP); written even if COMMAND\n"
           "                      is killed (the OOM killer)\n"
@@ -542,6 +548,8 @@ static pid_t pid_of_beside(const char *name, size_t prefix_len)
 
 /* --peak-report FILE, resolved; "" when not asked for. */
 static char peak_output[PATH_MAX];
+/* --timeline FILE.svg|FILE.csv, resolved; "" when not asked for. */
+static char timeline_output[PATH_MAX];
 
 /* --heap: run COMMAND, then name the sites of each profiled process's raw
  * heap report: COMMAND's own to stderr or `output`, any other process's to
@@ -567,6 +575,10 @@ static int run_with_heap_report(char **argv, const char *output)
     snprintf(peak_raw, sizeof peak_raw, "%s.peak", raw);
     if (*peak_output)
         setenv("MEMPROF_PEAK_REPORT", peak_raw, 1);
+    char timeline_raw[PATH_MAX + 16];
+    snprintf(timeline_raw, sizeof timeline_raw, "%s.timeline", raw);
+    if (*timeline_output)
+        setenv("MEMPROF_TIMELINE", timeline_raw, 1);
     struct timespec since;
     run_start_time(&since);
     int status;
@@ -606,6 +618,26 @@ static int run_with_heap_report(char **argv, const char *output)
         free(mine);
     }
     free_names(others, n);
+    if (*timeline_output) {
+        /* COMMAND's own, drawn; those of the processes it started are not
+         * kept. */
+        FILE *in = fopen(timeline_raw, "r");
+        if (in) {
+            int timeline_rc = timeline_convert(in, timeline_raw, timeline_output);
+            if (timeline_rc && !rc)
+                rc = timeline_rc;
+            fclose(in);
+            unlink(timeline_raw);
+        } else {
+            fprintf(stderr, "memprof: %s (pid %ld) wrote no timeline: it %s\n", argv[0], (long)pid,
+                    WIFSIGNALED(status) ? "was killed by a signal" : "ended without running its exit handlers (_exit)");
+        }
+        char **extra;
+        size_t extra_count = reports_beside(timeline_raw, &since, &extra);
+        for (size_t i = 0; i < extra_count; i++)
+            unlink(extra[i]);
+        free_names(extra, extra_count);
+    }
     if (*peak_output) {
         /* COMMAND's own peak, named; those of the processes it started are
          * not kept (the exit reports above say where their heaps went). */
@@ -730,6 +762,17 @@ static int cmd_run(int argc, char **argv)
             if (rc)
                 return rc;
             heap = true;
+        } else if (strcmp(a, "--timeline") == 0) {
+            /* The C heap over time, drawn (FILE.svg) or as a series (FILE.csv). */
+            if (i + 1 >= argc)
+                return fail("%s needs a file name (FILE.svg or FILE.csv)", a, NULL);
+            const char *dot = strrchr(argv[i + 1], '.');
+            if (!dot || (strcmp(dot, ".svg") != 0 && strcmp(dot, ".csv") != 0))
+                return fail("--timeline %s: name it FILE.svg (a chart) or FILE.csv (the series)", argv[i + 1], NULL);
+            int rc = memprof_resolve_output(argv[++i], timeline_output, sizeof timeline_output);
+            if (rc)
+                return rc;
+            heap = true;
         } else if (strcmp(a, "--pprof-proto") == 0) {
             /* COMMAND's report as pprof's profile.proto, made when it ends. */
             if (i + 1 >= argc)
@@ -827,6 +870,7 @@ int main(int argc, char **argv)
         { "run", cmd_run },           { "attach", cmd_attach }, { "threads", cmd_threads },
         { "collapse", cmd_collapse }, { "flamegraph", cmd_flamegraph }, { "diff", cmd_diff },
         { "proto", cmd_proto },
+        { "timeline", cmd_timeline },
         { "symbols", cmd_symbols },   { "symbolize", cmd_symbolize },
         { "heap-table", cmd_heap_table }, { "name-sites", cmd_name_sites },
         { "safe-point", cmd_safe_point }, { "keep", cmd_keep }, { "crash-helper", cmd_crash_helper },

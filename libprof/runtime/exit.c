@@ -59,7 +59,7 @@ static void write_process_name(struct out *o)
 /* Where this process writes a report that `spec` names: %p becomes the pid;
  * a process other than the owner writes SPEC.PID.NAME beside it, so that no
  * profiled process replaces another's report. False if it does not fit. */
-static bool expand_output_path(const char *spec, char *path, size_t size)
+bool expand_output_path(const char *spec, char *path, size_t size)
 {
     struct out o;
     out_init_fd(&o, -1, path, size);

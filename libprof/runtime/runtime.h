@@ -61,6 +61,9 @@ void exit_reports_want_heap(bool at_peak);
 int heap_flags(void);
 /* The same reports now, from a handler of signal `number` (signals.c). */
 void exit_reports_at_signal(int number);
+/* Where this process writes what `spec` names: %p is the pid; a process
+ * other than the owner writes SPEC.PID.NAME. False if it does not fit. */
+bool expand_output_path(const char *spec, char *path, size_t size);
 /* The heap's peak snapshot, now, where `spec` says (peak.c). */
 void exit_reports_heap_peak_to(const char *spec);
 
@@ -68,6 +71,10 @@ void exit_reports_heap_peak_to(const char *spec);
  * MEMPROF_PEAK_REPORT), snapshots when live bytes grow by `step` %; the
  * last one kept in MEMPROF_PEAK_REPORT's file. */
 void peak_reports_init(unsigned long step);
+
+/* --- timeline.c: MEMPROF_TIMELINE, sampled every `interval_ms` (doubling
+ * every 1000 samples) by a thread of memprof's own ----------------------- */
+void timeline_init(unsigned long interval_ms);
 
 /* --- signals.c: MEMPROF_ON_SIGNAL ------------------------------------------- */
 void signal_reports_init(void);

@@ -116,6 +116,7 @@ static void start_from_environment(void)
         exit_reports_want_heap(env_says_yes("MEMPROF_HEAP_AT_PEAK"));
         hooks_from_environment();
         peak_reports_init(env_number("MEMPROF_PEAK_STEP", 1, 1000, 10));
+        timeline_init(env_number("MEMPROF_TIMELINE_INTERVAL", 1, 60000, 10));
     }
     if (env_says_yes("MEMPROF_THREADS"))
         tracers_start(MEMPROF_THREADS);

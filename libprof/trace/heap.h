@@ -52,6 +52,25 @@ enum memprof_status heap_tracer_report_as(struct out *o, unsigned long top, bool
 /* The same, with the live bytes and blocks the report counted. */
 enum memprof_status heap_tracer_report_totals(struct out *o, unsigned long top, bool by_thread,
                                               enum heap_format format, uint64_t *live_bytes, size_t *live_blocks);
+/* The live bytes of each call site now as its allocating threads count
+ * them (a block freed by another thread still counts until a report), the
+ * `k` largest into `top`, largest first; *total the sum over every site.
+ * No malloc, no lock: `scratch` (zeroed at first) keeps its pages between
+ * calls. Returns how many are in `top`. */
+struct heap_site_bytes {
+    uintptr_t site;
+    uint64_t bytes;
+};
+struct heap_site_scratch {
+    struct heap_site_bytes *map;
+    size_t capacity;
+};
+size_t heap_tracer_site_bytes(struct heap_site_scratch *scratch, struct heap_site_bytes *top, size_t k,
+                              uint64_t *total);
+/* "ADDRESS OBJECT+0xOFFSET" for a return address, as the raw report writes
+ * its sites; `objects` from elf_objects_snapshot. */
+struct elf_object;
+void heap_write_site(struct out *o, uintptr_t site, const struct elf_object *objects, size_t n);
 /* Live blocks held and bytes of the tracer's tables. */
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes);
 void heap_tracer_after_fork(void);

@@ -147,7 +147,7 @@ static uint32_t canonical_chain(struct thread_view *v, uint32_t link, struct int
 }
 
 /* "0xADDRESS object+0xOFFSET" for a code address. */
-static void write_site(struct out *o, uintptr_t site, const struct elf_object *objects, size_t n)
+void heap_write_site(struct out *o, uintptr_t site, const struct elf_object *objects, size_t n)
 {
     out_hex(o, site);
     out_char(o, ' ');
@@ -181,12 +181,12 @@ static void write_row(struct out *o, const struct report_row *row, bool by_threa
     out_char(o, ' ');
     out_u64(o, s->total_bytes);
     out_char(o, ' ');
-    write_site(o, ORIGIN_SITE(row->key), objects, object_count);
+    heap_write_site(o, ORIGIN_SITE(row->key), objects, object_count);
     out_char(o, '\n');
     for (uint32_t parent = row->chain; parent && parent != UINT32_MAX;) {
         const struct intern_tuple *t = intern_get(frames, parent - 1);
         out_str(o, "  from ");
-        write_site(o, (uintptr_t)t->a, objects, object_count);
+        heap_write_site(o, (uintptr_t)t->a, objects, object_count);
         out_char(o, '\n');
         parent = (uint32_t)t->b;
     }
@@ -659,13 +659,13 @@ static void where_locked(struct out *o, uintptr_t addr, bool *found)
     out_str(o, " (tid ");
     out_u64(o, (uint64_t)owner->tid);
     out_str(o, ") at ");
-    write_site(o, ORIGIN_SITE(r->key), objects, n);
+    heap_write_site(o, ORIGIN_SITE(r->key), objects, n);
     out_char(o, '\n');
     uint32_t depth = 0;
     for (uint32_t id = ORIGIN_CALLER(r->link); id && id - 1 < origins && depth < HEAP_MAX_FRAMES; depth++) {
         const struct heap_origin *c = &records->records[id - 1];
         out_str(o, "  from ");
-        write_site(o, (uintptr_t)c->key, objects, n);
+        heap_write_site(o, (uintptr_t)c->key, objects, n);
         out_char(o, '\n');
         id = ORIGIN_CALLER(c->link);
     }
@@ -684,4 +684,69 @@ enum memprof_status heap_tracer_where(struct out *o, uintptr_t addr, bool *found
     where_locked(o, addr, found);
     end_reading();
     return MEMPROF_OK;
+}
+
+/* --- live bytes by call site, for the timeline ------------------------------- */
+
+/* Each origin's live bytes as its owner counts them (heap_thread.h), summed
+ * by call site over the threads and callers; no lock, only the readers'
+ * announcement that keeps the arrays mapped. */
+size_t heap_tracer_site_bytes(struct heap_site_scratch *scratch, struct heap_site_bytes *top, size_t k,
+                              uint64_t *total)
+{
+    *total = 0;
+    readers_enter();
+    size_t origins = 0;
+    struct heap_thread *newest = __atomic_load_n(&heap.threads, __ATOMIC_SEQ_CST);
+    for (struct heap_thread *t = newest; t; t = t->next)
+        origins += __atomic_load_n(&t->origin_count, __ATOMIC_SEQ_CST);
+    size_t capacity = 64;
+    while (capacity < origins * 2)
+        capacity *= 2;
+    size_t bytes = scratch->capacity * sizeof *scratch->map;
+    if (capacity > scratch->capacity) {
+        void *map = scratch->map;
+        if (!pages_grow(&map, &bytes, capacity * sizeof *scratch->map, capacity * sizeof *scratch->map)) {
+            readers_leave();
+            return 0;
+        }
+        scratch->map = map;
+        scratch->capacity = bytes / sizeof *scratch->map;
+    }
+    capacity = scratch->capacity;   /* a power of two: pages_grow doubles */
+    memset(scratch->map, 0, capacity * sizeof *scratch->map);
+    for (struct heap_thread *t = newest; t; t = t->next) {
+        size_t n = __atomic_load_n(&t->origin_count, __ATOMIC_SEQ_CST);
+        const struct origin_array *a = __atomic_load_n(&t->origins, __ATOMIC_SEQ_CST);
+        for (size_t i = 0; a && i < n && i < a->capacity; i++) {
+            const struct heap_origin *r = &a->records[i];
+            if (!ORIGIN_THREAD(r->key))
+                continue;   /* a caller in a chain */
+            uint64_t live = __atomic_load_n(&r->live_bytes, __ATOMIC_RELAXED);
+            if ((int64_t)live <= 0)
+                continue;
+            uintptr_t site = ORIGIN_SITE(r->key);
+            size_t h = (site * 0x9E3779B97F4A7C15ull) & (capacity - 1);
+            while (scratch->map[h].site && scratch->map[h].site != site)
+                h = (h + 1) & (capacity - 1);
+            scratch->map[h].site = site;
+            scratch->map[h].bytes += live;
+            *total += live;
+        }
+    }
+    readers_leave();
+    /* The k largest, by insertion: k is small. */
+    size_t kept = 0;
+    for (size_t h = 0; h < capacity; h++) {
+        const struct heap_site_bytes *e = &scratch->map[h];
+        if (!e->site || (kept == k && e->bytes <= top[k - 1].bytes))
+            continue;
+        size_t at = kept < k ? kept++ : k - 1;
+        while (at > 0 && top[at - 1].bytes < e->bytes) {
+            top[at] = top[at - 1];
+            at--;
+        }
+        top[at] = *e;
+    }
+    return kept;
 }
