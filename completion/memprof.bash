@@ -5,7 +5,7 @@ _memprof()
     local cur prev words cword
     _init_completion || return
 
-    local commands="run attach threads collapse flamegraph diff proto symbols symbolize heap-table name-sites safe-point keep crash-helper core"
+    local commands="run attach threads collapse flamegraph diff proto timeline symbols symbolize heap-table name-sites safe-point keep crash-helper core"
     if [[ $cword -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return
@@ -20,19 +20,19 @@ _memprof()
                 _command_offset $((i + 1))
                 return
             fi
-            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--pprof-proto|--dump|--hook|--wrapper|--on-signal|--peak-report|--site|--frames|--sample|--sample-bytes|--sort|--top|--filter) ]]; then
+            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--pprof-proto|--timeline|--dump|--hook|--wrapper|--on-signal|--peak-report|--site|--frames|--sample|--sample-bytes|--sort|--top|--filter) ]]; then
                 _command_offset $i
                 return
             fi
         done
         case $prev in
-        -o | --output | --pprof | --pprof-proto | --dump | --peak-report) _filedir; return ;;
+        -o | --output | --pprof | --pprof-proto | --timeline | --dump | --peak-report) _filedir; return ;;
         --site) COMPREPLY=($(compgen -W "nearest user" -- "$cur")); return ;;
         --sort) COMPREPLY=($(compgen -W "count bytes" -- "$cur")); return ;;
         --hook | --wrapper | --on-signal | --frames | --sample | --sample-bytes | --top | --filter) return ;;
         esac
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "-o --output --heap --at-peak --by-thread --wrapper --on-signal --peak-report --pprof --pprof-proto --dump --hook --site --frames
+            COMPREPLY=($(compgen -W "-o --output --heap --at-peak --timeline --by-thread --wrapper --on-signal --peak-report --pprof --pprof-proto --dump --hook --site --frames
                 --sample --sample-bytes --bytes --sort --top --filter --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))
@@ -56,7 +56,7 @@ _memprof()
             COMPREPLY=($(compgen -W "-p" -- "$cur"))
         fi
         ;;
-    collapse | flamegraph | diff | proto)
+    collapse | flamegraph | diff | proto | timeline)
         case $prev in
         -o) _filedir; return ;;
         --title) return ;;
