@@ -60,11 +60,13 @@ _memprof()
         case $prev in
         -o) _filedir; return ;;
         --title) return ;;
+        --format) COMPREPLY=($(compgen -W "collapsed speedscope" -- "$cur")); return ;;
         esac
         if [[ $cur == -* ]]; then
             local opts="-o"
             [[ ${words[1]} == @(collapse|flamegraph) ]] && opts="$opts --count --bytes"
             [[ ${words[1]} == flamegraph ]] && opts="$opts --title"
+            [[ ${words[1]} == collapse ]] && opts="$opts --format"
             COMPREPLY=($(compgen -W "$opts" -- "$cur"))
         else
             _filedir

@@ -5,6 +5,7 @@
 #include "flamegraph.h"
 #include "output.h"
 #include "pprof.h"
+#include "speedscope.h"
 #include "stacks.h"
 #include <unistd.h>
 #include <errno.h>
@@ -13,7 +14,7 @@
 #include <string.h>
 
 struct options {
-    const char *output, *title;
+    const char *output, *title, *format;
     const char *inputs[2];
     int input_count;
     int weight;   /* 0: bytes when the input has them, 1: count, 2: bytes */
@@ -36,6 +37,8 @@ static int parse(const char *command, const char *usage, int inputs, int argc, c
             o->output = argv[++i];
         } else if (strcmp(a, "--title") == 0 && i + 1 < argc) {
             o->title = argv[++i];
+        } else if (strcmp(a, "--format") == 0 && i + 1 < argc && strcmp(command, "collapse") == 0) {
+            o->format = argv[++i];
         } else if (strcmp(a, "--count") == 0) {
             o->weight = 1;
         } else if (strcmp(a, "--bytes") == 0) {
@@ -76,8 +79,14 @@ int cmd_collapse(int argc, char **argv)
 {
     struct options o;
     struct stacks s;
-    int rc = parse("collapse", "[--count|--bytes] [-o FILE] REPORT", 1, argc, argv, &o);
-    if (rc || (rc = load(o.inputs[0], &s)))
+    const char *usage = "[--count|--bytes] [--format collapsed|speedscope] [-o FILE] REPORT";
+    int rc = parse("collapse", usage, 1, argc, argv, &o);
+    if (rc)
+        return rc;
+    bool speedscope = o.format && strcmp(o.format, "speedscope") == 0;
+    if (o.format && !speedscope && strcmp(o.format, "collapsed") != 0)
+        return usage_error("collapse", usage, "--format is collapsed or speedscope, not '%s'", o.format);
+    if ((rc = load(o.inputs[0], &s)))
         return rc;
     if (o.weight == 2 && !s.have_bytes) {
         stacks_free(&s);
@@ -89,11 +98,18 @@ int cmd_collapse(int argc, char **argv)
         stacks_free(&s);
         return rc;
     }
-    bool bytes = by_bytes(&o, &s);
-    for (size_t i = 0; i < s.count; i++)
-        fprintf(out.fp, "%s %" PRIu64 "\n", s.rows[i].frames, bytes ? s.rows[i].bytes : s.rows[i].count);
+    bool bytes = by_bytes(&o, &s), failed = false;
+    if (speedscope) {
+        const char *slash = strrchr(o.inputs[0], '/');
+        failed = speedscope_write(&s, out.fp, slash ? slash + 1 : o.inputs[0], bytes, "memprof " PACKAGE_VERSION) != 0;
+        if (failed)
+            fprintf(stderr, "memprof: collapse: out of memory for the speedscope file\n");
+    } else {
+        for (size_t i = 0; i < s.count; i++)
+            fprintf(out.fp, "%s %" PRIu64 "\n", s.rows[i].frames, bytes ? s.rows[i].bytes : s.rows[i].count);
+    }
     stacks_free(&s);
-    return output_close(&out, false);
+    return output_close(&out, failed);
 }
 
 int cmd_flamegraph(int argc, char **argv)
