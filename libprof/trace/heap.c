@@ -271,7 +271,10 @@ static bool tracing(void)
 }
 
 #define HOT static inline __attribute__((always_inline))
-#define COLD static __attribute__((noinline, cold))
+/* Out of line, but not `cold`: GCC takes a path that may call a cold
+ * function for one never taken, and had moved the whole record path of
+ * malloc's hook into .text.unlikely. */
+#define COLD static __attribute__((noinline))
 
 /* --- sampling by bytes (heap_sample.h) ------------------------------------- */
 
@@ -289,7 +292,7 @@ COLD void next_sample_point(struct heap_thread *t)
 /* Whether this allocation holds a sample point; every one without sampling. */
 HOT bool sample_this(struct heap_thread *t, size_t size)
 {
-    if (!heap.sample_bytes)
+    if (__builtin_expect(!heap.sample_bytes, 1))
         return true;
     if ((t->sample_left -= (int64_t)(size < ((size_t)1 << 62) ? size : (size_t)1 << 62)) > 0)
         return false;
@@ -339,12 +342,17 @@ HOT void forget(struct heap_thread *t, uintptr_t p, uint64_t word)
 }
 
 /* What a recorded block of `stored` bytes counts for, with sampling; its
- * filter entry counted before another thread can be given the block. */
-COLD void count_sampled(struct heap_thread *t, uintptr_t p, uint64_t stored, uint64_t *bytes, uint64_t *blocks)
+ * filter entry counted before another thread can be given the block.
+ * Returned in registers: pointers to the caller's figures would put them
+ * in memory on every allocation. */
+struct block_weight {
+    uint64_t bytes, blocks;
+};
+
+COLD struct block_weight count_sampled(struct heap_thread *t, uintptr_t p, uint64_t stored)
 {
-    *bytes = counted_bytes(stored);
-    *blocks = counted_blocks(t, stored);
     __atomic_fetch_add(filter_entry(p), 1, __ATOMIC_RELAXED);
+    return (struct block_weight){ counted_bytes(stored), counted_blocks(t, stored) };
 }
 
 HOT struct block_slot *young_slot(struct heap_thread *t, uintptr_t p)
@@ -488,9 +496,10 @@ HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, u
         return;
     }
     uint64_t stored = size < BLOCK_SIZE_MAX ? size : BLOCK_SIZE_MAX;
-    uint64_t bytes = stored, blocks = 1;
+    struct block_weight w = { stored, 1 };
     if (__builtin_expect(heap.sample_bytes != 0, 0))
-        count_sampled(t, (uintptr_t)p, stored, &bytes, &blocks);
+        w = count_sampled(t, (uintptr_t)p, stored);
+    uint64_t bytes = w.bytes, blocks = w.blocks;
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
         vacate(t, y, (uintptr_t)p);
@@ -670,7 +679,7 @@ static __attribute__((noinline)) void *malloc_exact(size_t size, void *site, uin
     void *p = next_malloc(size);
     void *entry = site;
     struct heap_thread *t = recording_thread(p, size, &site);
-    if (t)
+    if (__builtin_expect(t != NULL, 1))
         record_alloc(t, p, size, site, (uintptr_t)entry, cfa, bp);
     reentry_leave();
     return p;
