@@ -61,6 +61,8 @@ static void emit_all(struct emitter *e)
      * start, as the reference writes them (". + N"). */
     emit_call(e, emit_here(e) + 0x1239);
     emit_jmp(e, emit_here(e) - 0x1000);
+    for (unsigned c = 0; c < 16; c++)   /* jo ... jg, each 0x200 on (forced to rel32 in the reference) */
+        emit_jcc(e, c, emit_here(e) + 0x200);
     emit_call_rip(e, emit_here(e) + 6 + 0x100);
     emit_jmp_rip(e, emit_here(e) + 6 - 0x40);
     emit_mov_load_rip(e, RAX, emit_here(e) + 7 + 0x200);

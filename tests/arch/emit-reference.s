@@ -78,6 +78,9 @@
         arith r11
         call .+0x1239
         jmp .-0x1000
+        .irp cc, o, no, b, ae, e, ne, be, a, s, ns, p, np, l, ge, le, g
+        j\cc .+0x200
+        .endr
         call *0x100(%rip)
         jmp *-0x40(%rip)
         mov 0x200(%rip), %rax

@@ -49,14 +49,27 @@ bool decode_insn(const void *code, size_t avail, uintptr_t pc, struct insn *out)
             out->kind = INSN_JMP_REL32;
         else
             out->kind = INSN_BRANCH_REL;
+        if (out->kind == INSN_BRANCH_REL) {
+            /* jcc: 70+cc (rel8) or 0F 80+cc (rel32); jmp rel8: EB. */
+            bool one_byte_map = in.opcode_map == ZYDIS_OPCODE_MAP_DEFAULT;
+            out->is_jcc = (one_byte_map && in.opcode >= 0x70 && in.opcode <= 0x7F) ||
+                          (in.opcode_map == ZYDIS_OPCODE_MAP_0F && in.opcode >= 0x80 && in.opcode <= 0x8F);
+            out->condition = (uint8_t)(in.opcode & 0x0F);
+            out->is_jmp8 = one_byte_map && in.opcode == 0xEB;
+        }
     } else if (in.mnemonic == ZYDIS_MNEMONIC_RET) {
         out->kind = INSN_RET;
+    } else if (in.meta.category == ZYDIS_CATEGORY_CALL) {
+        out->kind = INSN_CALL_INDIRECT;
+    } else if (in.meta.category == ZYDIS_CATEGORY_UNCOND_BR) {
+        out->kind = INSN_JMP_INDIRECT;
     }
     /* ModRM mod 00, rm 101 without SIB is [rip + disp32] in 64-bit mode. */
     if ((in.attributes & ZYDIS_ATTRIB_HAS_MODRM) && in.raw.modrm.mod == 0 && in.raw.modrm.rm == 5) {
         out->rip_relative = true;
         out->rip_address = next + (uintptr_t)in.raw.disp.value;
         out->field_offset = in.raw.disp.offset;
+        out->rip_field_offset = in.raw.disp.offset;
         if (in.mnemonic == ZYDIS_MNEMONIC_MOV && in.operand_count_visible == 2)
             find_register_store(&decoder, &context, &in, out);
     }

@@ -14,6 +14,8 @@ enum insn_kind {
     INSN_CALL_REL32,      /* call rel32 (E8) */
     INSN_JMP_REL32,       /* jmp rel32 (E9) */
     INSN_BRANCH_REL,      /* another relative branch (jcc, jmp rel8, loop...) */
+    INSN_CALL_INDIRECT,   /* call *operand: where it goes is not in the code */
+    INSN_JMP_INDIRECT,    /* jmp *operand */
     INSN_RET,
 };
 
@@ -21,9 +23,14 @@ struct insn {
     uint8_t length;
     enum insn_kind kind;
     uintptr_t target;          /* for relative branches */
+    /* INSN_BRANCH_REL: a jcc (any width) and its condition (the opcode's low
+     * four bits), or a jmp rel8; otherwise (loop, jrcxz, xbegin) neither. */
+    bool is_jcc, is_jmp8;
+    uint8_t condition;
     bool rip_relative;         /* has a [rip + disp32] memory operand */
     uintptr_t rip_address;     /* the address it names */
     uint8_t field_offset;      /* where the rel32 or disp32 sits, from the start */
+    uint8_t rip_field_offset;  /* where the disp32 of a rip-relative operand sits */
     /* A store to [rip + disp32] of a general register (`mov %reg, VAR(%rip)`)
      * or of an immediate (`movq $imm32, VAR(%rip)`): what a compiler emits to
      * set a static variable. The register (0-15, rax to r15) or the

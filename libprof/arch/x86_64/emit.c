@@ -521,6 +521,30 @@ void emit_jmp(struct emitter *e, uintptr_t target)
         byte(e, 0xE9), imm32(e, rel);
 }
 
+void emit_jcc(struct emitter *e, unsigned condition, uintptr_t target)
+{
+    int32_t rel;
+    if (condition < 16 && rel32_for(e, 6, target, &rel))
+        byte(e, 0x0F), byte(e, (uint8_t)(0x80 | condition)), imm32(e, rel);
+}
+
+void emit_moved(struct emitter *e, const uint8_t *insn, size_t length, int rip_field, uintptr_t rip_address)
+{
+    if (!room(e, length))
+        return;
+    uintptr_t end = emit_here(e) + length;
+    if (rip_field >= 0 && !emit_rel32_reaches(end, rip_address)) {
+        e->error = EMIT_OUT_OF_REACH;
+        return;
+    }
+    size_t at = e->len;
+    bytes(e, insn, length);
+    if (rip_field >= 0) {
+        int32_t disp = (int32_t)(int64_t)(rip_address - end);
+        memcpy(e->buf + at + rip_field, &disp, 4);
+    }
+}
+
 /* Group 5 (FF): /2 call, /4 jmp, on a register or a rip-relative slot. */
 void emit_call_reg(struct emitter *e, enum reg r)
 {

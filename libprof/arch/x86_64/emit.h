@@ -113,6 +113,12 @@ void emit_movdqu_store(struct emitter *e, struct mem dst, enum xmm src);
 void emit_movdqu_load(struct emitter *e, enum xmm dst, struct mem src);
 void emit_call(struct emitter *e, uintptr_t target);      /* call rel32 */
 void emit_jmp(struct emitter *e, uintptr_t target);       /* jmp rel32 */
+/* jcc rel32, `condition` the low four bits of its opcode (0 jo ... 15 jg). */
+void emit_jcc(struct emitter *e, unsigned condition, uintptr_t target);
+/* An instruction moved from elsewhere (arch/x86_64/relocate.c): its `length`
+ * bytes as they were, except, with `rip_field` >= 0, the disp32 at that
+ * offset, re-aimed so that [rip + disp32] names `rip_address` from here. */
+void emit_moved(struct emitter *e, const uint8_t *insn, size_t length, int rip_field, uintptr_t rip_address);
 void emit_call_reg(struct emitter *e, enum reg r);        /* call *%r */
 void emit_jmp_reg(struct emitter *e, enum reg r);         /* jmp *%r */
 void emit_jmp_mem(struct emitter *e, struct mem m);       /* jmp *disp(%base) */
