@@ -17,6 +17,7 @@ struct dwarf_file {
     int fd;
     Elf *elf;
     size_t sections, names;
+    bool locations;      /* the location lists offered (dwarf_walk_open_locations) */
     Dwarf_Debug dbg;
     Dwarf_Obj_Access_Interface interface;
 };
@@ -41,7 +42,7 @@ static int section_info(void *obj, Dwarf_Half index, Dwarf_Obj_Access_Section *o
     GElf_Chdr chdr;
     if ((sh.sh_flags & SHF_COMPRESSED) && gelf_getchdr(scn, &chdr))
         out->size = chdr.ch_size;   /* what libdwarf will be given */
-    if (name && hidden(name))
+    if (name && !f->locations && hidden(name))
         out->name = ".memprof.unused";
     if (sh.sh_type == SHT_NOBITS)
         out->size = 0;
@@ -98,13 +99,14 @@ static const Dwarf_Obj_Access_Methods methods = {
     .relocate_a_section = NULL,   /* linked objects: nothing to relocate */
 };
 
-struct dwarf_file *dwarf_walk_open(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen)
+static struct dwarf_file *open_file(const char *path, bool locations, Dwarf_Debug *dbg, char *err, size_t errlen)
 {
     struct dwarf_file *f = calloc(1, sizeof *f);
     if (!f) {
         snprintf(err, errlen, "out of memory reading %s", path);
         return NULL;
     }
+    f->locations = locations;
     if ((f->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
         snprintf(err, errlen, "cannot open %s", path);
         free(f);
@@ -136,6 +138,16 @@ struct dwarf_file *dwarf_walk_open(const char *path, Dwarf_Debug *dbg, char *err
     }
     *dbg = f->dbg;
     return f;
+}
+
+struct dwarf_file *dwarf_walk_open(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen)
+{
+    return open_file(path, false, dbg, err, errlen);
+}
+
+struct dwarf_file *dwarf_walk_open_locations(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen)
+{
+    return open_file(path, true, dbg, err, errlen);
 }
 
 void dwarf_walk_close(struct dwarf_file *f)

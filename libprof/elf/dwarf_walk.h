@@ -15,6 +15,9 @@
 struct dwarf_file;
 struct dwarf_file *dwarf_walk_open(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen);
 void dwarf_walk_close(struct dwarf_file *file);
+/* The same with the location lists offered too (.debug_loc, .debug_loclists),
+ * which the others leave out: libdwarf reads them all when it starts. */
+struct dwarf_file *dwarf_walk_open_locations(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen);
 /* The next compilation unit's DIE and DWARF version; false at the end. */
 bool dwarf_walk_next_cu(Dwarf_Debug dbg, Dwarf_Die *cu, unsigned *version);
 /* A CU's base address for its range lists (its DW_AT_low_pc, else 0). */

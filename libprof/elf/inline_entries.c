@@ -1,0 +1,283 @@
+/* Every copy of a function and a parameter's place at its entry (see
+ * inline_entries.h). */
+#include "inline_entries.h"
+#include "dwarf_walk.h"
+#include <dwarf.h>
+#include <libdwarf.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_DEPTH 64
+
+struct walk {
+    Dwarf_Debug dbg;
+    const char *function, *parameter;
+    elf_inline_fn *each;
+    void *ctx;
+    uint64_t cu_base;
+    bool stop;
+};
+
+/* The DIE's name, or that of what it stands for (DW_AT_abstract_origin,
+ * DW_AT_specification), one hop further at most. */
+static bool named(struct walk *w, Dwarf_Die die, const char *name, int hops)
+{
+    char *own = NULL;
+    Dwarf_Error error = NULL;
+    if (dwarf_diename(die, &own, &error) == DW_DLV_OK)
+        return strcmp(own, name) == 0;
+    if (hops > 2)
+        return false;
+    static const Dwarf_Half refs[] = { DW_AT_abstract_origin, DW_AT_specification };
+    for (size_t i = 0; i < 2; i++) {
+        Dwarf_Die target;
+        if (dwarf_walk_ref(w->dbg, die, refs[i], &target)) {
+            bool found = named(w, target, name, hops + 1);
+            dwarf_dealloc(w->dbg, target, DW_DLA_DIE);
+            return found;
+        }
+    }
+    return false;
+}
+
+static void lowest(void *ctx, uint64_t start, uint64_t end)
+{
+    uint64_t *low = ctx;
+    (void)end;
+    if (start < *low)
+        *low = start;
+}
+
+/* DW_AT_entry_pc (an address, or in DWARF 5 an offset from the low pc),
+ * else DW_AT_low_pc, else the lowest start of the ranges; 0 when none. */
+static uint64_t entry_of(struct walk *w, Dwarf_Die die)
+{
+    Dwarf_Error error = NULL;
+    Dwarf_Addr low = 0;
+    bool has_low = dwarf_lowpc(die, &low, &error) == DW_DLV_OK;
+    uint64_t lowest_start = UINT64_MAX;
+    if (!has_low && dwarf_walk_ranges(w->dbg, die, w->cu_base, lowest, &lowest_start))
+        low = lowest_start, has_low = true;
+    Dwarf_Attribute attr;
+    if (dwarf_attr(die, DW_AT_entry_pc, &attr, &error) == DW_DLV_OK) {
+        Dwarf_Half form;
+        Dwarf_Addr addr;
+        Dwarf_Unsigned offset;
+        uint64_t entry = 0;
+        if (dwarf_whatform(attr, &form, &error) == DW_DLV_OK) {
+            if (form == DW_FORM_addr && dwarf_formaddr(attr, &addr, &error) == DW_DLV_OK)
+                entry = addr;
+            else if (dwarf_formudata(attr, &offset, &error) == DW_DLV_OK && has_low)
+                entry = low + offset;
+        }
+        dwarf_dealloc(w->dbg, attr, DW_DLA_ATTR);
+        if (entry)
+            return entry;
+    }
+    return has_low ? low : 0;
+}
+
+/* One location expression, in libdwarf's form, as a place. */
+static void read_expression(Dwarf_Locdesc_c desc, Dwarf_Unsigned ops, struct inline_entry *e)
+{
+    Dwarf_Error error = NULL;
+    Dwarf_Small atom[3] = { 0 };
+    Dwarf_Unsigned op1[3] = { 0 }, op2, op3, raw1, raw2, raw3, branch;
+    for (Dwarf_Unsigned i = 0; i < ops && i < 3; i++)
+        if (dwarf_get_location_op_value_d(desc, i, &atom[i], &op1[i], &op2, &op3, &raw1, &raw2, &raw3, &branch,
+                                          &error) != DW_DLV_OK) {
+            snprintf(e->why, sizeof e->why, "a location libdwarf cannot read");
+            return;
+        }
+    if (ops == 1 && atom[0] >= DW_OP_reg0 && atom[0] <= DW_OP_reg31) {
+        e->place = PARAM_REGISTER, e->reg = atom[0] - DW_OP_reg0;
+    } else if (ops == 1 && atom[0] == DW_OP_regx) {
+        e->place = PARAM_REGISTER, e->reg = (unsigned)op1[0];
+    } else if (ops == 1 && atom[0] >= DW_OP_breg0 && atom[0] <= DW_OP_breg31) {
+        e->place = PARAM_REGISTER_MEMORY, e->reg = atom[0] - DW_OP_breg0, e->offset = (int64_t)op1[0];
+    } else if (ops == 1 && atom[0] == DW_OP_fbreg) {
+        e->place = PARAM_FRAME_MEMORY, e->offset = (int64_t)op1[0];
+    } else if (ops == 2 && atom[1] == DW_OP_stack_value && atom[0] >= DW_OP_lit0 && atom[0] <= DW_OP_lit31) {
+        e->place = PARAM_CONSTANT, e->value = atom[0] - DW_OP_lit0;
+    } else if (ops == 2 && atom[1] == DW_OP_stack_value &&
+               (atom[0] == DW_OP_constu || atom[0] == DW_OP_consts || (atom[0] >= DW_OP_const1u && atom[0] <= DW_OP_const8s))) {
+        e->place = PARAM_CONSTANT, e->value = op1[0];
+    } else if (ops == 0) {
+        snprintf(e->why, sizeof e->why, "it is optimized out there");
+    } else {
+        const char *name = NULL;
+        dwarf_get_OP_name(atom[0], &name);
+        snprintf(e->why, sizeof e->why, "its location there is %s%s (%llu operations)", name ? name : "an operation",
+                 ops > 1 ? " ..." : "", (unsigned long long)ops);
+    }
+}
+
+/* The parameter's place at `pc` from its DW_AT_location. */
+static void read_location(struct walk *w, Dwarf_Die param, uint64_t pc, struct inline_entry *e)
+{
+    Dwarf_Error error = NULL;
+    Dwarf_Attribute attr;
+    e->place = PARAM_UNREADABLE;
+    if (dwarf_attr(param, DW_AT_location, &attr, &error) != DW_DLV_OK) {
+        snprintf(e->why, sizeof e->why, "it has no location (optimized out)");
+        return;
+    }
+    Dwarf_Loc_Head_c head;
+    Dwarf_Unsigned count;
+    if (dwarf_get_loclist_c(attr, &head, &count, &error) != DW_DLV_OK) {
+        snprintf(e->why, sizeof e->why, "its location cannot be read");
+        dwarf_dealloc(w->dbg, attr, DW_DLA_ATTR);
+        return;
+    }
+    unsigned kind = DW_LKIND_unknown;
+    dwarf_get_loclist_head_kind(head, &kind, &error);
+    bool covered = false;
+    for (Dwarf_Unsigned i = 0; i < count && !covered; i++) {
+        Dwarf_Small lle, source;
+        Dwarf_Unsigned raw_low, raw_high, ops, expr_offset, desc_offset;
+        Dwarf_Bool unavailable = 0;
+        Dwarf_Addr low, high;
+        Dwarf_Locdesc_c desc;
+        if (dwarf_get_locdesc_entry_d(head, i, &lle, &raw_low, &raw_high, &unavailable, &low, &high, &ops, &desc,
+                                      &source, &expr_offset, &desc_offset, &error) != DW_DLV_OK || unavailable)
+            continue;
+        if (kind != DW_LKIND_expression &&
+            (lle == DW_LLE_base_address || lle == DW_LLE_base_addressx || lle == DW_LLE_end_of_list))
+            continue;   /* not a location: a base for the entries after it */
+        /* An expression holds everywhere; a list entry where it says. An
+         * empty range at the entry is GCC's location view there (the
+         * views at one address share its machine state): it holds too. */
+        if (kind != DW_LKIND_expression && !(low <= pc && pc < high) && !(low == pc && high == pc))
+            continue;
+        covered = true;
+        read_expression(desc, ops, e);
+    }
+    if (!covered)
+        snprintf(e->why, sizeof e->why, "no entry of its location list covers 0x%llx", (unsigned long long)pc);
+    dwarf_loc_head_c_dealloc(head);
+    dwarf_dealloc(w->dbg, attr, DW_DLA_ATTR);
+}
+
+/* The concrete function's DW_AT_frame_base, for DW_OP_fbreg. */
+static void read_frame_base(struct walk *w, Dwarf_Die function, struct inline_entry *e)
+{
+    Dwarf_Error error = NULL;
+    Dwarf_Attribute attr;
+    if (dwarf_attr(function, DW_AT_frame_base, &attr, &error) == DW_DLV_OK) {
+        Dwarf_Loc_Head_c head;
+        Dwarf_Unsigned count;
+        Dwarf_Small lle, source, atom;
+        Dwarf_Unsigned raw_low, raw_high, ops, expr_offset, desc_offset, op1, op2, op3, r1, r2, r3, branch;
+        Dwarf_Bool unavailable = 0;
+        Dwarf_Addr low, high;
+        Dwarf_Locdesc_c desc;
+        if (dwarf_get_loclist_c(attr, &head, &count, &error) == DW_DLV_OK) {
+            if (count == 1 &&
+                dwarf_get_locdesc_entry_d(head, 0, &lle, &raw_low, &raw_high, &unavailable, &low, &high, &ops, &desc,
+                                          &source, &expr_offset, &desc_offset, &error) == DW_DLV_OK &&
+                ops == 1 &&
+                dwarf_get_location_op_value_d(desc, 0, &atom, &op1, &op2, &op3, &r1, &r2, &r3, &branch, &error) ==
+                    DW_DLV_OK) {
+                if (atom == DW_OP_call_frame_cfa)
+                    e->frame_is_cfa = true;
+                else if (atom >= DW_OP_breg0 && atom <= DW_OP_breg31)
+                    e->reg = atom - DW_OP_breg0, e->frame_offset = (int64_t)op1;
+                else
+                    e->place = PARAM_UNREADABLE;
+            } else {
+                e->place = PARAM_UNREADABLE;
+            }
+            dwarf_loc_head_c_dealloc(head);
+        }
+        dwarf_dealloc(w->dbg, attr, DW_DLA_ATTR);
+    } else {
+        e->place = PARAM_UNREADABLE;
+    }
+    if (e->place == PARAM_UNREADABLE)
+        snprintf(e->why, sizeof e->why, "it is on the stack from a frame base memprof cannot read");
+}
+
+/* A copy of the function: its entry, and the parameter's place there. */
+static void report_copy(struct walk *w, Dwarf_Die copy, Dwarf_Die function, bool inlined)
+{
+    struct inline_entry e = { .inlined = inlined, .place = PARAM_UNREADABLE };
+    if (!(e.entry = entry_of(w, copy)))
+        return;   /* no code: a declaration */
+    Dwarf_Die child;
+    Dwarf_Error error = NULL;
+    bool found = false;
+    if (dwarf_child(copy, &child, &error) == DW_DLV_OK) {
+        for (;;) {
+            Dwarf_Half tag;
+            if (!found && dwarf_tag(child, &tag, &error) == DW_DLV_OK && tag == DW_TAG_formal_parameter &&
+                named(w, child, w->parameter, 0)) {
+                found = true;
+                read_location(w, child, e.entry, &e);
+            }
+            Dwarf_Die next;
+            int rc = dwarf_siblingof_b(w->dbg, child, 1, &next, &error);
+            dwarf_dealloc(w->dbg, child, DW_DLA_DIE);
+            if (rc != DW_DLV_OK)
+                break;
+            child = next;
+        }
+    }
+    if (!found)
+        snprintf(e.why, sizeof e.why, "this copy has no parameter %s", w->parameter);
+    if (e.place == PARAM_FRAME_MEMORY)
+        read_frame_base(w, function, &e);
+    if (w->each(w->ctx, &e))
+        w->stop = true;
+}
+
+static bool has_code(Dwarf_Die die)
+{
+    Dwarf_Error error = NULL;
+    Dwarf_Bool has = 0;
+    return (dwarf_hasattr(die, DW_AT_low_pc, &has, &error) == DW_DLV_OK && has) ||
+           (dwarf_hasattr(die, DW_AT_ranges, &has, &error) == DW_DLV_OK && has);
+}
+
+/* `function`: the concrete subprogram the DIEs below are code of. */
+static void walk_children(struct walk *w, Dwarf_Die parent, Dwarf_Die function, int depth)
+{
+    Dwarf_Die child;
+    Dwarf_Error error = NULL;
+    if (depth > MAX_DEPTH || w->stop || dwarf_child(parent, &child, &error) != DW_DLV_OK)
+        return;
+    for (;;) {
+        Dwarf_Half tag;
+        Dwarf_Die inner = function;
+        if (dwarf_tag(child, &tag, &error) == DW_DLV_OK) {
+            if (tag == DW_TAG_subprogram && has_code(child))
+                inner = child;
+            if ((tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) && has_code(child) &&
+                named(w, child, w->function, 0))
+                report_copy(w, child, inner, tag == DW_TAG_inlined_subroutine);
+        }
+        walk_children(w, child, inner, depth + 1);
+        Dwarf_Die next;
+        int rc = dwarf_siblingof_b(w->dbg, child, 1, &next, &error);
+        dwarf_dealloc(w->dbg, child, DW_DLA_DIE);
+        if (rc != DW_DLV_OK || w->stop)
+            return;
+        child = next;
+    }
+}
+
+int elf_inline_entries(const char *path, const char *function, const char *parameter, elf_inline_fn *each,
+                       void *ctx, char *err, size_t errlen)
+{
+    struct walk w = { .function = function, .parameter = parameter, .each = each, .ctx = ctx };
+    struct dwarf_file *file = dwarf_walk_open_locations(path, &w.dbg, err, errlen);
+    if (!file)
+        return -1;
+    Dwarf_Die cu;
+    while (!w.stop && dwarf_walk_next_cu(w.dbg, &cu, NULL)) {
+        w.cu_base = dwarf_walk_cu_base(cu);
+        walk_children(&w, cu, cu, 0);
+        dwarf_dealloc(w.dbg, cu, DW_DLA_DIE);
+    }
+    dwarf_walk_close(file);
+    return 0;
+}

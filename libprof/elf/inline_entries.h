@@ -1,0 +1,45 @@
+/* Every copy of a function, out of line and inlined, with where one of its
+ * parameters is at the copy's entry, from DWARF (libdwarf): what an entry
+ * hook on inlined code needs (memprof-hook --inline, issue 23). The entry is
+ * DW_AT_entry_pc, else DW_AT_low_pc, else the lowest address of its ranges;
+ * the parameter's place is its DW_AT_location there (an expression, or the
+ * entry of its location list that covers the entry), read when it is one of
+ * the simple forms below and refused with a reason otherwise. Reads files
+ * and calls malloc: not for hooks. */
+#ifndef MEMPROF_ELF_INLINE_ENTRIES_H
+#define MEMPROF_ELF_INLINE_ENTRIES_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum param_place {
+    PARAM_REGISTER,     /* in general register `reg` (DWARF numbering: 0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi,
+                           5 rdi, 6 rbp, 7 rsp, 8-15 r8-r15) */
+    PARAM_REGISTER_MEMORY,   /* in memory at register `reg` + `offset` (DW_OP_bregN) */
+    PARAM_FRAME_MEMORY,      /* in memory at the frame base + `offset` (DW_OP_fbreg), the frame base being
+                                `reg` + `frame_offset` when the function's DW_AT_frame_base says so, or the
+                                CFA (DW_OP_call_frame_cfa: `frame_is_cfa`) */
+    PARAM_CONSTANT,     /* the value `value` (DW_OP_litN, DW_OP_constN with DW_OP_stack_value) */
+    PARAM_UNREADABLE,   /* `why` says what the location is */
+};
+
+struct inline_entry {
+    uint64_t entry;          /* a file address */
+    bool inlined;            /* an inlined copy, else the function's own */
+    enum param_place place;
+    unsigned reg;
+    int64_t offset;
+    bool frame_is_cfa;
+    int64_t frame_offset;
+    uint64_t value;
+    char why[128];
+};
+
+/* Called for each copy; non-zero stops. */
+typedef int elf_inline_fn(void *ctx, const struct inline_entry *e);
+
+/* 0 (also when nothing is found: no call; a copy without the parameter is
+ * reported as unreadable, saying so), or -1 with `err` set (no DWARF). */
+int elf_inline_entries(const char *path, const char *function, const char *parameter, elf_inline_fn *each,
+                       void *ctx, char *err, size_t errlen);
+#endif

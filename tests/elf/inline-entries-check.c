@@ -1,0 +1,43 @@
+/* The copies of a function and a parameter's place at each entry, as
+ * libprof/elf/inline_entries.c reads them from DWARF:
+ *
+ *   inline-entries-check FILE FUNCTION PARAMETER
+ *
+ * one line per copy, "ENTRY own|inlined PLACE": "reg N", "mem reg N + OFF",
+ * "frame cfa + OFF", "const V" or "unreadable: WHY" (ENTRY and OFF in hex
+ * or decimal as readelf and GDB show them). inline-entries.test checks the
+ * lines against readelf and against GDB stopped at each entry. */
+#include "elf/inline_entries.h"
+#include <inttypes.h>
+#include <stdio.h>
+
+static int print(void *ctx, const struct inline_entry *e)
+{
+    (void)ctx;
+    printf("%" PRIx64 " %s ", e->entry, e->inlined ? "inlined" : "own");
+    switch (e->place) {
+    case PARAM_REGISTER: printf("reg %u\n", e->reg); break;
+    case PARAM_REGISTER_MEMORY: printf("mem reg %u + %" PRId64 "\n", e->reg, e->offset); break;
+    case PARAM_FRAME_MEMORY:
+        if (e->frame_is_cfa)
+            printf("frame cfa + %" PRId64 "\n", e->offset);
+        else
+            printf("frame reg %u + %" PRId64 " + %" PRId64 "\n", e->reg, e->frame_offset, e->offset);
+        break;
+    case PARAM_CONSTANT: printf("const %" PRIu64 "\n", e->value); break;
+    case PARAM_UNREADABLE: printf("unreadable: %s\n", e->why); break;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    char err[512];
+    if (argc != 4)
+        return 2;
+    if (elf_inline_entries(argv[1], argv[2], argv[3], print, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    return 0;
+}
