@@ -18,8 +18,11 @@ typedef int memprof_elf_variable_fn(const char *path, const char *name, uint64_t
 typedef int memprof_elf_span_fn(void *ctx, uint64_t start, uint64_t end, int inlined);
 typedef int memprof_elf_spans_fn(const char *path, const char *name, memprof_elf_span_fn *each, void *ctx,
                                  char *message, size_t size);
+typedef int memprof_elf_inline_fn(const char *path, const char *function, const char *parameter,
+                                  elf_inline_fn *each, void *ctx, char *message, size_t size);
 static memprof_elf_variable_fn *variable_helper;
 static memprof_elf_spans_fn *spans_helper;
+static memprof_elf_inline_fn *inline_helper;
 
 /* The helper, next to this library: the build tree's .libs or pkglibdir. */
 static memprof_elf_functions_fn *load_helper(char *message, size_t size)
@@ -40,7 +43,8 @@ static memprof_elf_functions_fn *load_helper(char *message, size_t size)
     helper = lib ? (memprof_elf_functions_fn *)dlsym(lib, "memprof_elf_functions") : NULL;
     variable_helper = lib ? (memprof_elf_variable_fn *)dlsym(lib, "memprof_elf_variable") : NULL;
     spans_helper = lib ? (memprof_elf_spans_fn *)dlsym(lib, "memprof_elf_spans") : NULL;
-    if (!helper || !variable_helper || !spans_helper)
+    inline_helper = lib ? (memprof_elf_inline_fn *)dlsym(lib, "memprof_elf_inline_entries") : NULL;
+    if (!helper || !variable_helper || !spans_helper || !inline_helper)
         snprintf(message, size, "memprof: cannot load %s: %s", path, dlerror());
     return helper;
 }
@@ -216,6 +220,65 @@ int disk_symbols_spans(const char *name, struct disk_function_set *out, char *me
     if (err)
         disk_symbols_free(out);
     return err;
+}
+
+struct entry_collect {
+    uintptr_t bias;
+    struct disk_inline_set *set;
+    bool no_memory;
+};
+
+static int collect_entry(void *ctx, const struct inline_entry *e)
+{
+    struct entry_collect *c = ctx;
+    struct disk_inline_set *set = c->set;
+    if (!pages_grow((void **)&set->entries, &set->bytes, (set->count + 1) * sizeof *set->entries, 16384)) {
+        c->no_memory = true;
+        return 1;
+    }
+    struct inline_entry *at = &set->entries[set->count++];
+    *at = *e;
+    at->entry += c->bias;
+    if (at->body)
+        at->body += c->bias;
+    for (unsigned i = 0; i < e->function_ranges && i < INLINE_FUNCTION_RANGES; i++)
+        at->function_start[i] += c->bias, at->function_end[i] += c->bias;
+    return 0;
+}
+
+static int find_entries_in(const struct elf_object *o, const char *path, void *ctx)
+{
+    struct entry_collect *c = ctx;
+    const char **names = (const char **)c->set->names;
+    char why[PATH_MAX + 256];
+    c->bias = o->base;
+    inline_helper(path, names[0], names[1], collect_entry, c, why, sizeof why);
+    return c->no_memory ? ENOMEM : c->set->count > 0 ? 0 : ENOENT;
+}
+
+int disk_symbols_inline_entries(const char *function, const char *parameter, struct disk_inline_set *out,
+                                char *message, size_t size)
+{
+    memset(out, 0, sizeof *out);
+    if (!load_helper(message, size))
+        return ELIBACC;
+    out->names[0] = function;
+    out->names[1] = parameter;
+    struct entry_collect c = { 0, out, false };
+    int err = each_object(find_entries_in, &c);
+    if (err == ENOENT)
+        snprintf(message, size, "memprof: no DWARF of the loaded objects (or of their debug files) has %s", function);
+    else if (err)
+        snprintf(message, size, "memprof: out of memory");
+    if (err)
+        disk_inline_free(out);
+    return err;
+}
+
+void disk_inline_free(struct disk_inline_set *set)
+{
+    pages_free(set->entries, set->bytes);
+    memset(set, 0, sizeof *set);
 }
 
 void disk_symbols_free(struct disk_function_set *set)

@@ -6,6 +6,7 @@
 #ifndef MEMPROF_ELF_DISK_SYMBOLS_H
 #define MEMPROF_ELF_DISK_SYMBOLS_H
 #include "../arch/x86_64/decode.h"
+#include "inline_entries.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,17 @@ void disk_symbols_free(struct disk_function_set *set);
  * inlined into other functions, in out->functions (out->address unset). 0,
  * or an errno with a one-line `message`. */
 int disk_symbols_spans(const char *name, struct disk_function_set *out, char *message, size_t size);
+/* Every copy of function `name` in the first loaded object whose DWARF has
+ * it, with where `parameter` is at each entry (inline_entries.h), at
+ * run-time addresses. 0, or an errno with a one-line `message`. */
+struct disk_inline_set {
+    const char *names[2];          /* the function and the parameter asked for */
+    struct inline_entry *entries;
+    size_t count, bytes;
+};
+int disk_symbols_inline_entries(const char *function, const char *parameter, struct disk_inline_set *out,
+                                char *message, size_t size);
+void disk_inline_free(struct disk_inline_set *set);
 /* The run-time address of the variable `name` (a data object of some loaded
  * object's symbol table). 0, or an errno with a one-line `message`. */
 int disk_symbols_variable(const char *name, uintptr_t *address, char *message, size_t size);

@@ -4,6 +4,7 @@
  * symbols come from the file's .symtab or from its separate debug file
  * (build-id, .gnu_debuglink), as the symbolizer finds them. */
 #include "debugfile.h"
+#include "inline_entries.h"
 #include "inlines.h"
 #include "symbolizer.h"
 #include "symbols.h"
@@ -92,4 +93,30 @@ __attribute__((visibility("default"))) int memprof_elf_spans(const char *path, c
     if (!debugfile_find(path, debug, sizeof debug, &search))
         return c.count ? 0 : -1;
     return elf_function_spans(debug, name, each, ctx, message, size);
+}
+
+/* Every copy of `function` and where `parameter` is at its entry, from the
+ * DWARF of the file or, when it gives none, of its debug file (file
+ * addresses). 0, or -1 with why in `message`. */
+struct counted_entries { elf_inline_fn *each; void *ctx; size_t count; };
+
+static int count_entry(void *ctx, const struct inline_entry *e)
+{
+    struct counted_entries *c = ctx;
+    c->count++;
+    return c->each(c->ctx, e);
+}
+
+__attribute__((visibility("default"))) int memprof_elf_inline_entries(const char *path, const char *function,
+                                                                     const char *parameter, elf_inline_fn *each,
+                                                                     void *ctx, char *message, size_t size)
+{
+    struct counted_entries c = { each, ctx, 0 };
+    if (elf_inline_entries(path, function, parameter, count_entry, &c, message, size) == 0 && c.count > 0)
+        return 0;
+    char debug[4096];
+    struct debugfile_search search;
+    if (!debugfile_find(path, debug, sizeof debug, &search))
+        return c.count ? 0 : -1;
+    return elf_inline_entries(debug, function, parameter, each, ctx, message, size);
 }

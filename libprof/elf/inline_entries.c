@@ -15,6 +15,7 @@ struct walk {
     elf_inline_fn *each;
     void *ctx;
     uint64_t cu_base;
+    Dwarf_Die cu;
     bool stop;
 };
 
@@ -197,6 +198,47 @@ static void read_frame_base(struct walk *w, Dwarf_Die function, struct inline_en
         snprintf(e->why, sizeof e->why, "it is on the stack from a frame base memprof cannot read");
 }
 
+/* The first line-table row after `entry` of another line than its, within
+ * [entry, end): where a function's body starts, past its prologue. */
+static uint64_t body_after_prologue(struct walk *w, uint64_t entry, uint64_t end)
+{
+    Dwarf_Error error = NULL;
+    Dwarf_Unsigned version;
+    Dwarf_Small tables;
+    Dwarf_Line_Context context;
+    Dwarf_Line *lines;
+    Dwarf_Signed count;
+    uint64_t body = 0;
+    if (dwarf_srclines_b(w->cu, &version, &tables, &context, &error) != DW_DLV_OK)
+        return 0;
+    if (dwarf_srclines_from_linecontext(context, &lines, &count, &error) == DW_DLV_OK) {
+        Dwarf_Unsigned entry_line = 0;
+        bool seen = false;
+        for (Dwarf_Signed i = 0; i < count && !body; i++) {
+            Dwarf_Addr addr;
+            Dwarf_Unsigned line;
+            if (dwarf_lineaddr(lines[i], &addr, &error) != DW_DLV_OK || dwarf_lineno(lines[i], &line, &error) != DW_DLV_OK)
+                continue;
+            if (addr == entry && !seen)
+                entry_line = line, seen = true;
+            else if (seen && addr > entry && addr < end && line != entry_line)
+                body = addr;
+        }
+    }
+    dwarf_srclines_dealloc_b(context);
+    return body;
+}
+
+static void add_function_range(void *ctx, uint64_t start, uint64_t end)
+{
+    struct inline_entry *e = ctx;
+    if (e->function_ranges < INLINE_FUNCTION_RANGES) {
+        e->function_start[e->function_ranges] = start;
+        e->function_end[e->function_ranges] = end;
+    }
+    e->function_ranges++;
+}
+
 /* A copy of the function: its entry, and the parameter's place there. */
 static void report_copy(struct walk *w, Dwarf_Die copy, Dwarf_Die function, bool inlined)
 {
@@ -226,6 +268,11 @@ static void report_copy(struct walk *w, Dwarf_Die copy, Dwarf_Die function, bool
         snprintf(e.why, sizeof e.why, "this copy has no parameter %s", w->parameter);
     if (e.place == PARAM_FRAME_MEMORY)
         read_frame_base(w, function, &e);
+    dwarf_walk_ranges(w->dbg, function, w->cu_base, add_function_range, &e);
+    if (e.place == PARAM_FRAME_MEMORY && !inlined)
+        for (unsigned i = 0; i < e.function_ranges && i < INLINE_FUNCTION_RANGES; i++)
+            if (e.function_start[i] <= e.entry && e.entry < e.function_end[i])
+                e.body = body_after_prologue(w, e.entry, e.function_end[i]);
     if (w->each(w->ctx, &e))
         w->stop = true;
 }
@@ -275,6 +322,7 @@ int elf_inline_entries(const char *path, const char *function, const char *param
     Dwarf_Die cu;
     while (!w.stop && dwarf_walk_next_cu(w.dbg, &cu, NULL)) {
         w.cu_base = dwarf_walk_cu_base(cu);
+        w.cu = cu;
         walk_children(&w, cu, cu, 0);
         dwarf_dealloc(w.dbg, cu, DW_DLA_DIE);
     }

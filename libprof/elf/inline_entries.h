@@ -32,7 +32,16 @@ struct inline_entry {
     bool frame_is_cfa;
     int64_t frame_offset;
     uint64_t value;
+    /* A function's own copy with its parameter on the stack: the first
+     * address past its prologue (the line table's second line, as GDB
+     * finds it), where the slot holds the parameter; else 0. */
+    uint64_t body;
     char why[128];
+    /* The code of the function the copy is in (itself, for its own copy):
+     * a patch at the entry must check no branch there lands inside it. */
+#define INLINE_FUNCTION_RANGES 4
+    uint64_t function_start[INLINE_FUNCTION_RANGES], function_end[INLINE_FUNCTION_RANGES];
+    unsigned function_ranges;   /* more than the array holds: the entry cannot be checked */
 };
 
 /* Called for each copy; non-zero stops. */

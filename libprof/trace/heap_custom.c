@@ -9,6 +9,7 @@
 #include "../hook/callsite.h"
 #include "../hook/got.h"
 #include "../hook/store_site.h"
+#include "../hook/entry_site.h"
 #include "../hook/intercept.h"
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,13 +29,15 @@ struct custom_hook {
     int size_arg, ptr_arg;
     bool calls;                      /* --calls: the calls rewritten, not the GOT */
     bool stores;                     /* --stores VARIABLE --in FUNCTION free=value */
-    char in[128];
+    bool inlined;                    /* --inline FUNCTION free=PARAM: every copy's entry */
+    char in[128];                    /* --stores: the function; --inline: the parameter */
     size_t copies;                   /* --stores: ranges of FUNCTION's code */
     size_t expected;                 /* sites=N, else 0 */
     bool removed;                    /* by heap_custom_unhook_all: its id is not reused */
     struct got_hook got;
     struct callsite_patch patch;
     struct store_patch store;
+    struct entry_patch entry;
 };
 
 static pthread_mutex_t custom_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -62,6 +65,13 @@ static void custom_pre(uint32_t id, struct intercept_regs *regs)
         heap_note_custom_alloc((void *)(uintptr_t)argument(regs, h->ptr_arg), argument(regs, h->size_arg),
                                (void *)intercept_caller(regs));
     }
+}
+
+/* --inline: the parameter at an entry is a block freed. */
+static void custom_entry(uint32_t id, uint64_t value)
+{
+    (void)id;
+    heap_note_custom_free((void *)(uintptr_t)value);
 }
 
 /* --stores: the value stored is a block freed. */
@@ -107,8 +117,17 @@ static bool parse(const char *spec, struct custom_hook *h)
             n--, i--;
         }
     int first = 0;
-    if (h->expected && strcmp(words[0], "--calls") != 0 && strcmp(words[0], "--stores") != 0)
+    if (h->expected && strcmp(words[0], "--calls") != 0 && strcmp(words[0], "--stores") != 0 &&
+        strcmp(words[0], "--inline") != 0)
         return false;
+    if (n == 3 && strcmp(words[0], "--inline") == 0) {
+        h->inlined = true;
+        if (strncmp(words[2], "free=", 5) != 0 || !words[2][5])
+            return false;
+        snprintf(h->name, sizeof h->name, "%.127s", words[1]);
+        snprintf(h->in, sizeof h->in, "%.122s", words[2] + 5);
+        return true;
+    }
     if (n == 5 && strcmp(words[0], "--stores") == 0) {
         h->stores = true;
         snprintf(h->name, sizeof h->name, "%s", words[1]);
@@ -121,7 +140,7 @@ static bool parse(const char *spec, struct custom_hook *h)
     }
     if (n - first < 2 || n - first > 3)
         return false;
-    snprintf(h->name, sizeof h->name, "%s", words[first]);
+    snprintf(h->name, sizeof h->name, "%.127s", words[first]);
     h->size_arg = h->ptr_arg = ARG_NONE;
     for (int i = first + 1; i < n; i++) {
         if (strncmp(words[i], "size=", 5) == 0 && h->size_arg == ARG_NONE) {
@@ -143,6 +162,14 @@ static bool parse(const char *spec, struct custom_hook *h)
 
 static void describe(const struct custom_hook *h, size_t slots, char *message, size_t size)
 {
+    if (h->inlined) {
+        size_t own = 0;
+        for (size_t i = 0; i < h->entry.count; i++)
+            own += !h->entry.sites[i].where.inlined;
+        snprintf(message, size, "memprof: %s hooked at the entry of %zu cop%s (%zu inlined, %zu out of line): each frees the block at its parameter %s",
+                 h->name, slots, slots == 1 ? "y" : "ies", slots - own, own, h->in);
+        return;
+    }
     if (h->stores) {
         snprintf(message, size, "memprof: %zu store%s to %s in %s (%zu range%s of code) hooked: each stores a freed block",
                  slots, slots == 1 ? "" : "s", h->name, h->in, h->copies, h->copies == 1 ? "" : "s");
@@ -267,13 +294,45 @@ static enum memprof_status patch_stores(uint32_t id, struct custom_hook *h, char
     return MEMPROF_OK;
 }
 
+/* --inline: every copy of the function, its entry patched to a stub that
+ * reads the parameter where DWARF says it is there. All or none. */
+static enum memprof_status patch_entries(uint32_t id, struct custom_hook *h, char *message, size_t message_size)
+{
+    struct disk_inline_set set;
+    int err = disk_symbols_inline_entries(h->name, h->in, &set, message, message_size);
+    if (err)
+        return err == ENOMEM ? MEMPROF_NO_MEMORY : MEMPROF_BAD_ARGUMENT;
+    char why[400];
+    err = entry_sites_prepare(set.entries, set.count, &h->entry, why, sizeof why);
+    size_t found = set.count;
+    disk_inline_free(&set);
+    if (err) {
+        snprintf(message, message_size, "memprof: cannot hook %s, nothing patched: %s", h->name, why);
+        return err == ENOMEM ? MEMPROF_NO_MEMORY : MEMPROF_HOOK_FAILED;
+    }
+    if (h->expected && found != h->expected) {
+        snprintf(message, message_size, "memprof: %zu copies of %s found, %zu expected: nothing patched", found,
+                 h->name, h->expected);
+        entry_sites_free(&h->entry);
+        return MEMPROF_BAD_ARGUMENT;
+    }
+    if ((err = entry_sites_apply(&h->entry, id, h->name, custom_entry)) != 0) {
+        entry_sites_free(&h->entry);
+        snprintf(message, message_size, "memprof: cannot hook %s, nothing patched: %s", h->name,
+                 err == ERANGE ? "a moved instruction's target is out of a rel32's reach from its stub" : strerror(err));
+        return err == ENOMEM ? MEMPROF_NO_MEMORY : MEMPROF_HOOK_FAILED;
+    }
+    return MEMPROF_OK;
+}
+
 enum memprof_status heap_custom_hook(const char *spec, char *message, size_t message_size)
 {
     struct custom_hook h = { 0 };
     if (!spec || !parse(spec, &h)) {
         snprintf(message, message_size, "memprof: usage: memprof-hook FUNCTION size=argN ptr=ret, "
                                         "FUNCTION ptr=argN [size=argM], --calls FUNCTION ptr=ret [size=argN] [sites=N], "
-                                        "--stores VARIABLE --in FUNCTION free=value [sites=N] (argN: 0-5)");
+                                        "--stores VARIABLE --in FUNCTION free=value [sites=N], "
+                                        "--inline FUNCTION free=PARAMETER [sites=N] (argN: 0-5)");
         return MEMPROF_BAD_ARGUMENT;
     }
     if (!name_address(&h, message, message_size))
@@ -281,7 +340,8 @@ enum memprof_status heap_custom_hook(const char *spec, char *message, size_t mes
     pthread_mutex_lock(&custom_lock);
     enum memprof_status status = MEMPROF_OK;
     for (unsigned i = 0; i < hook_count && status == MEMPROF_OK; i++)
-        if (!hooks[i].removed && strcmp(hooks[i].name, h.name) == 0 && hooks[i].stores == h.stores) {
+        if (!hooks[i].removed && strcmp(hooks[i].name, h.name) == 0 && hooks[i].stores == h.stores &&
+            hooks[i].inlined == h.inlined) {
             snprintf(message, message_size, "memprof: %s is already hooked", h.name);
             status = MEMPROF_BAD_ARGUMENT;
         }
@@ -294,15 +354,17 @@ enum memprof_status heap_custom_hook(const char *spec, char *message, size_t mes
         status = MEMPROF_HOOK_FAILED;
     }
     uint32_t id = hook_count;
-    if (status == MEMPROF_OK && (h.calls || h.stores)) {
+    if (status == MEMPROF_OK && (h.calls || h.stores || h.inlined)) {
         /* The handlers read the hook as soon as the first site is patched. */
         hooks[id] = h;
         struct custom_hook *slot = &hooks[id];
-        status = h.calls ? rewrite_calls(id, slot, message, message_size)
-                         : patch_stores(id, slot, message, message_size);
+        status = h.calls    ? rewrite_calls(id, slot, message, message_size)
+                 : h.stores ? patch_stores(id, slot, message, message_size)
+                            : patch_entries(id, slot, message, message_size);
         if (status == MEMPROF_OK) {
             hook_count++;
-            describe(slot, h.calls ? slot->patch.count : slot->store.count, message, message_size);
+            describe(slot, h.calls ? slot->patch.count : h.stores ? slot->store.count : slot->entry.count, message,
+                     message_size);
         }
         pthread_mutex_unlock(&custom_lock);
         return status;
@@ -350,6 +412,9 @@ enum memprof_status heap_custom_unhook_all(char *message, size_t message_size)
         } else if (h->stores) {
             if (!(err = store_sites_restore(&h->store)))
                 store_sites_free(&h->store);
+        } else if (h->inlined) {
+            if (!(err = entry_sites_restore(&h->entry)))
+                entry_sites_free(&h->entry);
         } else {
             got_hook_remove(&h->got);
         }
@@ -386,6 +451,12 @@ int heap_custom_describe(struct out *o)
             out_str(o, " (");
             out_u64(o, h->patch.count);
             out_str(o, " calls rewritten)\n");
+        } else if (h->inlined) {
+            out_str(o, " (");
+            out_u64(o, h->entry.count);
+            out_str(o, " entries patched, its parameter ");
+            out_str(o, h->in);
+            out_str(o, " freed)\n");
         } else if (h->stores) {
             out_str(o, " in ");
             out_str(o, h->in);

@@ -1,0 +1,303 @@
+/* Entry hooks on code that may be inlined (see entry_site.h). A site's
+ * stub, near it in a pool:
+ *
+ *     lea -128(%rsp), %rsp               over the red zone the function may use
+ *     push %rbp; mov %rsp, %rbp
+ *     push %rax ... %r11                 the caller-saved registers
+ *     lahf; seto %al; push %rax          the arithmetic flags
+ *     and $-16, %rsp; sub $256, %rsp; movdqu %xmm0..15
+ *     movabs $id, %rdi; the parameter into %rsi; movabs $handler, %rax; call *%rax
+ *     ... everything restored, as the store stubs do ...
+ *     the moved instructions             rip-relative operands and branches re-aimed
+ *     jmp back                           to the first instruction not moved
+ *
+ * The parameter is read from the registers as they were at the entry: a
+ * caller-saved one from where the stub pushed it, %rbp from its push, %rsp
+ * from %rbp, the others where they are. */
+#include "entry_site.h"
+#include "code_write.h"
+#include "jit.h"
+#include "pool.h"
+#include "stub_frames.h"
+#include "../arch/x86_64/emit.h"
+#include "../arch/x86_64/relocate.h"
+#include "../unwind/cfi.h"
+#include "../util/pages.h"
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define RED_ZONE 128
+#define STUB_MAX 512
+#define JMP_REL32_LENGTH 5
+#define WINDOW 8
+#define MOVED_MAX 32      /* the instructions under a jmp: at most 5 bytes' worth */
+
+static const enum reg saved[] = { RAX, RCX, RDX, RSI, RDI, R8, R9, R10, R11 };
+#define SAVED (sizeof saved / sizeof *saved)
+
+/* DWARF's register numbers (0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp,
+ * 7 rsp, 8-15 r8-r15) as the emitter's. */
+static const enum reg dwarf_regs[16] = { RAX, RDX, RCX, RBX, RSI, RDI, RBP, RSP,
+                                         R8, R9, R10, R11, R12, R13, R14, R15 };
+
+static bool readable_place(const struct inline_entry *e, char *why, size_t why_size)
+{
+    switch (e->place) {
+    case PARAM_REGISTER:
+    case PARAM_REGISTER_MEMORY:
+        if (e->reg < 16)
+            return true;
+        snprintf(why, why_size, "its parameter is in DWARF register %u, not a general register", e->reg);
+        return false;
+    case PARAM_CONSTANT:
+        return true;
+    case PARAM_FRAME_MEMORY:
+        if (e->frame_is_cfa && e->body)
+            return true;   /* hooked past the prologue (entry_sites_prepare) */
+        snprintf(why, why_size, "its parameter is in a stack slot%s", e->frame_is_cfa ? " the prologue writes, and the function's body was not found in its line table" : " off a frame base memprof does not read");
+        return false;
+    case PARAM_UNREADABLE:
+        snprintf(why, why_size, "%s", e->why);
+        return false;
+    }
+    return false;
+}
+
+static bool add_site(struct entry_patch *p, const struct entry_site *site)
+{
+    if (!pages_grow((void **)&p->sites, &p->bytes, (p->count + 1) * sizeof *p->sites, 4096))
+        return false;
+    p->sites[p->count++] = *site;
+    return true;
+}
+
+int entry_sites_prepare(const struct inline_entry *entries, size_t n, struct entry_patch *out, char *why,
+                        size_t why_size)
+{
+    memset(out, 0, sizeof *out);
+    int err = 0;
+    for (size_t i = 0; i < n && !err; i++) {
+        const struct inline_entry *e = &entries[i];
+        struct entry_site site = { .at = (uintptr_t)e->entry, .where = *e };
+        char reason[192];
+        struct cfi_rule rule;
+        if (!readable_place(e, reason, sizeof reason)) {
+            err = EINVAL;
+        } else if (e->place == PARAM_FRAME_MEMORY &&
+                   !(cfi_rule_at((uintptr_t)e->body, &rule) && (rule.cfa_base == CFI_RSP || rule.cfa_base == CFI_RBP))) {
+            snprintf(reason, sizeof reason, "its parameter is in a stack slot, and the frame's CFA at 0x%lx is not rsp or rbp plus an offset",
+                     (unsigned long)e->body);
+            err = EINVAL;
+        } else if (e->function_ranges == 0 || e->function_ranges > INLINE_FUNCTION_RANGES) {
+            snprintf(reason, sizeof reason, "the function it is in has %s", e->function_ranges ? "too many ranges to check" : "no known code");
+            err = EINVAL;
+        } else {
+            if (e->place == PARAM_FRAME_MEMORY) {
+                /* Past the prologue, the slot is at the CFA (the call frame
+                 * information's rule there) plus the DWARF offset. */
+                site.at = (uintptr_t)e->body;
+                site.where.place = PARAM_REGISTER_MEMORY;
+                site.where.reg = rule.cfa_base == CFI_RBP ? 6 : 7;   /* DWARF rbp, rsp */
+                site.where.offset = rule.cfa_offset + e->offset;
+            }
+            /* How many bytes of whole instructions the jmp takes: a trial
+             * move into scratch, as if to the site itself. */
+            uint8_t scratch[128];
+            struct emitter trial;
+            struct relocation r;
+            emit_init(&trial, scratch, sizeof scratch, site.at);
+            if (relocate(&trial, site.at, (const uint8_t *)site.at, MOVED_MAX, JMP_REL32_LENGTH, &r) != 0) {
+                snprintf(reason, sizeof reason, "the instruction at 0x%lx cannot be moved: %s",
+                         (unsigned long)r.refused_at, r.why);
+                err = EINVAL;
+            } else {
+                site.moved = r.moved;
+                struct code_range ranges[INLINE_FUNCTION_RANGES];
+                for (unsigned k = 0; k < e->function_ranges; k++)
+                    ranges[k] = (struct code_range){ (uintptr_t)e->function_start[k],
+                                                     (size_t)(e->function_end[k] - e->function_start[k]) };
+                uintptr_t from;
+                if (relocate_branch_into(ranges, e->function_ranges, site.at, site.moved, &from)) {
+                    snprintf(reason, sizeof reason, "the branch at 0x%lx lands inside the %zu bytes a patch takes",
+                             (unsigned long)from, site.moved);
+                    err = EINVAL;
+                }
+            }
+        }
+        if (!err) {
+            /* 8 bytes that hold the jmp, in one cache line. */
+            bool found = false;
+            for (uintptr_t w = site.at; w + WINDOW >= site.at + JMP_REL32_LENGTH && w + 3 >= site.at && !found; w--)
+                if (code_write_atomic(w, WINDOW))
+                    site.window = w, found = true;
+            if (!found) {
+                snprintf(reason, sizeof reason, "no 8 bytes within a cache line hold a jmp there");
+                err = EXDEV;
+            }
+        }
+        if (err) {
+            snprintf(why, why_size, "the copy at 0x%lx: %s", (unsigned long)site.at, reason);
+            break;
+        }
+        memcpy(site.original, (const void *)site.window, WINDOW);
+        if (!add_site(out, &site))
+            err = ENOMEM;
+    }
+    if (err)
+        entry_sites_free(out);
+    return err;
+}
+
+/* The parameter's value into %rsi, from the registers as the entry had
+ * them (the stub's pushes at rbp-8, rbp-16...: rax first). */
+static void load_parameter(struct emitter *e, const struct inline_entry *w)
+{
+    if (w->place == PARAM_CONSTANT) {
+        emit_mov_imm64(e, RSI, w->value);
+        return;
+    }
+    enum reg r = dwarf_regs[w->reg];
+    int slot = -1;
+    for (size_t i = 0; i < SAVED; i++)
+        if (saved[i] == r)
+            slot = (int)i;
+    if (slot >= 0)
+        emit_mov_load(e, RSI, MEM(RBP, -8 * (slot + 1)));
+    else if (r == RBP)
+        emit_mov_load(e, RSI, MEM(RBP, 0));
+    else if (r == RSP)
+        emit_lea(e, RSI, MEM(RBP, 8 + RED_ZONE));
+    else
+        emit_mov(e, RSI, r);
+    if (w->place == PARAM_REGISTER_MEMORY)
+        emit_mov_load(e, RSI, MEM(RSI, (int32_t)w->offset));
+}
+
+static int make_stub(const struct entry_site *site, uint32_t id, const char *name, entry_handler_fn *handler,
+                     uintptr_t *entry)
+{
+    struct code_chunk chunk;
+    int err = pool_reserve(site->at, STUB_MAX, &chunk);
+    if (err)
+        return err;
+    struct emitter e;
+    struct stub_frames f = { .start = chunk.exec };
+    emit_init(&e, chunk.write, chunk.size, chunk.exec);
+    emit_frame_begin(&e, 0);   /* no return address: the CFA is rsp at the entry */
+    emit_lea(&e, RSP, MEM(RSP, -RED_ZONE));
+    emit_push(&e, RBP);
+    emit_mov(&e, RBP, RSP);
+    for (size_t i = 0; i < SAVED; i++)
+        emit_push(&e, saved[i]);
+    emit_lahf(&e);
+    emit_seto_al(&e);
+    emit_push(&e, RAX);
+    emit_and_imm(&e, RSP, -16);
+    emit_sub_imm(&e, RSP, 16 * 16);
+    for (int x = 0; x < 16; x++)
+        emit_movdqu_store(&e, MEM(RSP, 16 * x), (enum xmm)x);
+    load_parameter(&e, &site->where);
+    emit_mov_imm64(&e, RDI, id);
+    emit_mov_imm64(&e, RAX, (uint64_t)(uintptr_t)handler);
+    emit_call_reg(&e, RAX);
+    for (int x = 0; x < 16; x++)
+        emit_movdqu_load(&e, (enum xmm)x, MEM(RSP, 16 * x));
+    emit_lea(&e, RSP, MEM(RBP, -(int32_t)(8 * (SAVED + 1))));
+    emit_pop(&e, RAX);
+    emit_add_al_imm(&e, 0x7f);   /* OF set if al was 1 */
+    emit_sahf(&e);
+    for (size_t i = SAVED; i-- > 0;)
+        emit_pop(&e, saved[i]);
+    emit_pop(&e, RBP);
+    emit_lea(&e, RSP, MEM(RSP, RED_ZONE));
+    struct relocation r;
+    if (relocate(&e, site->at, (const uint8_t *)site->at, MOVED_MAX, site->moved, &r) != 0 || r.moved != site->moved)
+        return e.error == EMIT_OUT_OF_REACH ? ERANGE : EINVAL;
+    emit_jmp(&e, site->at + site->moved);
+    /* The moved instructions are booked as the entry's state (the books see
+     * none of them move rsp): a debugger stopped among them after one that
+     * pushes unwinds 8 bytes off until the jmp back. */
+    stub_frames_from_books(&f, &e, JIT_RA_RESUME);
+    if (emit_finish(&e))
+        return e.error == EMIT_OUT_OF_REACH ? ERANGE : ENOMEM;
+    if ((err = pool_publish(&chunk, e.len)) != 0)
+        return err;
+    char text[160];
+    snprintf(text, sizeof text, "memprof entry stub for %s", name && *name ? name : "?");
+    jit_add_resuming_stub(chunk.region, chunk.cookie, chunk.exec, e.len, text, f.r, f.count, site->at);
+    *entry = chunk.exec;
+    return 0;
+}
+
+/* The 8 bytes that send the entry to `stub`: the jmp where the entry was,
+ * the bytes around it as they were. */
+static uint64_t patched_window(const struct entry_site *site, uintptr_t stub)
+{
+    uint8_t bytes[WINDOW];
+    memcpy(bytes, site->original, WINDOW);
+    size_t offset = site->at - site->window;
+    struct emitter e;
+    emit_init(&e, bytes + offset, WINDOW - offset, site->at);
+    emit_jmp(&e, stub);
+    uint64_t window;
+    memcpy(&window, bytes, sizeof window);
+    return window;
+}
+
+int entry_sites_apply(struct entry_patch *p, uint32_t id, const char *name, entry_handler_fn *handler)
+{
+    if (p->applied)
+        return EEXIST;
+    if (p->count == 0)
+        return ENOENT;
+    for (size_t i = 0; i < p->count; i++)
+        if (memcmp((const void *)p->sites[i].window, p->sites[i].original, WINDOW))
+            return EINVAL;
+    size_t bytes = p->count * sizeof(struct code_patch);
+    struct code_patch *patches = pages_alloc(bytes);
+    if (!patches)
+        return ENOMEM;
+    int err = 0;
+    for (size_t i = 0; i < p->count && !err; i++) {
+        uintptr_t stub;
+        err = make_stub(&p->sites[i], id, name, handler, &stub);
+        if (!err) {
+            patches[i] = (struct code_patch){ .at = p->sites[i].window, .width = WINDOW,
+                                              .after = patched_window(&p->sites[i], stub) };
+            memcpy(&patches[i].before, p->sites[i].original, WINDOW);
+        }
+    }
+    if (!err && (err = code_patch_apply(patches, p->count)) == 0) {
+        p->applied = 1;
+        for (size_t i = 0; i < p->count; i++)
+            p->sites[i].patched = patches[i].after;
+    }
+    pages_free(patches, bytes);
+    return err;
+}
+
+int entry_sites_restore(struct entry_patch *p)
+{
+    if (!p->applied)
+        return 0;
+    size_t bytes = p->count * sizeof(struct code_patch);
+    struct code_patch *patches = pages_alloc(bytes);
+    if (!patches)
+        return ENOMEM;
+    for (size_t i = 0; i < p->count; i++) {
+        patches[i] = (struct code_patch){ .at = p->sites[i].window, .width = WINDOW, .after = p->sites[i].patched };
+        memcpy(&patches[i].before, p->sites[i].original, WINDOW);
+    }
+    int err = code_patch_undo(patches, p->count);
+    if (!err)
+        p->applied = 0;
+    pages_free(patches, bytes);
+    return err;
+}
+
+void entry_sites_free(struct entry_patch *p)
+{
+    pages_free(p->sites, p->bytes);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,50 @@
+/* Entry hooks on code that may be inlined (memprof-hook --inline): at each
+ * copy's entry, the whole instructions under a `jmp rel32` are moved to a
+ * stub (arch/x86_64/relocate.h) that first calls a handler with a
+ * parameter's value, read where DWARF says it is at that entry
+ * (elf/inline_entries.h), then runs the moved instructions and jumps back.
+ * All copies are checked and given a stub before any is patched; each patch
+ * is the jmp's 5 bytes written in one 8-byte store within a cache line, the
+ * bytes after it left as they were; restoring puts the original back. */
+#ifndef MEMPROF_HOOK_ENTRY_SITE_H
+#define MEMPROF_HOOK_ENTRY_SITE_H
+#include "../arch/x86_64/decode.h"
+#include "../elf/inline_entries.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef void entry_handler_fn(uint32_t id, uint64_t value);
+
+struct entry_site {
+    uintptr_t at;              /* the copy's entry (run-time address) */
+    size_t moved;              /* the whole instructions the jmp covers */
+    struct inline_entry where; /* the parameter's place there */
+    uintptr_t window;          /* the 8 bytes one patch replaces */
+    uint8_t original[8];
+    uint64_t patched;
+};
+
+struct entry_patch {
+    size_t count;
+    struct entry_site *sites;
+    size_t bytes;
+    int applied;
+};
+
+/* Check each copy (`entries`: run-time addresses, their function's ranges
+ * too, for branches into the patch) and keep it. 0, or
+ * an errno with a one-line `why` naming the copy: EINVAL (a place that
+ * cannot be read there, an instruction that cannot be moved, a branch into
+ * the bytes the patch takes), EXDEV (no 8 bytes in a cache line hold the
+ * jmp), ENOMEM. */
+int entry_sites_prepare(const struct inline_entry *entries, size_t n, struct entry_patch *out, char *why,
+                        size_t why_size);
+/* Patch every site, all or none: `handler(id, value)` at each entry. The
+ * stubs are registered for GDB as "memprof entry stub for NAME". 0 or an
+ * errno (EEXIST, EINVAL: a site changed, ERANGE: a moved instruction's
+ * target out of reach, or the pool's). */
+int entry_sites_apply(struct entry_patch *p, uint32_t id, const char *name, entry_handler_fn *handler);
+int entry_sites_restore(struct entry_patch *p);
+void entry_sites_free(struct entry_patch *p);
+#endif
