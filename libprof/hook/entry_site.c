@@ -1,13 +1,8 @@
 /* Entry hooks on code that may be inlined (see entry_site.h). A site's
  * stub, near it in a pool:
  *
- *     lea -128(%rsp), %rsp               over the red zone the function may use
- *     push %rbp; mov %rsp, %rbp
- *     push %rax ... %r11                 the caller-saved registers
- *     lahf; seto %al; push %rax          the arithmetic flags
- *     and $-16, %rsp; sub $256, %rsp; movdqu %xmm0..15
+ *     what stub_keep.h keeps, around
  *     movabs $id, %rdi; the parameter into %rsi; movabs $handler, %rax; call *%rax
- *     ... everything restored, as the store stubs do ...
  *     the moved instructions             rip-relative operands and branches re-aimed
  *     jmp back                           to the first instruction not moved
  *
@@ -19,6 +14,7 @@
 #include "jit.h"
 #include "pool.h"
 #include "stub_frames.h"
+#include "stub_keep.h"
 #include "../arch/x86_64/emit.h"
 #include "../arch/x86_64/relocate.h"
 #include "../unwind/cfi.h"
@@ -27,14 +23,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#define RED_ZONE 128
 #define STUB_MAX 512
 #define JMP_REL32_LENGTH 5
 #define WINDOW 8
 #define MOVED_MAX 32      /* the instructions under a jmp: at most 5 bytes' worth */
 
-static const enum reg saved[] = { RAX, RCX, RDX, RSI, RDI, R8, R9, R10, R11 };
-#define SAVED (sizeof saved / sizeof *saved)
 
 /* DWARF's register numbers (0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp,
  * 7 rsp, 8-15 r8-r15) as the emitter's. */
@@ -159,15 +152,15 @@ static void load_parameter(struct emitter *e, const struct inline_entry *w)
     }
     enum reg r = dwarf_regs[w->reg];
     int slot = -1;
-    for (size_t i = 0; i < SAVED; i++)
-        if (saved[i] == r)
+    for (size_t i = 0; i < STUB_KEPT; i++)
+        if (stub_kept[i] == r)
             slot = (int)i;
     if (slot >= 0)
         emit_mov_load(e, RSI, MEM(RBP, -8 * (slot + 1)));
     else if (r == RBP)
         emit_mov_load(e, RSI, MEM(RBP, 0));
     else if (r == RSP)
-        emit_lea(e, RSI, MEM(RBP, 8 + RED_ZONE));
+        emit_lea(e, RSI, MEM(RBP, 8 + STUB_RED_ZONE));
     else
         emit_mov(e, RSI, r);
     if (w->place == PARAM_REGISTER_MEMORY)
@@ -185,32 +178,12 @@ static int make_stub(const struct entry_site *site, uint32_t id, const char *nam
     struct stub_frames f = { .start = chunk.exec };
     emit_init(&e, chunk.write, chunk.size, chunk.exec);
     emit_frame_begin(&e, 0);   /* no return address: the CFA is rsp at the entry */
-    emit_lea(&e, RSP, MEM(RSP, -RED_ZONE));
-    emit_push(&e, RBP);
-    emit_mov(&e, RBP, RSP);
-    for (size_t i = 0; i < SAVED; i++)
-        emit_push(&e, saved[i]);
-    emit_lahf(&e);
-    emit_seto_al(&e);
-    emit_push(&e, RAX);
-    emit_and_imm(&e, RSP, -16);
-    emit_sub_imm(&e, RSP, 16 * 16);
-    for (int x = 0; x < 16; x++)
-        emit_movdqu_store(&e, MEM(RSP, 16 * x), (enum xmm)x);
+    stub_keep_begin(&e);
     load_parameter(&e, &site->where);
     emit_mov_imm64(&e, RDI, id);
     emit_mov_imm64(&e, RAX, (uint64_t)(uintptr_t)handler);
     emit_call_reg(&e, RAX);
-    for (int x = 0; x < 16; x++)
-        emit_movdqu_load(&e, (enum xmm)x, MEM(RSP, 16 * x));
-    emit_lea(&e, RSP, MEM(RBP, -(int32_t)(8 * (SAVED + 1))));
-    emit_pop(&e, RAX);
-    emit_add_al_imm(&e, 0x7f);   /* OF set if al was 1 */
-    emit_sahf(&e);
-    for (size_t i = SAVED; i-- > 0;)
-        emit_pop(&e, saved[i]);
-    emit_pop(&e, RBP);
-    emit_lea(&e, RSP, MEM(RSP, RED_ZONE));
+    stub_keep_end(&e);
     struct relocation r;
     if (relocate(&e, site->at, (const uint8_t *)site->at, MOVED_MAX, site->moved, &r) != 0 || r.moved != site->moved)
         return e.error == EMIT_OUT_OF_REACH ? ERANGE : EINVAL;

@@ -1,17 +1,8 @@
 /* Inline-site hooking (see store_site.h). A site's stub, near it in a pool:
  *
  *     mov %reg, VAR(%rip)                the store, replayed (or movq $imm, VAR(%rip))
- *     lea -128(%rsp), %rsp               over the red zone the function may use
- *     push %rbp; mov %rsp, %rbp
- *     push %rax ... %r11                 the caller-saved registers
- *     lahf; seto %al; push %rax          the arithmetic flags (not pushfq: it
- *                                        would keep a debugger's trap flag set)
- *     and $-16, %rsp; sub $256, %rsp; movdqu %xmm0..15
+ *     what stub_keep.h keeps, around
  *     movabs $id, %rdi; mov VAR(%rip), %rsi; movabs $handler, %rax; call *%rax
- *     movdqu %xmm0..15; lea -80(%rbp), %rsp
- *     pop %rax; add $0x7f, %al; sahf     OF, then SF ZF AF PF CF back
- *     pop %r11 ... %rax
- *     pop %rbp; lea 128(%rsp), %rsp
  *     jmp back                           to the instruction after the store
  *
  * The site becomes `jmp stub` and int3 padding up to the store's length, in
@@ -22,6 +13,7 @@
 #include "jit.h"
 #include "pool.h"
 #include "stub_frames.h"
+#include "stub_keep.h"
 #include "../arch/x86_64/decode.h"
 #include "../arch/x86_64/emit.h"
 #include "../util/pages.h"
@@ -29,13 +21,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#define RED_ZONE 128
 #define STUB_MAX 384
 #define JMP_REL32_LENGTH 5
 #define WINDOW 8          /* the bytes one patch replaces */
 
-static const enum reg saved[] = { RAX, RCX, RDX, RSI, RDI, R8, R9, R10, R11 };
-#define SAVED (sizeof saved / sizeof *saved)
 
 static bool add_site(struct store_patch *p, const struct store_site *site)
 {
@@ -92,34 +81,12 @@ static int make_stub(const struct store_patch *p, const struct store_site *site,
         emit_mov_store_rip_imm(&e, p->variable, site->imm);
     else
         emit_mov_store_rip(&e, p->variable, (enum reg)site->reg);
-    emit_lea(&e, RSP, MEM(RSP, -RED_ZONE));
-    emit_push(&e, RBP);
-    emit_mov(&e, RBP, RSP);
-    for (size_t i = 0; i < SAVED; i++)
-        emit_push(&e, saved[i]);
-    /* Stepped by a debugger, pushfq would save its trap flag and popfq set
-     * it again: the program would stop by itself after the next instruction. */
-    emit_lahf(&e);
-    emit_seto_al(&e);
-    emit_push(&e, RAX);
-    emit_and_imm(&e, RSP, -16);
-    emit_sub_imm(&e, RSP, 16 * 16);
-    for (int x = 0; x < 16; x++)
-        emit_movdqu_store(&e, MEM(RSP, 16 * x), (enum xmm)x);
+    stub_keep_begin(&e);
     emit_mov_imm64(&e, RDI, id);
     emit_mov_load_rip(&e, RSI, p->variable);   /* the value stored */
     emit_mov_imm64(&e, RAX, (uint64_t)(uintptr_t)handler);
     emit_call_reg(&e, RAX);
-    for (int x = 0; x < 16; x++)
-        emit_movdqu_load(&e, (enum xmm)x, MEM(RSP, 16 * x));
-    emit_lea(&e, RSP, MEM(RBP, -(int32_t)(8 * (SAVED + 1))));
-    emit_pop(&e, RAX);
-    emit_add_al_imm(&e, 0x7f);   /* OF set if al was 1 */
-    emit_sahf(&e);
-    for (size_t i = SAVED; i-- > 0;)
-        emit_pop(&e, saved[i]);
-    emit_pop(&e, RBP);
-    emit_lea(&e, RSP, MEM(RSP, RED_ZONE));
+    stub_keep_end(&e);
     emit_jmp(&e, site->at + site->length);
     stub_frames_from_books(&f, &e, JIT_RA_RESUME);
     if (emit_finish(&e))
