@@ -288,3 +288,82 @@ bool dwarf_walk_ref(Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half attr_name, Dwarf_
     dwarf_dealloc(dbg, attr, DW_DLA_ATTR);
     return ok;
 }
+
+static bool named_within(Dwarf_Debug dbg, Dwarf_Die die, const char *name, int hops)
+{
+    char *own = NULL;
+    Dwarf_Error error = NULL;
+    if (dwarf_diename(die, &own, &error) == DW_DLV_OK)
+        return strcmp(own, name) == 0;
+    if (hops > 2)
+        return false;
+    static const Dwarf_Half refs[] = { DW_AT_abstract_origin, DW_AT_specification };
+    for (size_t i = 0; i < 2; i++) {
+        Dwarf_Die target;
+        if (dwarf_walk_ref(dbg, die, refs[i], &target)) {
+            bool found = named_within(dbg, target, name, hops + 1);
+            dwarf_dealloc(dbg, target, DW_DLA_DIE);
+            if (found)
+                return true;
+        }
+    }
+    return false;
+}
+
+bool dwarf_walk_named(Dwarf_Debug dbg, Dwarf_Die die, const char *name)
+{
+    return named_within(dbg, die, name, 0);
+}
+
+static bool has_code(Dwarf_Die die)
+{
+    Dwarf_Error error = NULL;
+    Dwarf_Bool has = 0;
+    return (dwarf_hasattr(die, DW_AT_low_pc, &has, &error) == DW_DLV_OK && has) ||
+           (dwarf_hasattr(die, DW_AT_ranges, &has, &error) == DW_DLV_OK && has);
+}
+
+#define MAX_DEPTH 64
+
+struct copies {
+    Dwarf_Debug dbg;
+    const char *name;
+    dwarf_copy_fn *each;
+    void *ctx;
+    bool stop;
+};
+
+/* `function`: the concrete subprogram the DIEs below are code of. */
+static void walk_copies(struct copies *c, Dwarf_Die parent, Dwarf_Die function, int depth)
+{
+    Dwarf_Die child;
+    Dwarf_Error error = NULL;
+    if (depth > MAX_DEPTH || c->stop || dwarf_child(parent, &child, &error) != DW_DLV_OK)
+        return;
+    for (;;) {
+        Dwarf_Half tag;
+        Dwarf_Die inner = function;
+        if (dwarf_tag(child, &tag, &error) == DW_DLV_OK &&
+            (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) && has_code(child)) {
+            if (tag == DW_TAG_subprogram)
+                inner = child;
+            if (dwarf_walk_named(c->dbg, child, c->name) &&
+                c->each(c->ctx, child, inner, tag == DW_TAG_inlined_subroutine))
+                c->stop = true;
+        }
+        walk_copies(c, child, inner, depth + 1);
+        Dwarf_Die next;
+        int rc = dwarf_siblingof_b(c->dbg, child, 1, &next, &error);
+        dwarf_dealloc(c->dbg, child, DW_DLA_DIE);
+        if (rc != DW_DLV_OK || c->stop)
+            return;
+        child = next;
+    }
+}
+
+bool dwarf_walk_copies(Dwarf_Debug dbg, Dwarf_Die cu, const char *name, dwarf_copy_fn *each, void *ctx)
+{
+    struct copies c = { dbg, name, each, ctx, false };
+    walk_copies(&c, cu, cu, 0);
+    return c.stop;
+}

@@ -29,4 +29,14 @@ size_t dwarf_walk_ranges(Dwarf_Debug dbg, Dwarf_Die die, uint64_t cu_base, dwarf
 /* The DIE an attribute (DW_AT_abstract_origin, DW_AT_specification) refers
  * to; the caller deallocates it. */
 bool dwarf_walk_ref(Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half attr_name, Dwarf_Die *target);
+/* Whether `die` is named `name`, or stands for a DIE that is (through
+ * DW_AT_abstract_origin or DW_AT_specification, two hops at most). */
+bool dwarf_walk_named(Dwarf_Debug dbg, Dwarf_Die die, const char *name);
+/* Call each(ctx, copy, function, inlined) for every piece of code of the
+ * function `name` under `cu`: its own copy (a DW_TAG_subprogram with code)
+ * and each copy inlined into another (DW_TAG_inlined_subroutine), with the
+ * concrete function the copy is in (the copy itself for its own). True from
+ * `each` stops the walk, and dwarf_walk_copies returns true. */
+typedef bool dwarf_copy_fn(void *ctx, Dwarf_Die copy, Dwarf_Die function, bool inlined);
+bool dwarf_walk_copies(Dwarf_Debug dbg, Dwarf_Die cu, const char *name, dwarf_copy_fn *each, void *ctx);
 #endif

@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_DEPTH 64
-
 struct walk {
     Dwarf_Debug dbg;
     const char *function, *parameter;
@@ -16,30 +14,7 @@ struct walk {
     void *ctx;
     uint64_t cu_base;
     Dwarf_Die cu;
-    bool stop;
 };
-
-/* The DIE's name, or that of what it stands for (DW_AT_abstract_origin,
- * DW_AT_specification), one hop further at most. */
-static bool named(struct walk *w, Dwarf_Die die, const char *name, int hops)
-{
-    char *own = NULL;
-    Dwarf_Error error = NULL;
-    if (dwarf_diename(die, &own, &error) == DW_DLV_OK)
-        return strcmp(own, name) == 0;
-    if (hops > 2)
-        return false;
-    static const Dwarf_Half refs[] = { DW_AT_abstract_origin, DW_AT_specification };
-    for (size_t i = 0; i < 2; i++) {
-        Dwarf_Die target;
-        if (dwarf_walk_ref(w->dbg, die, refs[i], &target)) {
-            bool found = named(w, target, name, hops + 1);
-            dwarf_dealloc(w->dbg, target, DW_DLA_DIE);
-            return found;
-        }
-    }
-    return false;
-}
 
 static void lowest(void *ctx, uint64_t start, uint64_t end)
 {
@@ -90,7 +65,9 @@ static void read_expression(Dwarf_Locdesc_c desc, Dwarf_Unsigned ops, struct inl
             snprintf(e->why, sizeof e->why, "a location libdwarf cannot read");
             return;
         }
-    if (ops == 1 && atom[0] >= DW_OP_reg0 && atom[0] <= DW_OP_reg31) {
+    if (ops == 1 && atom[0] == DW_OP_call_frame_cfa) {
+        e->place = PARAM_CFA;
+    } else if (ops == 1 && atom[0] >= DW_OP_reg0 && atom[0] <= DW_OP_reg31) {
         e->place = PARAM_REGISTER, e->reg = atom[0] - DW_OP_reg0;
     } else if (ops == 1 && atom[0] == DW_OP_regx) {
         e->place = PARAM_REGISTER, e->reg = (unsigned)op1[0];
@@ -113,22 +90,22 @@ static void read_expression(Dwarf_Locdesc_c desc, Dwarf_Unsigned ops, struct inl
     }
 }
 
-/* The parameter's place at `pc` from its DW_AT_location. */
-static void read_location(struct walk *w, Dwarf_Die param, uint64_t pc, struct inline_entry *e)
+/* The place attribute `name` (DW_AT_location, DW_AT_frame_base) of `die`
+ * gives at `pc`: its expression, or its list's entry that covers `pc`.
+ * False when the DIE has no such attribute. */
+static bool read_place(struct walk *w, Dwarf_Die die, Dwarf_Half name, uint64_t pc, struct inline_entry *e)
 {
     Dwarf_Error error = NULL;
     Dwarf_Attribute attr;
     e->place = PARAM_UNREADABLE;
-    if (dwarf_attr(param, DW_AT_location, &attr, &error) != DW_DLV_OK) {
-        snprintf(e->why, sizeof e->why, "it has no location (optimized out)");
-        return;
-    }
+    if (dwarf_attr(die, name, &attr, &error) != DW_DLV_OK)
+        return false;
     Dwarf_Loc_Head_c head;
     Dwarf_Unsigned count;
     if (dwarf_get_loclist_c(attr, &head, &count, &error) != DW_DLV_OK) {
         snprintf(e->why, sizeof e->why, "its location cannot be read");
         dwarf_dealloc(w->dbg, attr, DW_DLA_ATTR);
-        return;
+        return true;
     }
     unsigned kind = DW_LKIND_unknown;
     dwarf_get_loclist_head_kind(head, &kind, &error);
@@ -157,45 +134,34 @@ static void read_location(struct walk *w, Dwarf_Die param, uint64_t pc, struct i
         snprintf(e->why, sizeof e->why, "no entry of its location list covers 0x%llx", (unsigned long long)pc);
     dwarf_loc_head_c_dealloc(head);
     dwarf_dealloc(w->dbg, attr, DW_DLA_ATTR);
+    return true;
 }
 
-/* The concrete function's DW_AT_frame_base, for DW_OP_fbreg. */
+/* The parameter's place at `pc`. */
+static void read_location(struct walk *w, Dwarf_Die param, uint64_t pc, struct inline_entry *e)
+{
+    if (!read_place(w, param, DW_AT_location, pc, e))
+        snprintf(e->why, sizeof e->why, "it has no location (optimized out)");
+    else if (e->place == PARAM_CFA) {
+        e->place = PARAM_UNREADABLE;
+        snprintf(e->why, sizeof e->why, "its location is the frame's CFA itself");
+    }
+}
+
+/* The concrete function's DW_AT_frame_base at the entry, for DW_OP_fbreg:
+ * the CFA, or a register plus an offset. */
 static void read_frame_base(struct walk *w, Dwarf_Die function, struct inline_entry *e)
 {
-    Dwarf_Error error = NULL;
-    Dwarf_Attribute attr;
-    if (dwarf_attr(function, DW_AT_frame_base, &attr, &error) == DW_DLV_OK) {
-        Dwarf_Loc_Head_c head;
-        Dwarf_Unsigned count;
-        Dwarf_Small lle, source, atom;
-        Dwarf_Unsigned raw_low, raw_high, ops, expr_offset, desc_offset, op1, op2, op3, r1, r2, r3, branch;
-        Dwarf_Bool unavailable = 0;
-        Dwarf_Addr low, high;
-        Dwarf_Locdesc_c desc;
-        if (dwarf_get_loclist_c(attr, &head, &count, &error) == DW_DLV_OK) {
-            if (count == 1 &&
-                dwarf_get_locdesc_entry_d(head, 0, &lle, &raw_low, &raw_high, &unavailable, &low, &high, &ops, &desc,
-                                          &source, &expr_offset, &desc_offset, &error) == DW_DLV_OK &&
-                ops == 1 &&
-                dwarf_get_location_op_value_d(desc, 0, &atom, &op1, &op2, &op3, &r1, &r2, &r3, &branch, &error) ==
-                    DW_DLV_OK) {
-                if (atom == DW_OP_call_frame_cfa)
-                    e->frame_is_cfa = true;
-                else if (atom >= DW_OP_breg0 && atom <= DW_OP_breg31)
-                    e->reg = atom - DW_OP_breg0, e->frame_offset = (int64_t)op1;
-                else
-                    e->place = PARAM_UNREADABLE;
-            } else {
-                e->place = PARAM_UNREADABLE;
-            }
-            dwarf_loc_head_c_dealloc(head);
-        }
-        dwarf_dealloc(w->dbg, attr, DW_DLA_ATTR);
+    struct inline_entry base = { .place = PARAM_UNREADABLE };
+    read_place(w, function, DW_AT_frame_base, e->entry, &base);
+    if (base.place == PARAM_CFA) {
+        e->frame_is_cfa = true;
+    } else if (base.place == PARAM_REGISTER_MEMORY) {
+        e->reg = base.reg, e->frame_offset = base.offset;
     } else {
         e->place = PARAM_UNREADABLE;
-    }
-    if (e->place == PARAM_UNREADABLE)
         snprintf(e->why, sizeof e->why, "it is on the stack from a frame base memprof cannot read");
+    }
 }
 
 /* The first line-table row after `entry` of another line than its, within
@@ -240,11 +206,12 @@ static void add_function_range(void *ctx, uint64_t start, uint64_t end)
 }
 
 /* A copy of the function: its entry, and the parameter's place there. */
-static void report_copy(struct walk *w, Dwarf_Die copy, Dwarf_Die function, bool inlined)
+static bool report_copy(void *ctx, Dwarf_Die copy, Dwarf_Die function, bool inlined)
 {
+    struct walk *w = ctx;
     struct inline_entry e = { .inlined = inlined, .place = PARAM_UNREADABLE };
     if (!(e.entry = entry_of(w, copy)))
-        return;   /* no code: a declaration */
+        return false;   /* no code: a declaration */
     Dwarf_Die child;
     Dwarf_Error error = NULL;
     bool found = false;
@@ -252,7 +219,7 @@ static void report_copy(struct walk *w, Dwarf_Die copy, Dwarf_Die function, bool
         for (;;) {
             Dwarf_Half tag;
             if (!found && dwarf_tag(child, &tag, &error) == DW_DLV_OK && tag == DW_TAG_formal_parameter &&
-                named(w, child, w->parameter, 0)) {
+                dwarf_walk_named(w->dbg, child, w->parameter)) {
                 found = true;
                 read_location(w, child, e.entry, &e);
             }
@@ -273,43 +240,7 @@ static void report_copy(struct walk *w, Dwarf_Die copy, Dwarf_Die function, bool
         for (unsigned i = 0; i < e.function_ranges && i < INLINE_FUNCTION_RANGES; i++)
             if (e.function_start[i] <= e.entry && e.entry < e.function_end[i])
                 e.body = body_after_prologue(w, e.entry, e.function_end[i]);
-    if (w->each(w->ctx, &e))
-        w->stop = true;
-}
-
-static bool has_code(Dwarf_Die die)
-{
-    Dwarf_Error error = NULL;
-    Dwarf_Bool has = 0;
-    return (dwarf_hasattr(die, DW_AT_low_pc, &has, &error) == DW_DLV_OK && has) ||
-           (dwarf_hasattr(die, DW_AT_ranges, &has, &error) == DW_DLV_OK && has);
-}
-
-/* `function`: the concrete subprogram the DIEs below are code of. */
-static void walk_children(struct walk *w, Dwarf_Die parent, Dwarf_Die function, int depth)
-{
-    Dwarf_Die child;
-    Dwarf_Error error = NULL;
-    if (depth > MAX_DEPTH || w->stop || dwarf_child(parent, &child, &error) != DW_DLV_OK)
-        return;
-    for (;;) {
-        Dwarf_Half tag;
-        Dwarf_Die inner = function;
-        if (dwarf_tag(child, &tag, &error) == DW_DLV_OK) {
-            if (tag == DW_TAG_subprogram && has_code(child))
-                inner = child;
-            if ((tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) && has_code(child) &&
-                named(w, child, w->function, 0))
-                report_copy(w, child, inner, tag == DW_TAG_inlined_subroutine);
-        }
-        walk_children(w, child, inner, depth + 1);
-        Dwarf_Die next;
-        int rc = dwarf_siblingof_b(w->dbg, child, 1, &next, &error);
-        dwarf_dealloc(w->dbg, child, DW_DLA_DIE);
-        if (rc != DW_DLV_OK || w->stop)
-            return;
-        child = next;
-    }
+    return w->each(w->ctx, &e) != 0;
 }
 
 int elf_inline_entries(const char *path, const char *function, const char *parameter, elf_inline_fn *each,
@@ -320,10 +251,11 @@ int elf_inline_entries(const char *path, const char *function, const char *param
     if (!file)
         return -1;
     Dwarf_Die cu;
-    while (!w.stop && dwarf_walk_next_cu(w.dbg, &cu, NULL)) {
+    bool stop = false;
+    while (!stop && dwarf_walk_next_cu(w.dbg, &cu, NULL)) {
         w.cu_base = dwarf_walk_cu_base(cu);
         w.cu = cu;
-        walk_children(&w, cu, cu, 0);
+        stop = dwarf_walk_copies(w.dbg, cu, function, report_copy, &w);
         dwarf_dealloc(w.dbg, cu, DW_DLA_DIE);
     }
     dwarf_walk_close(file);

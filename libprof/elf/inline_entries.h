@@ -20,6 +20,7 @@ enum param_place {
                                 `reg` + `frame_offset` when the function's DW_AT_frame_base says so, or the
                                 CFA (DW_OP_call_frame_cfa: `frame_is_cfa`) */
     PARAM_CONSTANT,     /* the value `value` (DW_OP_litN, DW_OP_constN with DW_OP_stack_value) */
+    PARAM_CFA,          /* the CFA itself (DW_OP_call_frame_cfa): what a frame base is, never a parameter */
     PARAM_UNREADABLE,   /* `why` says what the location is */
 };
 

@@ -18,40 +18,6 @@ struct walk {
     uint64_t cu_base;
 };
 
-/* The name of the DIE an attribute refers to (DW_AT_abstract_origin,
- * DW_AT_specification), following one more reference if it has no name. */
-static bool refers_to(struct walk *w, Dwarf_Die die, Dwarf_Half attr_name, int hops)
-{
-    Dwarf_Attribute attr;
-    Dwarf_Error error = NULL;
-    Dwarf_Off offset;
-    Dwarf_Die target;
-    if (hops > 2 || dwarf_attr(die, attr_name, &attr, &error) != DW_DLV_OK)
-        return false;
-    bool found = false;
-    if (dwarf_global_formref(attr, &offset, &error) == DW_DLV_OK &&
-        dwarf_offdie_b(w->dbg, offset, 1, &target, &error) == DW_DLV_OK) {
-        char *name = NULL;
-        if (dwarf_diename(target, &name, &error) == DW_DLV_OK)
-            found = strcmp(name, w->name) == 0;
-        else
-            found = refers_to(w, target, DW_AT_abstract_origin, hops + 1) ||
-                    refers_to(w, target, DW_AT_specification, hops + 1);
-        dwarf_dealloc(w->dbg, target, DW_DLA_DIE);
-    }
-    dwarf_dealloc(w->dbg, attr, DW_DLA_ATTR);
-    return found;
-}
-
-static bool is_named(struct walk *w, Dwarf_Die die)
-{
-    char *name = NULL;
-    Dwarf_Error error = NULL;
-    if (dwarf_diename(die, &name, &error) == DW_DLV_OK)
-        return strcmp(name, w->name) == 0;
-    return refers_to(w, die, DW_AT_abstract_origin, 0) || refers_to(w, die, DW_AT_specification, 0);
-}
-
 struct span_report { struct walk *w; bool inlined; };
 
 static void report_range(void *ctx, uint64_t start, uint64_t end)
@@ -61,31 +27,13 @@ static void report_range(void *ctx, uint64_t start, uint64_t end)
         r->w->stop = true;
 }
 
-static void report_ranges(struct walk *w, Dwarf_Die die, bool inlined)
+static bool report_copy(void *ctx, Dwarf_Die copy, Dwarf_Die function, bool inlined)
 {
+    struct walk *w = ctx;
+    (void)function;
     struct span_report r = { w, inlined };
-    dwarf_walk_ranges(w->dbg, die, w->cu_base, report_range, &r);
-}
-
-static void walk_children(struct walk *w, Dwarf_Die parent, int depth)
-{
-    Dwarf_Die child;
-    Dwarf_Error error = NULL;
-    if (depth > MAX_DEPTH || w->stop || dwarf_child(parent, &child, &error) != DW_DLV_OK)
-        return;
-    for (;;) {
-        Dwarf_Half tag;
-        if (dwarf_tag(child, &tag, &error) == DW_DLV_OK &&
-            (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) && is_named(w, child))
-            report_ranges(w, child, tag == DW_TAG_inlined_subroutine);
-        walk_children(w, child, depth + 1);
-        Dwarf_Die next;
-        int rc = dwarf_siblingof_b(w->dbg, child, 1, &next, &error);
-        dwarf_dealloc(w->dbg, child, DW_DLA_DIE);
-        if (rc != DW_DLV_OK || w->stop)
-            return;
-        child = next;
-    }
+    dwarf_walk_ranges(w->dbg, copy, w->cu_base, report_range, &r);
+    return w->stop;
 }
 
 /* A variable's DW_AT_location of one DW_OP_addr: its address. */
@@ -160,7 +108,7 @@ int elf_function_spans(const char *path, const char *name, elf_span_fn *each, vo
     Dwarf_Die cu;
     while (!w.stop && dwarf_walk_next_cu(w.dbg, &cu, NULL)) {
         w.cu_base = dwarf_walk_cu_base(cu);
-        walk_children(&w, cu, 0);
+        dwarf_walk_copies(w.dbg, cu, name, report_copy, &w);
         dwarf_dealloc(w.dbg, cu, DW_DLA_DIE);
     }
     dwarf_walk_close(file);

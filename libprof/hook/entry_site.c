@@ -50,6 +50,7 @@ static bool readable_place(const struct inline_entry *e, char *why, size_t why_s
             return true;   /* hooked past the prologue (entry_sites_prepare) */
         snprintf(why, why_size, "its parameter is in a stack slot%s", e->frame_is_cfa ? " the prologue writes, and the function's body was not found in its line table" : " off a frame base memprof does not read");
         return false;
+    case PARAM_CFA:
     case PARAM_UNREADABLE:
         snprintf(why, why_size, "%s", e->why);
         return false;

@@ -25,6 +25,7 @@ static int print(void *ctx, const struct inline_entry *e)
             printf("frame reg %u + %" PRId64 " + %" PRId64 "\n", e->reg, e->frame_offset, e->offset);
         break;
     case PARAM_CONSTANT: printf("const %" PRIu64 "\n", e->value); break;
+    case PARAM_CFA:
     case PARAM_UNREADABLE: printf("unreadable: %s\n", e->why); break;
     }
     return 0;
