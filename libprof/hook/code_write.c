@@ -1,4 +1,5 @@
 #include "code_write.h"
+#include "../arch/x86_64/emit.h"
 #include <errno.h>
 #include <string.h>
 #include <linux/membarrier.h>
@@ -9,6 +10,34 @@
 bool code_write_atomic(uintptr_t at, unsigned width)
 {
     return (at & 63) + width <= 64;
+}
+
+#define JMP_REL32_LENGTH 5
+#define WINDOW 8
+
+bool code_jmp_window(uintptr_t at, uintptr_t *window)
+{
+    for (uintptr_t w = at; w + WINDOW >= at + JMP_REL32_LENGTH && w + 3 >= at; w--)
+        if (code_write_atomic(w, WINDOW)) {
+            *window = w;
+            return true;
+        }
+    return false;
+}
+
+uint64_t code_jmp_window_bytes(uintptr_t window, uint64_t before, uintptr_t at, uintptr_t target, size_t pad)
+{
+    uint8_t bytes[WINDOW];
+    memcpy(bytes, &before, WINDOW);
+    size_t offset = at - window;
+    struct emitter e;
+    emit_init(&e, bytes + offset, WINDOW - offset, at);
+    emit_jmp(&e, target);
+    while (e.len < pad && e.len < WINDOW - offset)
+        emit_int3(&e);
+    uint64_t after;
+    memcpy(&after, bytes, sizeof after);
+    return after;
 }
 
 int code_write(const struct maps *maps, uintptr_t at, uint64_t value, unsigned width)

@@ -18,6 +18,16 @@ int code_write(const struct maps *maps, uintptr_t at, uint64_t value, unsigned w
 /* After a batch of writes: every thread of the process serializes. */
 void code_write_done(void);
 
+/* A 5-byte jmp written over code at `at` (a store site, a function's
+ * entry) in one 8-byte store: the 8 bytes, within one cache line and
+ * starting at most 3 bytes before `at`, that hold it in *window. False when
+ * no such 8 bytes exist. */
+bool code_jmp_window(uintptr_t at, uintptr_t *window);
+/* Those 8 bytes (`before`, as the code at `window` holds them) with a jmp
+ * rel32 at `at` to `target`, then int3 up to `pad` bytes from `at` (the
+ * rest of an instruction never run), as far as the window goes. */
+uint64_t code_jmp_window_bytes(uintptr_t window, uint64_t before, uintptr_t at, uintptr_t target, size_t pad);
+
 /* One change of code: `width` (4 or 8) bytes at `at`, from the bytes of
  * `before` to those of `after` (little-endian, as the code holds them). */
 struct code_patch {

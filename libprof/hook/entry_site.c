@@ -58,11 +58,15 @@ static bool readable_place(const struct inline_entry *e, char *why, size_t why_s
     return false;
 }
 
-static bool add_site(struct entry_patch *p, const struct entry_site *site)
+static bool add_site(struct entry_patch *p, const struct entry_site *site, uintptr_t window)
 {
-    if (!pages_grow((void **)&p->sites, &p->bytes, (p->count + 1) * sizeof *p->sites, 4096))
+    if (!pages_grow((void **)&p->sites, &p->bytes, (p->count + 1) * sizeof *p->sites, 4096) ||
+        !pages_grow((void **)&p->patches, &p->patch_bytes, (p->count + 1) * sizeof *p->patches, 4096))
         return false;
-    p->sites[p->count++] = *site;
+    p->sites[p->count] = *site;
+    p->patches[p->count] = (struct code_patch){ .at = window, .width = WINDOW };
+    memcpy(&p->patches[p->count].before, (const void *)window, WINDOW);
+    p->count++;
     return true;
 }
 
@@ -119,23 +123,16 @@ int entry_sites_prepare(const struct inline_entry *entries, size_t n, struct ent
                 }
             }
         }
-        if (!err) {
-            /* 8 bytes that hold the jmp, in one cache line. */
-            bool found = false;
-            for (uintptr_t w = site.at; w + WINDOW >= site.at + JMP_REL32_LENGTH && w + 3 >= site.at && !found; w--)
-                if (code_write_atomic(w, WINDOW))
-                    site.window = w, found = true;
-            if (!found) {
-                snprintf(reason, sizeof reason, "no 8 bytes within a cache line hold a jmp there");
-                err = EXDEV;
-            }
+        uintptr_t window = 0;
+        if (!err && !code_jmp_window(site.at, &window)) {
+            snprintf(reason, sizeof reason, "no 8 bytes within a cache line hold a jmp there");
+            err = EXDEV;
         }
         if (err) {
             snprintf(why, why_size, "the copy at 0x%lx: %s", (unsigned long)site.at, reason);
             break;
         }
-        memcpy(site.original, (const void *)site.window, WINDOW);
-        if (!add_site(out, &site))
+        if (!add_site(out, &site, window))
             err = ENOMEM;
     }
     if (err)
@@ -204,21 +201,6 @@ static int make_stub(const struct entry_site *site, uint32_t id, const char *nam
     return 0;
 }
 
-/* The 8 bytes that send the entry to `stub`: the jmp where the entry was,
- * the bytes around it as they were. */
-static uint64_t patched_window(const struct entry_site *site, uintptr_t stub)
-{
-    uint8_t bytes[WINDOW];
-    memcpy(bytes, site->original, WINDOW);
-    size_t offset = site->at - site->window;
-    struct emitter e;
-    emit_init(&e, bytes + offset, WINDOW - offset, site->at);
-    emit_jmp(&e, stub);
-    uint64_t window;
-    memcpy(&window, bytes, sizeof window);
-    return window;
-}
-
 int entry_sites_apply(struct entry_patch *p, uint32_t id, const char *name, entry_handler_fn *handler)
 {
     if (p->applied)
@@ -226,28 +208,18 @@ int entry_sites_apply(struct entry_patch *p, uint32_t id, const char *name, entr
     if (p->count == 0)
         return ENOENT;
     for (size_t i = 0; i < p->count; i++)
-        if (memcmp((const void *)p->sites[i].window, p->sites[i].original, WINDOW))
+        if (memcmp((const void *)p->patches[i].at, &p->patches[i].before, WINDOW))
             return EINVAL;
-    size_t bytes = p->count * sizeof(struct code_patch);
-    struct code_patch *patches = pages_alloc(bytes);
-    if (!patches)
-        return ENOMEM;
+    /* Every stub first: an entry is patched only once all have one. */
     int err = 0;
     for (size_t i = 0; i < p->count && !err; i++) {
         uintptr_t stub;
-        err = make_stub(&p->sites[i], id, name, handler, &stub);
-        if (!err) {
-            patches[i] = (struct code_patch){ .at = p->sites[i].window, .width = WINDOW,
-                                              .after = patched_window(&p->sites[i], stub) };
-            memcpy(&patches[i].before, p->sites[i].original, WINDOW);
-        }
+        if (!(err = make_stub(&p->sites[i], id, name, handler, &stub)))
+            p->patches[i].after = code_jmp_window_bytes(p->patches[i].at, p->patches[i].before, p->sites[i].at, stub,
+                                                        JMP_REL32_LENGTH);
     }
-    if (!err && (err = code_patch_apply(patches, p->count)) == 0) {
+    if (!err && (err = code_patch_apply(p->patches, p->count)) == 0)
         p->applied = 1;
-        for (size_t i = 0; i < p->count; i++)
-            p->sites[i].patched = patches[i].after;
-    }
-    pages_free(patches, bytes);
     return err;
 }
 
@@ -255,23 +227,15 @@ int entry_sites_restore(struct entry_patch *p)
 {
     if (!p->applied)
         return 0;
-    size_t bytes = p->count * sizeof(struct code_patch);
-    struct code_patch *patches = pages_alloc(bytes);
-    if (!patches)
-        return ENOMEM;
-    for (size_t i = 0; i < p->count; i++) {
-        patches[i] = (struct code_patch){ .at = p->sites[i].window, .width = WINDOW, .after = p->sites[i].patched };
-        memcpy(&patches[i].before, p->sites[i].original, WINDOW);
-    }
-    int err = code_patch_undo(patches, p->count);
+    int err = code_patch_undo(p->patches, p->count);
     if (!err)
         p->applied = 0;
-    pages_free(patches, bytes);
     return err;
 }
 
 void entry_sites_free(struct entry_patch *p)
 {
     pages_free(p->sites, p->bytes);
+    pages_free(p->patches, p->patch_bytes);
     memset(p, 0, sizeof *p);
 }

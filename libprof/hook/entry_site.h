@@ -20,15 +20,14 @@ struct entry_site {
     uintptr_t at;              /* the copy's entry (run-time address) */
     size_t moved;              /* the whole instructions the jmp covers */
     struct inline_entry where; /* the parameter's place there */
-    uintptr_t window;          /* the 8 bytes one patch replaces */
-    uint8_t original[8];
-    uint64_t patched;
 };
 
+struct code_patch;
 struct entry_patch {
     size_t count;
     struct entry_site *sites;
-    size_t bytes;
+    struct code_patch *patches;   /* [count]: the 8 bytes at each site, before and after */
+    size_t bytes, patch_bytes;
     int applied;
 };
 

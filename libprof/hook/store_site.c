@@ -43,13 +43,10 @@ static int visit_store(void *ctx, uintptr_t pc, const struct insn *in)
         return 0;
     struct store_site site = { .at = pc, .length = in->length, .reg = in->store_register,
                                .immediate = in->stores_immediate, .imm = (int32_t)in->store_immediate };
-    /* 8 bytes that hold the jmp, in one cache line if any do. */
-    site.window = pc;
-    for (uintptr_t w = pc; w + WINDOW >= pc + JMP_REL32_LENGTH && w + 3 >= pc; w--)
-        if (code_write_atomic(w, WINDOW)) {
-            site.window = w;
-            break;
-        }
+    /* 8 bytes that hold the jmp, in one cache line if any do (else the
+     * patch says EXDEV). */
+    if (!code_jmp_window(pc, &site.window))
+        site.window = pc;
     memcpy(site.original, (const void *)site.window, WINDOW);
     return add_site(p, &site) ? 0 : ENOMEM;
 }
@@ -106,17 +103,9 @@ static int make_stub(const struct store_patch *p, const struct store_site *site,
  * the bytes that were there. */
 static uint64_t patched_window(const struct store_site *site, uintptr_t stub)
 {
-    uint8_t bytes[WINDOW];
-    memcpy(bytes, site->original, WINDOW);
-    size_t offset = site->at - site->window;
-    struct emitter e;
-    emit_init(&e, bytes + offset, WINDOW - offset, site->at);
-    emit_jmp(&e, stub);
-    while (e.len < site->length && e.len < WINDOW - offset)
-        emit_int3(&e);
-    uint64_t window;
-    memcpy(&window, bytes, sizeof window);
-    return window;
+    uint64_t before;
+    memcpy(&before, site->original, WINDOW);
+    return code_jmp_window_bytes(site->window, before, site->at, stub, site->length);
 }
 
 int store_sites_apply(struct store_patch *p, uint32_t id, const char *name, store_handler_fn *handler,
