@@ -58,6 +58,8 @@ int core_report(const char *path, FILE *out, const struct core_report_options *o
  * when `output` ends in .svg, CSV for .csv or stdout (NULL). An exit
  * status, after a line naming the problem. */
 int timeline_convert(FILE *raw, const char *raw_name, const char *output);
+/* Whether `path` names a timeline's output: FILE.svg or FILE.csv. */
+bool timeline_output_named(const char *path);
 /* A C++ symbol's name demangled (valid until the next call), else `name`. */
 const char *demangle(const char *name);
 #endif

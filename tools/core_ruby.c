@@ -5,6 +5,7 @@
  * each class is named by the name the runtime kept when it first saw it.
  * doc/tables.md says how the tables are read. */
 #include "core_image.h"
+#include "json.h"
 #include "trace/ruby_abi.h"
 #include <inttypes.h>
 #include <stdlib.h>
@@ -493,21 +494,6 @@ bool core_ruby_where(struct core_image *c, uint64_t addr, FILE *out, bool *found
 
 /* --- the dump: ObjectSpace.dump_all's schema, as trace/ruby_dump.c -------- */
 
-static void json_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(out, "\\u%04x", ch);
-        else
-            fputc(ch, out);
-    }
-    fputc('"', out);
-}
-
 /* "STRING" for T_STRING. */
 static const char *json_type(unsigned type)
 {
@@ -545,12 +531,14 @@ static bool dump_one(struct core_image *c, const struct ruby_tables *r, uint64_t
         uint32_t name = class_name(r, addr);
         if (name && !(l.type & SINGLETON_ROW)) {
             fputs(", \"name\":", d->out);
-            json_string(d->out, r->class_names + name - 1);
+            const char *class_name_text = r->class_names + name - 1;
+            json_string(d->out, class_name_text, strlen(class_name_text));
         }
         d->named[d->named_count++] = (struct core_pair){ addr, 1 };
     }
     fputs(", \"file\":", d->out);
-    json_string(d->out, core_site_file(&r->sites, l.site));
+    const char *file = core_site_file(&r->sites, l.site);
+    json_string(d->out, file, strlen(file));
     fprintf(d->out, ", \"line\":%u", core_site_line(&r->sites, l.site));
     uint32_t epoch = aux >> c->tables.aux_epoch_shift;
     uint64_t generation = epoch == 0 ? 0 : epoch < r->epoch_count ? r->epoch_gc[epoch] : UINT64_MAX;
@@ -587,7 +575,7 @@ bool core_ruby_dump(struct core_image *c, FILE *out)
             fprintf(out, "{\"address\":\"0x%" PRIx64 "\", \"type\":\"%s\"", klass, json_type(type));
             if (name) {
                 fputs(", \"name\":", out);
-                json_string(out, r.class_names + name - 1);
+                json_string(out, r.class_names + name - 1, strlen(r.class_names + name - 1));
             }
             fputs("}\n", out);
         }

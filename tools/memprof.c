@@ -767,8 +767,7 @@ static int cmd_run(int argc, char **argv)
             /* The C heap over time, drawn (FILE.svg) or as a series (FILE.csv). */
             if (i + 1 >= argc)
                 return fail("%s needs a file name (FILE.svg or FILE.csv)", a, NULL);
-            const char *dot = strrchr(argv[i + 1], '.');
-            if (!dot || (strcmp(dot, ".svg") != 0 && strcmp(dot, ".csv") != 0))
+            if (!timeline_output_named(argv[i + 1]))
                 return fail("--timeline %s: name it FILE.svg (a chart) or FILE.csv (the series)", argv[i + 1], NULL);
             int rc = memprof_resolve_output(argv[++i], timeline_output, sizeof timeline_output);
             if (rc)

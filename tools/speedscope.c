@@ -4,24 +4,10 @@
  * file and line when the frame names them ("function file:line (object)",
  * a Ruby "file:line"). */
 #include "speedscope.h"
+#include "json.h"
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void json_string(FILE *out, const char *s, size_t len)
-{
-    fputc('"', out);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(out, "\\u%04x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
-}
 
 /* "name file:line (object)", "name file:line" or "file:line": the file and
  * line, and how much of the text is the name (all of it for "file:line"). */

@@ -1,6 +1,6 @@
-/* memprof collapse, memprof flamegraph, memprof proto and memprof diff:
- * memprof's outputs (reports, dumps, collapsed stacks, profiles) turned into
- * what other tools read, or compared. */
+/* memprof collapse, flamegraph, proto, timeline and diff: memprof's outputs
+ * (reports, dumps, collapsed stacks, profiles, timelines) turned into what
+ * other tools read, or compared. */
 #include "commands.h"
 #include "flamegraph.h"
 #include "output.h"
@@ -187,6 +187,24 @@ int cmd_proto(int argc, char **argv)
     }
     fclose(in);
     stacks_free(&s);
+    return rc;
+}
+
+int cmd_timeline(int argc, char **argv)
+{
+    struct options o;
+    int rc = parse("timeline", "[-o FILE.svg|FILE.csv] TIMELINE", 1, argc, argv, &o);
+    if (rc)
+        return rc;
+    const char *path = o.inputs[0];
+    FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (!in) {
+        fprintf(stderr, "memprof: cannot read %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    rc = timeline_convert(in, path, o.output);
+    if (in != stdin)
+        fclose(in);
     return rc;
 }
 

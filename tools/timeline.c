@@ -413,11 +413,17 @@ static void write_svg(const struct timeline *t, FILE *out, const char *title)
     fputs("</svg>\n", out);
 }
 
+bool timeline_output_named(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    return dot && (strcmp(dot, ".svg") == 0 || strcmp(dot, ".csv") == 0);
+}
+
 int timeline_convert(FILE *raw, const char *raw_name, const char *output)
 {
     const char *dot = output ? strrchr(output, '.') : NULL;
     bool svg = dot && strcmp(dot, ".svg") == 0;
-    if (output && !svg && !(dot && strcmp(dot, ".csv") == 0)) {
+    if (output && !timeline_output_named(output)) {
         fprintf(stderr, "memprof: timeline: %s: name it FILE.svg (a chart) or FILE.csv (the series)\n", output);
         return 2;
     }
@@ -437,31 +443,5 @@ int timeline_convert(FILE *raw, const char *raw_name, const char *output)
         rc = output_close(&out, ferror(out.fp) != 0);
     }
     timeline_free(&t);
-    return rc;
-}
-
-int cmd_timeline(int argc, char **argv)
-{
-    const char *output = NULL, *input = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc && !output)
-            output = argv[++i];
-        else if (!input && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
-            input = argv[i];
-        else
-            input = NULL, i = argc;
-    }
-    if (!input) {
-        fputs("memprof: usage: memprof timeline [-o FILE.svg|FILE.csv] TIMELINE\n", stderr);
-        return 2;
-    }
-    FILE *in = strcmp(input, "-") == 0 ? stdin : fopen(input, "r");
-    if (!in) {
-        fprintf(stderr, "memprof: cannot read %s: %s\n", input, strerror(errno));
-        return 1;
-    }
-    int rc = timeline_convert(in, input, output);
-    if (in != stdin)
-        fclose(in);
     return rc;
 }
