@@ -34,7 +34,7 @@ int callsite_find(const struct code_range *functions, size_t n, uintptr_t target
  * mix. `expected` (0: any) is the number of sites the caller counts on.
  * 0, or an errno: EEXIST (applied), ENOENT (count differs from expected, or
  * no site), EINVAL (a site changed), ERANGE (stub out of reach), EXDEV (a
- * displacement across a cache line), or mprotect's. */
+ * displacement across a cache line while other threads run), or mprotect's. */
 int callsite_apply(struct callsite_patch *p, uintptr_t stub, size_t expected);
 /* Put back every original displacement (they must still point at the stub).
  * 0, or an errno. */

@@ -1,5 +1,6 @@
 #include "code_write.h"
 #include "../arch/x86_64/emit.h"
+#include "../util/tasks.h"
 #include <errno.h>
 #include <string.h>
 #include <linux/membarrier.h>
@@ -76,14 +77,19 @@ static bool holds(uintptr_t at, uint64_t bytes, unsigned width)
 /* Forward: before -> after; backward: after -> before. */
 static int transact(const struct code_patch *p, size_t n, bool forward)
 {
+    bool across = false;
     for (size_t i = 0; i < n; i++) {
         if (p[i].width != 4 && p[i].width != 8)
             return EINVAL;
         if (!holds(p[i].at, forward ? p[i].before : p[i].after, p[i].width))
             return EINVAL;
-        if (!code_write_atomic(p[i].at, p[i].width))
-            return EXDEV;
+        across |= !code_write_atomic(p[i].at, p[i].width);
     }
+    /* A store across a cache line is one instruction to this thread (a
+     * signal comes before it or after) but may be seen half made by
+     * another: fine only when there is no other. */
+    if (across && !tasks_alone())
+        return EXDEV;
     struct maps maps = { 0 };
     int err = maps_load(&maps);
     size_t made = 0;

@@ -36,8 +36,8 @@ struct code_patch {
     unsigned width;
 };
 /* Make every change, all or none: each place must hold its `before` bytes
- * (EINVAL) and lie within one cache line (EXDEV), checked before anything is
- * written; a write that fails (mprotect's errno) has the ones made undone.
+ * (EINVAL) and lie within one cache line, unless the calling thread is the
+ * process's only one (EXDEV), checked before anything is written; a write that fails (mprotect's errno) has the ones made undone.
  * Then every thread serializes. 0, or an errno. The transaction every code
  * patch goes through (caller-side calls, store sites). */
 int code_patch_apply(const struct code_patch *patches, size_t count);

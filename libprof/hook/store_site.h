@@ -39,9 +39,10 @@ struct store_patch {
 int store_sites_find(const struct code_range *code, size_t n, uintptr_t variable, struct store_patch *out);
 /* Patch every site: `handler(id, value)` after each store. All or none:
  * `expected` (0: any) must be the count, and 8 bytes that cover each site
- * must lie in one cache line. The stubs are registered for GDB as "memprof store stub
+ * must lie in one cache line unless the calling thread is alone in its
+ * process. The stubs are registered for GDB as "memprof store stub
  * for NAME". 0, or an errno: EEXIST, ENOENT (the count), EXDEV (a site
- * across a cache line), EINVAL (a site changed), or one of the pool's. */
+ * across a cache line, other threads running), EINVAL (a site changed), or one of the pool's. */
 int store_sites_apply(struct store_patch *p, uint32_t id, const char *name, store_handler_fn *handler,
                       size_t expected);
 /* The original bytes back (a thread inside a stub goes back to code that is

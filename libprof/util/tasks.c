@@ -26,13 +26,13 @@ void tasks_name(pid_t tid, char name[16])
     name[n] = '\0';
 }
 
-void tasks_each(void (*visit)(pid_t tid, void *ctx), void *ctx)
+/* 0 when every thread was visited, -1 when /proc cannot be opened (none
+ * was), 1 when reading it failed part of the way. */
+static int tasks_read(void (*visit)(pid_t tid, void *ctx), void *ctx)
 {
     int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        visit(gettid(), ctx);
-        return;
-    }
+    if (fd < 0)
+        return -1;
     char buf[4096];
     long n;
     while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
@@ -45,4 +45,23 @@ void tasks_each(void (*visit)(pid_t tid, void *ctx), void *ctx)
         }
     }
     close(fd);
+    return n == 0 ? 0 : 1;
+}
+
+void tasks_each(void (*visit)(pid_t tid, void *ctx), void *ctx)
+{
+    if (tasks_read(visit, ctx) < 0)
+        visit(gettid(), ctx);
+}
+
+static void count_task(pid_t tid, void *ctx)
+{
+    int *count = ctx;
+    *count += tid == gettid() ? 1 : 2;   /* another thread counts past 1 */
+}
+
+bool tasks_alone(void)
+{
+    int count = 0;
+    return tasks_read(count_task, &count) == 0 && count == 1;
 }
