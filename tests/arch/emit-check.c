@@ -57,6 +57,22 @@ static void emit_all(struct emitter *e)
             emit_sub_imm(e, arith_regs[r], immediates[i]);
             emit_and_imm(e, arith_regs[r], immediates[i]);
         }
+    /* Two registers, and the one-register forms. */
+    static const enum reg pairs[][2] = { { RAX, RCX }, { R11, RAX }, { RDX, R10 }, { R13, R14 } };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        enum reg dst = pairs[i][0], src = pairs[i][1];
+        emit_add(e, dst, src);
+        emit_sub(e, dst, src);
+        emit_and(e, dst, src);
+        emit_or(e, dst, src);
+        emit_xor(e, dst, src);
+        emit_imul(e, dst, src);
+        emit_shl_cl(e, dst);
+        emit_shr_cl(e, dst);
+        emit_sar_cl(e, dst);
+        emit_neg(e, dst);
+        emit_not(e, dst);
+    }
     /* Relative operands: targets given as offsets from the instruction's
      * start, as the reference writes them (". + N"). */
     emit_call(e, emit_here(e) + 0x1239);

@@ -76,6 +76,23 @@
         arith rax
         arith rsp
         arith r11
+        .macro twos dst, src
+        add %\src, %\dst
+        sub %\src, %\dst
+        and %\src, %\dst
+        or %\src, %\dst
+        xor %\src, %\dst
+        imul %\src, %\dst
+        shl %cl, %\dst
+        shr %cl, %\dst
+        sar %cl, %\dst
+        neg %\dst
+        not %\dst
+        .endm
+        twos rax, rcx
+        twos r11, rax
+        twos rdx, r10
+        twos r13, r14
         call .+0x1239
         jmp .-0x1000
         .irp cc, o, no, b, ae, e, ne, be, a, s, ns, p, np, l, ge, le, g

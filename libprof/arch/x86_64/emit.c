@@ -486,6 +486,38 @@ void emit_sub_imm(struct emitter *e, enum reg dst, int32_t imm)
         dst == RSP ? book_rsp_moved(e, -imm) : book_write(e, dst);
 }
 
+/* op %src, %dst: the r/m64, r64 encoding GNU as picks for two registers. */
+static void arith_reg(struct emitter *e, uint8_t opcode, enum reg dst, enum reg src)
+{
+    if (room(e, 3))
+        rex(e, true, src, dst), byte(e, opcode), modrm_reg(e, src, dst), book_write(e, dst);
+}
+
+void emit_add(struct emitter *e, enum reg dst, enum reg src) { arith_reg(e, 0x01, dst, src); }
+void emit_sub(struct emitter *e, enum reg dst, enum reg src) { arith_reg(e, 0x29, dst, src); }
+void emit_and(struct emitter *e, enum reg dst, enum reg src) { arith_reg(e, 0x21, dst, src); }
+void emit_or(struct emitter *e, enum reg dst, enum reg src) { arith_reg(e, 0x09, dst, src); }
+void emit_xor(struct emitter *e, enum reg dst, enum reg src) { arith_reg(e, 0x31, dst, src); }
+
+void emit_imul(struct emitter *e, enum reg dst, enum reg src)
+{
+    if (room(e, 4))
+        rex(e, true, dst, src), byte(e, 0x0F), byte(e, 0xAF), modrm_reg(e, dst, src), book_write(e, dst);
+}
+
+/* One-operand forms: opcode /ext on %dst. */
+static void unary(struct emitter *e, uint8_t opcode, unsigned ext, enum reg dst)
+{
+    if (room(e, 3))
+        rex(e, true, 0, dst), byte(e, opcode), modrm_reg(e, ext, dst), book_write(e, dst);
+}
+
+void emit_shl_cl(struct emitter *e, enum reg dst) { unary(e, 0xD3, 4, dst); }
+void emit_shr_cl(struct emitter *e, enum reg dst) { unary(e, 0xD3, 5, dst); }
+void emit_sar_cl(struct emitter *e, enum reg dst) { unary(e, 0xD3, 7, dst); }
+void emit_neg(struct emitter *e, enum reg dst) { unary(e, 0xF7, 3, dst); }
+void emit_not(struct emitter *e, enum reg dst) { unary(e, 0xF7, 2, dst); }
+
 /* movdqu: F3 prefix, then REX, then 0F 7F (store) or 0F 6F (load). */
 static void movdqu(struct emitter *e, uint8_t opcode, enum xmm x, struct mem m)
 {

@@ -109,6 +109,19 @@ void emit_lea(struct emitter *e, enum reg dst, struct mem src);
 void emit_add_imm(struct emitter *e, enum reg dst, int32_t imm);
 void emit_sub_imm(struct emitter *e, enum reg dst, int32_t imm);
 void emit_and_imm(struct emitter *e, enum reg dst, int32_t imm);
+/* Two registers (op %src, %dst): %dst = %dst op %src. */
+void emit_add(struct emitter *e, enum reg dst, enum reg src);
+void emit_sub(struct emitter *e, enum reg dst, enum reg src);
+void emit_and(struct emitter *e, enum reg dst, enum reg src);
+void emit_or(struct emitter *e, enum reg dst, enum reg src);
+void emit_xor(struct emitter *e, enum reg dst, enum reg src);
+void emit_imul(struct emitter *e, enum reg dst, enum reg src);
+/* Shifts of %dst by %cl (shl, shr: logical, sar: arithmetic); neg and not. */
+void emit_shl_cl(struct emitter *e, enum reg dst);
+void emit_shr_cl(struct emitter *e, enum reg dst);
+void emit_sar_cl(struct emitter *e, enum reg dst);
+void emit_neg(struct emitter *e, enum reg dst);
+void emit_not(struct emitter *e, enum reg dst);
 void emit_movdqu_store(struct emitter *e, struct mem dst, enum xmm src);
 void emit_movdqu_load(struct emitter *e, enum xmm dst, struct mem src);
 void emit_call(struct emitter *e, uintptr_t target);      /* call rel32 */
