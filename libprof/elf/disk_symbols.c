@@ -65,13 +65,44 @@ struct collect {
     bool found, no_memory;
 };
 
+/* Whether `symbol` is `name` and a suffix GCC or LLVM gives the copies
+ * they make (not NAME.cold, the part of NAME's own code it moved away);
+ * *renamed when the copy is NAME itself under another name. */
+static bool clone_of(const char *symbol, const char *name, bool *renamed)
+{
+    size_t n = strlen(name);
+    if (strncmp(symbol, name, n) != 0 || symbol[n] != '.' || strstr(symbol + n, ".cold"))
+        return false;
+    static const char *const made[] = { "constprop.", "isra.", "part.", "specialized." };
+    static const char *const names[] = { "lto_priv.", "llvm." };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strncmp(symbol + n + 1, names[i], strlen(names[i])) == 0)
+            return *renamed = true;
+    for (size_t i = 0; i < sizeof made / sizeof *made; i++)
+        if (strncmp(symbol + n + 1, made[i], strlen(made[i])) == 0) {
+            *renamed = false;
+            return true;
+        }
+    return false;
+}
+
 static int collect_one(void *ctx, const char *name, uint64_t address, uint64_t size)
 {
     struct collect *c = ctx;
     struct disk_function_set *set = c->set;
+    bool renamed;
     if (strcmp(name, c->name) == 0) {
         c->found = true;
         set->address = c->bias + address;
+    } else if (clone_of(name, c->name, &renamed)) {
+        c->found = true;
+        if (set->clone_count < DISK_CLONES_MAX) {
+            struct disk_clone *k = &set->clones[set->clone_count];
+            k->address = c->bias + address;
+            k->renamed = renamed;
+            snprintf(k->name, sizeof k->name, "%s", name);
+        }
+        set->clone_count++;
     }
     if (size == 0)
         return 0;
@@ -153,6 +184,7 @@ int disk_symbols_find(const char *name, struct disk_function_set *out, char *mes
     return err;
 }
 
+
 struct find_variable {
     const char *name;
     uintptr_t *address;
@@ -225,18 +257,19 @@ int disk_symbols_spans(const char *name, struct disk_function_set *out, char *me
 struct entry_collect {
     uintptr_t bias;
     struct disk_inline_set *set;
+    struct inline_entry **entries;
+    size_t count, *bytes;
     bool no_memory;
 };
 
 static int collect_entry(void *ctx, const struct inline_entry *e)
 {
     struct entry_collect *c = ctx;
-    struct disk_inline_set *set = c->set;
-    if (!pages_grow((void **)&set->entries, &set->bytes, (set->count + 1) * sizeof *set->entries, 16384)) {
+    if (!pages_grow((void **)c->entries, c->bytes, (c->count + 1) * sizeof **c->entries, 16384)) {
         c->no_memory = true;
         return 1;
     }
-    struct inline_entry *at = &set->entries[set->count++];
+    struct inline_entry *at = &(*c->entries)[c->count++];
     *at = *e;
     at->entry += c->bias;
     if (at->body)
@@ -246,25 +279,83 @@ static int collect_entry(void *ctx, const struct inline_entry *e)
     return 0;
 }
 
+/* The second parameter's places, in the order of the entries (the two
+ * walks of the DWARF may not meet the copies in one order). */
+static bool match_seconds(struct disk_inline_set *set, const struct inline_entry *found, size_t n)
+{
+    size_t bytes = set->count * sizeof *set->seconds;
+    if (!pages_grow((void **)&set->seconds, &set->second_bytes, bytes, 4096))
+        return false;
+    for (size_t i = 0; i < set->count; i++) {
+        struct inline_entry *to = &set->seconds[i];
+        *to = (struct inline_entry){ .entry = set->entries[i].entry, .place = PARAM_UNREADABLE };
+        snprintf(to->why, sizeof to->why, "this copy has no parameter %s", set->names[2]);
+        for (size_t k = 0; k < n; k++)
+            if (found[k].entry == set->entries[i].entry && found[k].inlined == set->entries[i].inlined)
+                *to = found[k];
+    }
+    return true;
+}
+
+struct own_names {
+    struct disk_inline_set *set;
+    uintptr_t bias;
+};
+
+static int name_own_copy(void *ctx, const char *name, uint64_t address, uint64_t size)
+{
+    (void)size;
+    struct own_names *o = ctx;
+    struct disk_inline_set *set = o->set;
+    for (size_t i = 0; i < set->count; i++)
+        if (!set->entries[i].inlined && set->entries[i].entry == o->bias + address &&
+            set->own_count < DISK_CLONES_MAX) {
+            struct disk_clone *k = &set->own[set->own_count++];
+            k->address = o->bias + address;
+            snprintf(k->name, sizeof k->name, "%s", name);
+            break;
+        }
+    return 0;
+}
+
 static int find_entries_in(const struct elf_object *o, const char *path, void *ctx)
 {
     struct entry_collect *c = ctx;
-    const char **names = (const char **)c->set->names;
+    struct disk_inline_set *set = c->set;
     char why[PATH_MAX + 256];
     c->bias = o->base;
-    inline_helper(path, names[0], names[1], collect_entry, c, why, sizeof why);
-    return c->no_memory ? ENOMEM : c->set->count > 0 ? 0 : ENOENT;
+    c->entries = &set->entries, c->bytes = &set->bytes, c->count = 0;
+    inline_helper(path, set->names[0], set->names[1], collect_entry, c, why, sizeof why);
+    set->count = c->count;
+    if (c->no_memory)
+        return ENOMEM;
+    if (set->count == 0)
+        return ENOENT;
+    if (set->names[2]) {
+        struct inline_entry *found = NULL;
+        size_t found_bytes = 0;
+        c->entries = &found, c->bytes = &found_bytes, c->count = 0;
+        inline_helper(path, set->names[0], set->names[2], collect_entry, c, why, sizeof why);
+        bool matched = !c->no_memory && match_seconds(set, found, c->count);
+        pages_free(found, found_bytes);
+        if (!matched)
+            return ENOMEM;
+    }
+    memprof_elf_functions_fn *functions = load_helper(why, sizeof why);
+    functions(path, name_own_copy, &(struct own_names){ set, o->base }, why, sizeof why);
+    return 0;
 }
 
-int disk_symbols_inline_entries(const char *function, const char *parameter, struct disk_inline_set *out,
-                                char *message, size_t size)
+int disk_symbols_inline_entries(const char *function, const char *parameter, const char *second,
+                                struct disk_inline_set *out, char *message, size_t size)
 {
     memset(out, 0, sizeof *out);
     if (!load_helper(message, size))
         return ELIBACC;
     out->names[0] = function;
     out->names[1] = parameter;
-    struct entry_collect c = { 0, out, false };
+    out->names[2] = second;
+    struct entry_collect c = { .set = out };
     int err = each_object(find_entries_in, &c);
     if (err == ENOENT)
         snprintf(message, size, "memprof: no DWARF of the loaded objects (or of their debug files) has %s", function);
@@ -278,6 +369,7 @@ int disk_symbols_inline_entries(const char *function, const char *parameter, str
 void disk_inline_free(struct disk_inline_set *set)
 {
     pages_free(set->entries, set->bytes);
+    pages_free(set->seconds, set->second_bytes);
     memset(set, 0, sizeof *set);
 }
 

@@ -53,6 +53,73 @@ static uint64_t entry_of(struct walk *w, Dwarf_Die die)
     return has_low ? low : 0;
 }
 
+/* How an operation memprof computes moves the stack: pops, then pushes;
+ * false for one it does not compute. */
+static bool computed_op(uint8_t atom, uint64_t operand, unsigned *pops, unsigned *pushes)
+{
+    *pops = 0, *pushes = 1;
+    if ((atom >= DW_OP_lit0 && atom <= DW_OP_lit31) || (atom >= DW_OP_breg0 && atom <= DW_OP_breg15) ||
+        (atom >= DW_OP_const1u && atom <= DW_OP_consts) || atom == DW_OP_bregx)
+        return atom != DW_OP_bregx || operand < 16;
+    switch (atom) {
+    case DW_OP_dup:
+        *pops = 1, *pushes = 2;
+        return true;
+    case DW_OP_over:
+        *pops = 2, *pushes = 3;
+        return true;
+    case DW_OP_pick:
+        *pops = (unsigned)operand + 1, *pushes = *pops + 1;
+        return operand < INLINE_EXPRESSION_DEPTH;
+    case DW_OP_swap:
+        *pops = 2, *pushes = 2;
+        return true;
+    case DW_OP_drop:
+        *pops = 1, *pushes = 0;
+        return true;
+    case DW_OP_plus: case DW_OP_minus: case DW_OP_mul: case DW_OP_and: case DW_OP_or: case DW_OP_xor:
+    case DW_OP_shl: case DW_OP_shr: case DW_OP_shra:
+        *pops = 2;
+        return true;
+    case DW_OP_plus_uconst: case DW_OP_neg: case DW_OP_not: case DW_OP_deref:
+        *pops = 1;
+        return true;
+    }
+    return false;
+}
+
+/* An expression memprof computes in a stub: every operation one it knows,
+ * the stack within bounds, one value left; DW_OP_stack_value only last. */
+static bool read_computation(Dwarf_Locdesc_c desc, Dwarf_Unsigned ops, struct inline_entry *e)
+{
+    Dwarf_Error error = NULL;
+    if (ops == 0 || ops > INLINE_EXPRESSION_OPS + 1)
+        return false;
+    unsigned depth = 0, n = 0;
+    bool is_value = false;
+    for (Dwarf_Unsigned i = 0; i < ops; i++) {
+        Dwarf_Small atom;
+        Dwarf_Unsigned op1, op2, op3, raw1, raw2, raw3, branch;
+        if (dwarf_get_location_op_value_d(desc, i, &atom, &op1, &op2, &op3, &raw1, &raw2, &raw3, &branch,
+                                          &error) != DW_DLV_OK)
+            return false;
+        if (atom == DW_OP_stack_value && i + 1 == ops) {
+            is_value = true;
+            break;
+        }
+        unsigned pops, pushes;
+        if (n == INLINE_EXPRESSION_OPS || !computed_op(atom, op1, &pops, &pushes) || pops > depth ||
+            depth - pops + pushes > INLINE_EXPRESSION_DEPTH)
+            return false;
+        depth = depth - pops + pushes;
+        e->ops[n++] = (struct place_op){ atom, op1, op2 };
+    }
+    if (depth != 1)
+        return false;
+    e->place = PARAM_EXPRESSION, e->op_count = n, e->is_value = is_value;
+    return true;
+}
+
 /* One location expression, in libdwarf's form, as a place. */
 static void read_expression(Dwarf_Locdesc_c desc, Dwarf_Unsigned ops, struct inline_entry *e)
 {
@@ -82,7 +149,7 @@ static void read_expression(Dwarf_Locdesc_c desc, Dwarf_Unsigned ops, struct inl
         e->place = PARAM_CONSTANT, e->value = op1[0];
     } else if (ops == 0) {
         snprintf(e->why, sizeof e->why, "it is optimized out there");
-    } else {
+    } else if (!read_computation(desc, ops, e)) {
         const char *name = NULL;
         dwarf_get_OP_name(atom[0], &name);
         snprintf(e->why, sizeof e->why, "its location there is %s%s (%llu operations)", name ? name : "an operation",

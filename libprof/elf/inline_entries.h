@@ -20,6 +20,9 @@ enum param_place {
                                 `reg` + `frame_offset` when the function's DW_AT_frame_base says so, or the
                                 CFA (DW_OP_call_frame_cfa: `frame_is_cfa`) */
     PARAM_CONSTANT,     /* the value `value` (DW_OP_litN, DW_OP_constN with DW_OP_stack_value) */
+    PARAM_EXPRESSION,   /* computed by the DWARF expression `ops` from the registers (and memory) there:
+                           its value when `is_value` (it ended with DW_OP_stack_value), else the address
+                           of the value */
     PARAM_CFA,          /* the CFA itself (DW_OP_call_frame_cfa): what a frame base is, never a parameter */
     PARAM_UNREADABLE,   /* `why` says what the location is */
 };
@@ -33,6 +36,17 @@ struct inline_entry {
     bool frame_is_cfa;
     int64_t frame_offset;
     uint64_t value;
+    /* PARAM_EXPRESSION: the operations (DW_OP_stack_value left off), each
+     * of a kind inline_entries.c accepts, the stack never deeper than
+     * INLINE_EXPRESSION_DEPTH nor popped when empty. */
+#define INLINE_EXPRESSION_OPS 16
+#define INLINE_EXPRESSION_DEPTH 8
+    struct place_op {
+        uint8_t atom;
+        uint64_t operand, operand2;
+    } ops[INLINE_EXPRESSION_OPS];
+    unsigned op_count;
+    bool is_value;
     /* A function's own copy with its parameter on the stack: the first
      * address past its prologue (the line table's second line, as GDB
      * finds it), where the slot holds the parameter; else 0. */

@@ -2,7 +2,8 @@
  * stub, near it in a pool:
  *
  *     what stub_keep.h keeps, around
- *     movabs $id, %rdi; the parameter into %rsi; movabs $handler, %rax; call *%rax
+ *     movabs $id, %rdi; the parameter into %rsi, the second into %rdx,
+ *       the caller into %rcx; movabs $handler, %rax; call *%rax
  *     the moved instructions             rip-relative operands and branches re-aimed
  *     jmp back                           to the first instruction not moved
  *
@@ -12,6 +13,7 @@
 #include "entry_site.h"
 #include "code_write.h"
 #include "jit.h"
+#include "place_load.h"
 #include "pool.h"
 #include "stub_frames.h"
 #include "stub_keep.h"
@@ -29,11 +31,6 @@
 #define MOVED_MAX 32      /* the instructions under a jmp: at most 5 bytes' worth */
 
 
-/* DWARF's register numbers (0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp,
- * 7 rsp, 8-15 r8-r15) as the emitter's. */
-static const enum reg dwarf_regs[16] = { RAX, RDX, RCX, RBX, RSI, RDI, RBP, RSP,
-                                         R8, R9, R10, R11, R12, R13, R14, R15 };
-
 static bool readable_place(const struct inline_entry *e, char *why, size_t why_size)
 {
     switch (e->place) {
@@ -44,6 +41,7 @@ static bool readable_place(const struct inline_entry *e, char *why, size_t why_s
         snprintf(why, why_size, "its parameter is in DWARF register %u, not a general register", e->reg);
         return false;
     case PARAM_CONSTANT:
+    case PARAM_EXPRESSION:   /* its registers were checked as it was read */
         return true;
     case PARAM_FRAME_MEMORY:
         if (e->frame_is_cfa && e->body)
@@ -70,34 +68,64 @@ static bool add_site(struct entry_patch *p, const struct entry_site *site, uintp
     return true;
 }
 
-int entry_sites_prepare(const struct inline_entry *entries, size_t n, struct entry_patch *out, char *why,
-                        size_t why_size)
+/* A place in the caller's frame as `rule` says it is at the body: what
+ * DWARF puts at the frame base (the CFA) plus `offset`. */
+static void frame_place(struct inline_entry *w, const struct cfi_rule *rule, int64_t offset)
+{
+    w->place = PARAM_REGISTER_MEMORY;
+    w->reg = rule->cfa_base == CFI_RBP ? 6 : 7;   /* DWARF rbp, rsp */
+    w->offset = rule->cfa_offset + offset;
+}
+
+int entry_sites_prepare(const struct inline_entry *entries, const struct inline_entry *sizes, size_t n,
+                        const char *const names[2], struct entry_patch *out, char *why, size_t why_size)
 {
     memset(out, 0, sizeof *out);
     int err = 0;
     for (size_t i = 0; i < n && !err; i++) {
         const struct inline_entry *e = &entries[i];
-        struct entry_site site = { .at = (uintptr_t)e->entry, .where = *e };
-        char reason[192];
+        struct entry_site site = { .at = (uintptr_t)e->entry, .where = *e,
+                                   .size = { .place = PARAM_CONSTANT, .value = 0 } };
+        if (sizes)
+            site.size = sizes[i];
+        /* The caller: the return address on top of the stack at the entry
+         * of a copy of its own; the entry itself for an inlined one, given
+         * as a return address is (one past, as a report reads it). */
+        if (e->inlined)
+            site.caller = (struct inline_entry){ .place = PARAM_CONSTANT, .value = e->entry + 1 };
+        else
+            site.caller = (struct inline_entry){ .place = PARAM_REGISTER_MEMORY, .reg = 7, .offset = 0 };
+        bool on_stack = e->place == PARAM_FRAME_MEMORY || site.size.place == PARAM_FRAME_MEMORY;
+        char reason[192], place_why[160];
         struct cfi_rule rule;
-        if (!readable_place(e, reason, sizeof reason)) {
+        if (!readable_place(e, place_why, sizeof place_why)) {
+            snprintf(reason, sizeof reason, "parameter %s: %s", names[0], place_why);
             err = EINVAL;
-        } else if (e->place == PARAM_FRAME_MEMORY &&
+        } else if (!readable_place(&site.size, place_why, sizeof place_why)) {
+            snprintf(reason, sizeof reason, "parameter %s: %s", names[1], place_why);
+            err = EINVAL;
+        } else if (on_stack &&
                    !(cfi_rule_at((uintptr_t)e->body, &rule) && (rule.cfa_base == CFI_RSP || rule.cfa_base == CFI_RBP))) {
             snprintf(reason, sizeof reason, "its parameter is in a stack slot, and the frame's CFA at 0x%lx is not rsp or rbp plus an offset",
                      (unsigned long)e->body);
+            err = EINVAL;
+        } else if (on_stack && (e->place == PARAM_REGISTER || e->place == PARAM_REGISTER_MEMORY ||
+                                site.size.place == PARAM_REGISTER || site.size.place == PARAM_REGISTER_MEMORY)) {
+            snprintf(reason, sizeof reason, "one parameter is in a stack slot past the prologue, the other in a register at the entry");
             err = EINVAL;
         } else if (e->function_ranges == 0 || e->function_ranges > INLINE_FUNCTION_RANGES) {
             snprintf(reason, sizeof reason, "the function it is in has %s", e->function_ranges ? "too many ranges to check" : "no known code");
             err = EINVAL;
         } else {
-            if (e->place == PARAM_FRAME_MEMORY) {
-                /* Past the prologue, the slot is at the CFA (the call frame
+            if (on_stack) {
+                /* Past the prologue, a slot is at the CFA (the call frame
                  * information's rule there) plus the DWARF offset. */
                 site.at = (uintptr_t)e->body;
-                site.where.place = PARAM_REGISTER_MEMORY;
-                site.where.reg = rule.cfa_base == CFI_RBP ? 6 : 7;   /* DWARF rbp, rsp */
-                site.where.offset = rule.cfa_offset + e->offset;
+                if (site.where.place == PARAM_FRAME_MEMORY)
+                    frame_place(&site.where, &rule, e->offset);
+                if (site.size.place == PARAM_FRAME_MEMORY)
+                    frame_place(&site.size, &rule, site.size.offset);
+                frame_place(&site.caller, &rule, -8);
             }
             /* How many bytes of whole instructions the jmp takes: a trial
              * move into scratch, as if to the site itself. */
@@ -123,11 +151,11 @@ int entry_sites_prepare(const struct inline_entry *entries, size_t n, struct ent
                 }
             }
         }
-        uintptr_t window = 0;
-        if (!err && !code_jmp_window(site.at, &window)) {
-            snprintf(reason, sizeof reason, "no 8 bytes within a cache line hold a jmp there");
-            err = EXDEV;
-        }
+        /* Else the 8 bytes from the entry: the patch is made only by a
+         * thread alone in its process (EXDEV). */
+        uintptr_t window = site.at;
+        if (!err)
+            code_jmp_window(site.at, &window);
         if (err) {
             snprintf(why, why_size, "the copy at 0x%lx: %s", (unsigned long)site.at, reason);
             break;
@@ -138,31 +166,6 @@ int entry_sites_prepare(const struct inline_entry *entries, size_t n, struct ent
     if (err)
         entry_sites_free(out);
     return err;
-}
-
-/* The parameter's value into %rsi, from the registers as the entry had
- * them (the stub's pushes at rbp-8, rbp-16...: rax first). */
-static void load_parameter(struct emitter *e, const struct inline_entry *w)
-{
-    if (w->place == PARAM_CONSTANT) {
-        emit_mov_imm64(e, RSI, w->value);
-        return;
-    }
-    enum reg r = dwarf_regs[w->reg];
-    int slot = -1;
-    for (size_t i = 0; i < STUB_KEPT; i++)
-        if (stub_kept[i] == r)
-            slot = (int)i;
-    if (slot >= 0)
-        emit_mov_load(e, RSI, MEM(RBP, -8 * (slot + 1)));
-    else if (r == RBP)
-        emit_mov_load(e, RSI, MEM(RBP, 0));
-    else if (r == RSP)
-        emit_lea(e, RSI, MEM(RBP, 8 + STUB_RED_ZONE));
-    else
-        emit_mov(e, RSI, r);
-    if (w->place == PARAM_REGISTER_MEMORY)
-        emit_mov_load(e, RSI, MEM(RSI, (int32_t)w->offset));
 }
 
 static int make_stub(const struct entry_site *site, uint32_t id, const char *name, entry_handler_fn *handler,
@@ -177,7 +180,9 @@ static int make_stub(const struct entry_site *site, uint32_t id, const char *nam
     emit_init(&e, chunk.write, chunk.size, chunk.exec);
     emit_frame_begin(&e, 0);   /* no return address: the CFA is rsp at the entry */
     stub_keep_begin(&e);
-    load_parameter(&e, &site->where);
+    place_load(&e, RSI, &site->where);
+    place_load(&e, RDX, &site->size);
+    place_load(&e, RCX, &site->caller);
     emit_mov_imm64(&e, RDI, id);
     emit_mov_imm64(&e, RAX, (uint64_t)(uintptr_t)handler);
     emit_call_reg(&e, RAX);

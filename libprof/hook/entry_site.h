@@ -14,12 +14,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef void entry_handler_fn(uint32_t id, uint64_t value);
+/* `value` and `second`: the parameters' values (second 0 when none was
+ * asked for); `caller`: a return address into the code the copy was called
+ * or inlined from. */
+typedef void entry_handler_fn(uint32_t id, uint64_t value, uint64_t second, uintptr_t caller);
 
 struct entry_site {
     uintptr_t at;              /* the copy's entry (run-time address) */
     size_t moved;              /* the whole instructions the jmp covers */
     struct inline_entry where; /* the parameter's place there */
+    struct inline_entry size;  /* the second's (the constant 0 when none) */
+    struct inline_entry caller; /* the return address's (or, inlined, the entry + 1 as a constant) */
 };
 
 struct code_patch;
@@ -32,14 +37,17 @@ struct entry_patch {
 };
 
 /* Check each copy (`entries`: run-time addresses, their function's ranges
- * too, for branches into the patch) and keep it. 0, or
+ * too, for branches into the patch; `seconds`, NULL or one per entry: a
+ * second parameter's place; `names`: the two parameters', for `why`) and
+ * keep it. 0, or
  * an errno with a one-line `why` naming the copy: EINVAL (a place that
  * cannot be read there, an instruction that cannot be moved, a branch into
- * the bytes the patch takes), EXDEV (no 8 bytes in a cache line hold the
- * jmp), ENOMEM. */
-int entry_sites_prepare(const struct inline_entry *entries, size_t n, struct entry_patch *out, char *why,
-                        size_t why_size);
-/* Patch every site, all or none: `handler(id, value)` at each entry. The
+ * the bytes the patch takes), ENOMEM. */
+int entry_sites_prepare(const struct inline_entry *entries, const struct inline_entry *seconds, size_t n,
+                        const char *const names[2], struct entry_patch *out, char *why, size_t why_size);
+/* Patch every site, all or none: `handler` at each entry (a
+ * jmp no 8 bytes within a cache line hold is written only by a thread
+ * alone in its process, else EXDEV). The
  * stubs are registered for GDB as "memprof entry stub for NAME". 0 or an
  * errno (EEXIST, EINVAL: a site changed, ERANGE: a moved instruction's
  * target out of reach, or the pool's). */

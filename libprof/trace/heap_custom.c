@@ -23,19 +23,31 @@
 #define MAX_ARG 5
 #define ARG_RET (-1)     /* the returned value */
 #define ARG_NONE (-2)
+#define MAX_TARGETS (1 + DISK_CLONES_MAX)
+
+/* --calls: a function whose calls are rewritten, NAME or a clone of it. */
+struct call_target {
+    char name[128];
+    struct callsite_patch patch;
+};
 
 struct custom_hook {
     char name[128];
     int size_arg, ptr_arg;
     bool calls;                      /* --calls: the calls rewritten, not the GOT */
     bool stores;                     /* --stores VARIABLE --in FUNCTION free=value */
-    bool inlined;                    /* --inline FUNCTION free=PARAM: every copy's entry */
+    bool inlined;                    /* --inline FUNCTION free=PARAM | ptr=PARAM [size=PARAM]: every copy's entry */
+    bool inline_alloc;               /* --inline ... ptr=PARAM: each entry makes a block */
     char in[128];                    /* --stores: the function; --inline: the parameter */
+    char second[128];                /* --inline ... size=PARAM, else "" */
+    char own_names[200];             /* --inline: the symbols of its copies out of line */
     size_t copies;                   /* --stores: ranges of FUNCTION's code */
     size_t expected;                 /* sites=N, else 0 */
     bool removed;                    /* by heap_custom_unhook_all: its id is not reused */
     struct got_hook got;
-    struct callsite_patch patch;
+    struct call_target targets[MAX_TARGETS];
+    size_t target_count;
+    char clones_left[200];           /* --calls with size=: clones whose arguments may differ */
     struct store_patch store;
     struct entry_patch entry;
 };
@@ -67,11 +79,14 @@ static void custom_pre(uint32_t id, struct intercept_regs *regs)
     }
 }
 
-/* --inline: the parameter at an entry is a block freed. */
-static void custom_entry(uint32_t id, uint64_t value)
+/* --inline: the parameter at an entry is a block freed, or one made (of
+ * `second` bytes, 0 when no size was named). */
+static void custom_entry(uint32_t id, uint64_t value, uint64_t second, uintptr_t caller)
 {
-    (void)id;
-    heap_note_custom_free((void *)(uintptr_t)value);
+    if (hooks[id].inline_alloc)
+        heap_note_custom_alloc((void *)(uintptr_t)value, second, (void *)caller);
+    else
+        heap_note_custom_free((void *)(uintptr_t)value);
 }
 
 /* --stores: the value stored is a block freed. */
@@ -120,13 +135,25 @@ static bool parse(const char *spec, struct custom_hook *h)
     if (h->expected && strcmp(words[0], "--calls") != 0 && strcmp(words[0], "--stores") != 0 &&
         strcmp(words[0], "--inline") != 0)
         return false;
-    if (n == 3 && strcmp(words[0], "--inline") == 0) {
+    if ((n == 3 || n == 4) && strcmp(words[0], "--inline") == 0) {
         h->inlined = true;
-        if (strncmp(words[2], "free=", 5) != 0 || !words[2][5])
-            return false;
         snprintf(h->name, sizeof h->name, "%.127s", words[1]);
-        snprintf(h->in, sizeof h->in, "%.122s", words[2] + 5);
-        return true;
+        if (n == 3 && strncmp(words[2], "free=", 5) == 0 && words[2][5]) {
+            snprintf(h->in, sizeof h->in, "%.122s", words[2] + 5);
+            return true;
+        }
+        /* ptr=P [size=S], in either order */
+        for (int i = 2; i < n; i++) {
+            if (strncmp(words[i], "ptr=", 4) == 0 && words[i][4] && !h->inline_alloc) {
+                h->inline_alloc = true;
+                snprintf(h->in, sizeof h->in, "%.123s", words[i] + 4);
+            } else if (strncmp(words[i], "size=", 5) == 0 && words[i][5] && !*h->second) {
+                snprintf(h->second, sizeof h->second, "%.122s", words[i] + 5);
+            } else {
+                return false;
+            }
+        }
+        return h->inline_alloc;
     }
     if (n == 5 && strcmp(words[0], "--stores") == 0) {
         h->stores = true;
@@ -166,8 +193,16 @@ static void describe(const struct custom_hook *h, size_t slots, char *message, s
         size_t own = 0;
         for (size_t i = 0; i < h->entry.count; i++)
             own += !h->entry.sites[i].where.inlined;
-        snprintf(message, size, "memprof: %s hooked at the entry of %zu cop%s (%zu inlined, %zu out of line): each frees the block at its parameter %s",
-                 h->name, slots, slots == 1 ? "y" : "ies", slots - own, own, h->in);
+        char what[300];
+        if (!h->inline_alloc)
+            snprintf(what, sizeof what, "frees the block at its parameter %s", h->in);
+        else if (*h->second)
+            snprintf(what, sizeof what, "makes a block of %s bytes at its parameter %s", h->second, h->in);
+        else
+            snprintf(what, sizeof what, "makes an object at its parameter %s", h->in);
+        snprintf(message, size, "memprof: %s hooked at the entry of %zu cop%s (%zu inlined, %zu out of line%s%s): each %s",
+                 h->name, slots, slots == 1 ? "y" : "ies", slots - own, own, *h->own_names ? ": " : "", h->own_names,
+                 what);
         return;
     }
     if (h->stores) {
@@ -184,10 +219,19 @@ static void describe(const struct custom_hook *h, size_t slots, char *message, s
         snprintf(what, sizeof what, "a free of the block at arg%d", h->ptr_arg);
     else
         snprintf(what, sizeof what, "a block of arg%d bytes at arg%d", h->size_arg, h->ptr_arg);
-    if (h->calls)
-        snprintf(message, size, "memprof: %zu call%s of %s rewritten: each call is %s", slots, slots == 1 ? "" : "s",
-                 h->name, what);
-    else
+    if (h->calls) {
+        /* The clones by name, with their calls: "(3 of newobj, 1 of newobj.constprop.0)". */
+        char targets[600] = "";
+        size_t used = 0;
+        bool clones = h->target_count > 1 || (h->target_count == 1 && strcmp(h->targets[0].name, h->name) != 0);
+        for (size_t i = 0; clones && i < h->target_count && used < sizeof targets; i++)
+            used += (size_t)snprintf(targets + used, sizeof targets - used, "%s%zu of %s%s", i ? ", " : " (",
+                                     h->targets[i].patch.count, h->targets[i].name,
+                                     i + 1 == h->target_count ? ")" : "");
+        snprintf(message, size, "memprof: %zu call%s of %s rewritten%s: each call is %s%s%s%s", slots,
+                 slots == 1 ? "" : "s", h->name, targets, what, *h->clones_left ? " (not " : "", h->clones_left,
+                 *h->clones_left ? ": a clone may take other arguments; hook it by its own name)" : "");
+    } else
         snprintf(message, size, "memprof: %s hooked in %zu GOT slot%s: each call is %s%s", h->name, slots,
                  slots == 1 ? "" : "s", what,
                  slots ? "" : " (but no object calls it through its GOT: calls inside its own object are not seen)");
@@ -216,7 +260,9 @@ static bool name_address(struct custom_hook *h, char *message, size_t message_si
 static bool sites_as_expected(const struct custom_hook *h, size_t found, char *message, size_t size)
 {
     if (found == 0 && h->calls)
-        snprintf(message, size, "memprof: no call rel32 of %s found in its object", h->name);
+        snprintf(message, size, "memprof: no call rel32 of %s found in its object%s%s%s", h->name,
+                 *h->clones_left ? " (its clones " : "", h->clones_left,
+                 *h->clones_left ? " left out: they may take other arguments; hook them by their own names)" : "");
     else if (found == 0)
         snprintf(message, size, "memprof: no store of a register to %s in %s (%zu ranges of code)", h->name, h->in,
                  h->copies);
@@ -235,33 +281,105 @@ static bool sites_as_expected(const struct custom_hook *h, size_t found, char *m
 static enum memprof_status patch_failed(const struct custom_hook *h, int err, char *message, size_t size)
 {
     snprintf(message, size, "memprof: cannot %s %s: %s", h->calls ? "rewrite the calls of" : "patch the stores to",
-             h->name, err == EXDEV ? h->calls ? "a call's displacement crosses a cache line" : "a store lies across a cache line"
+             h->name, err == EXDEV ? h->calls ? "a call's displacement crosses a cache line, and other threads run"
+                                              : "a store lies across a cache line, and other threads run"
                                    : strerror(err));
     return err == ENOMEM ? MEMPROF_NO_MEMORY : MEMPROF_HOOK_FAILED;
 }
 
-/* --calls: every call rel32 to the function (found by its object's symbols
- * on disk) pointed at a stub that keeps every register. */
+static size_t calls_count(const struct custom_hook *h)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->target_count; i++)
+        n += h->targets[i].patch.count;
+    return n;
+}
+
+static void calls_free(struct custom_hook *h)
+{
+    for (size_t i = 0; i < h->target_count; i++)
+        callsite_free(&h->targets[i].patch);
+}
+
+/* Every target's calls back, each as it was; 0 or the first errno. */
+static int calls_restore(struct custom_hook *h)
+{
+    int first = 0;
+    for (size_t i = 0; i < h->target_count; i++) {
+        int err = callsite_restore(&h->targets[i].patch);
+        if (err && !first)
+            first = err;
+    }
+    return first;
+}
+
+/* The functions whose calls are rewritten: NAME and its clones, but not a
+ * clone whose arguments may differ when an argument is read. */
+static bool choose_targets(struct custom_hook *h, const struct disk_function_set *set, char *message, size_t size)
+{
+    if (set->clone_count > DISK_CLONES_MAX) {
+        snprintf(message, size, "memprof: %s has %zu clones, more than %d: hook them by their own names", h->name,
+                 set->clone_count, DISK_CLONES_MAX);
+        return false;
+    }
+    h->target_count = 0;
+    if (set->address) {
+        size_t n = strnlen(h->name, sizeof h->targets[0].name - 1);   /* both in hooks[]: no snprintf */
+        memcpy(h->targets[0].name, h->name, n);
+        h->targets[0].name[n] = '\0';
+        h->targets[0].patch.target = set->address;
+        h->target_count = 1;
+    }
+    for (size_t i = 0; i < set->clone_count; i++) {
+        const struct disk_clone *k = &set->clones[i];
+        if (h->size_arg != ARG_NONE && !k->renamed) {
+            size_t used = strlen(h->clones_left);
+            snprintf(h->clones_left + used, sizeof h->clones_left - used, "%s%s", used ? ", " : "", k->name);
+            continue;
+        }
+        struct call_target *t = &h->targets[h->target_count++];
+        snprintf(t->name, sizeof t->name, "%s", k->name);
+        t->patch.target = k->address;
+    }
+    return true;
+}
+
+/* --calls: every call rel32 to the function and to its clones (found by
+ * its object's symbols on disk) pointed at a stub that keeps every
+ * register, one stub per function. All or none. */
 static enum memprof_status rewrite_calls(uint32_t id, struct custom_hook *h, char *message, size_t message_size)
 {
     struct disk_function_set set;
     int err = disk_symbols_find(h->name, &set, message, message_size);
     if (err)
         return err == ENOMEM ? MEMPROF_NO_MEMORY : MEMPROF_BAD_ARGUMENT;
-    uintptr_t target = set.address;
-    err = callsite_find(set.functions, set.count, target, &h->patch);
-    disk_symbols_free(&set);
-    if (!err && !sites_as_expected(h, h->patch.count, message, message_size)) {
-        callsite_free(&h->patch);
+    if (!choose_targets(h, &set, message, message_size)) {
+        disk_symbols_free(&set);
         return MEMPROF_BAD_ARGUMENT;
     }
-    struct intercept_stub stub;
-    if (!err)
-        err = intercept_keeping_stub(id, h->name, custom_pre, custom_post, target, target, &stub);
-    if (!err)
-        err = callsite_apply(&h->patch, stub.entry, h->expected);
+    size_t found = 0;
+    for (size_t i = 0; i < h->target_count && !err; i++) {
+        struct call_target *t = &h->targets[i];
+        err = callsite_find(set.functions, set.count, t->patch.target, &t->patch);
+        found += t->patch.count;
+    }
+    disk_symbols_free(&set);
+    if (!err && !sites_as_expected(h, found, message, message_size)) {
+        calls_free(h);
+        return MEMPROF_BAD_ARGUMENT;
+    }
+    for (size_t i = 0; i < h->target_count && !err; i++) {
+        struct call_target *t = &h->targets[i];
+        struct intercept_stub stub;
+        if (t->patch.count == 0)
+            continue;
+        err = intercept_keeping_stub(id, t->name, custom_pre, custom_post, t->patch.target, t->patch.target, &stub);
+        if (!err)
+            err = callsite_apply(&t->patch, stub.entry, 0);
+    }
     if (err) {
-        callsite_free(&h->patch);
+        calls_restore(h);
+        calls_free(h);
         return patch_failed(h, err, message, message_size);
     }
     return MEMPROF_OK;
@@ -299,12 +417,17 @@ static enum memprof_status patch_stores(uint32_t id, struct custom_hook *h, char
 static enum memprof_status patch_entries(uint32_t id, struct custom_hook *h, char *message, size_t message_size)
 {
     struct disk_inline_set set;
-    int err = disk_symbols_inline_entries(h->name, h->in, &set, message, message_size);
+    int err = disk_symbols_inline_entries(h->name, h->in, *h->second ? h->second : NULL, &set, message,
+                                          message_size);
     if (err)
         return err == ENOMEM ? MEMPROF_NO_MEMORY : MEMPROF_BAD_ARGUMENT;
     char why[400];
-    err = entry_sites_prepare(set.entries, set.count, &h->entry, why, sizeof why);
+    const char *names[2] = { h->in, h->second };
+    err = entry_sites_prepare(set.entries, set.seconds, set.count, names, &h->entry, why, sizeof why);
     size_t found = set.count;
+    for (size_t i = 0, used = 0; i < set.own_count && used < sizeof h->own_names; i++)
+        used += (size_t)snprintf(h->own_names + used, sizeof h->own_names - used, "%s%s", i ? ", " : "",
+                                 set.own[i].name);
     disk_inline_free(&set);
     if (err) {
         snprintf(message, message_size, "memprof: cannot hook %s, nothing patched: %s", h->name, why);
@@ -319,7 +442,9 @@ static enum memprof_status patch_entries(uint32_t id, struct custom_hook *h, cha
     if ((err = entry_sites_apply(&h->entry, id, h->name, custom_entry)) != 0) {
         entry_sites_free(&h->entry);
         snprintf(message, message_size, "memprof: cannot hook %s, nothing patched: %s", h->name,
-                 err == ERANGE ? "a moved instruction's target is out of a rel32's reach from its stub" : strerror(err));
+                 err == ERANGE   ? "a moved instruction's target is out of a rel32's reach from its stub"
+                 : err == EXDEV ? "no 8 bytes within a cache line hold a jmp at an entry, and other threads run"
+                                : strerror(err));
         return err == ENOMEM ? MEMPROF_NO_MEMORY : MEMPROF_HOOK_FAILED;
     }
     return MEMPROF_OK;
@@ -332,7 +457,8 @@ enum memprof_status heap_custom_hook(const char *spec, char *message, size_t mes
         snprintf(message, message_size, "memprof: usage: memprof-hook FUNCTION size=argN ptr=ret, "
                                         "FUNCTION ptr=argN [size=argM], --calls FUNCTION ptr=ret [size=argN] [sites=N], "
                                         "--stores VARIABLE --in FUNCTION free=value [sites=N], "
-                                        "--inline FUNCTION free=PARAMETER [sites=N] (argN: 0-5)");
+                                        "--inline FUNCTION free=PARAMETER | ptr=PARAMETER [size=PARAMETER] [sites=N] "
+                                        "(argN: 0-5)");
         return MEMPROF_BAD_ARGUMENT;
     }
     if (!name_address(&h, message, message_size))
@@ -363,7 +489,7 @@ enum memprof_status heap_custom_hook(const char *spec, char *message, size_t mes
                             : patch_entries(id, slot, message, message_size);
         if (status == MEMPROF_OK) {
             hook_count++;
-            describe(slot, h.calls ? slot->patch.count : h.stores ? slot->store.count : slot->entry.count, message,
+            describe(slot, h.calls ? calls_count(slot) : h.stores ? slot->store.count : slot->entry.count, message,
                      message_size);
         }
         pthread_mutex_unlock(&custom_lock);
@@ -407,8 +533,8 @@ enum memprof_status heap_custom_unhook_all(char *message, size_t message_size)
             continue;
         int err = 0;
         if (h->calls) {
-            if (!(err = callsite_restore(&h->patch)))
-                callsite_free(&h->patch);
+            if (!(err = calls_restore(h)))
+                calls_free(h);
         } else if (h->stores) {
             if (!(err = store_sites_restore(&h->store)))
                 store_sites_free(&h->store);
@@ -449,7 +575,7 @@ int heap_custom_describe(struct out *o)
         out_str(o, h->name);
         if (h->calls) {
             out_str(o, " (");
-            out_u64(o, h->patch.count);
+            out_u64(o, calls_count(h));
             out_str(o, " calls rewritten)\n");
         } else if (h->inlined) {
             out_str(o, " (");

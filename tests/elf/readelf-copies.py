@@ -69,7 +69,23 @@ def place(expr):
     m = re.match(r"DW_OP_fbreg: (-?\d+)", expr)
     if m:
         return "frame cfa + %s" % m.group(1)
-    return "other " + expr
+    # A computation: readelf's "DW_OP_breg2 (rcx): 0; DW_OP_lit1; ...;
+    # DW_OP_stack_value" as "expr value breg2 0, lit1, ..."
+    ops = [op.strip() for op in expr.strip().rstrip(")").split(";") if op.strip()]
+    value = ops[-1] == "DW_OP_stack_value"
+    words = []
+    for op in ops[:-1] if value else ops:
+        m = re.match(r"DW_OP_(\w+)(?: \(\w+\))?(?::\s*(.*))?$", op)
+        if not m:
+            return "other " + expr
+        name, operand = m.group(1), m.group(2)
+        if operand is not None:
+            operand = re.sub(r"\s*\(\w+\)\s*", " ", operand).strip()
+        words.append(name + (" " + operand if operand else ""))
+    m = re.match(r"(?:lit(\d+)|const\d?[us] (-?\d+))$", words[0]) if len(words) == 1 else None
+    if value and m:   # memprof reads these as the constant they give
+        return "const %s" % (m.group(1) or m.group(2))
+    return "expr %s %s" % ("value" if value else "address", ", ".join(words))
 
 for i, d in enumerate(dies):
     if d["tag"] not in ("DW_TAG_subprogram", "DW_TAG_inlined_subroutine") or not named(d, function):
