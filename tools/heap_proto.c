@@ -11,8 +11,8 @@
 #include "commands.h"
 #include "heap_raw.h"
 #include "pprof.h"
-#include "elf/debugfile.h"
-#include "elf/symbolizer.h"
+#include "objfile/debugfile.h"
+#include "objfile/symbolizer.h"
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
 #include "commands.h"
 #include "grow.h"
 #include "heap_raw.h"
-#include "elf/symbolizer.h"
+#include "objfile/symbolizer.h"
 #include "trace/heap_wrapper_names.h"
 #include <fnmatch.h>
 #include <inttypes.h>

@@ -5,8 +5,8 @@
  * The symbol dump of the seeds' tools, with where each part comes from: the
  * file's .symtab or .dynsym, its DWARF, or a separate debug file. */
 #include "commands.h"
-#include "elf/symbolizer.h"
-#include "elf/symbols.h"
+#include "objfile/symbolizer.h"
+#include "objfile/symbols.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>

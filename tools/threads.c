@@ -14,8 +14,8 @@
  * breakpoints and detaches every thread. */
 #include "commands.h"
 #include "memprof_debugger.h"
-#include "elf/symbolizer.h"
-#include "elf/symbols.h"
+#include "objfile/symbolizer.h"
+#include "objfile/symbols.h"
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>

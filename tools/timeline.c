@@ -7,7 +7,7 @@
 #include "grow.h"
 #include "output.h"
 #include "svg.h"
-#include "elf/symbolizer.h"
+#include "objfile/symbolizer.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>

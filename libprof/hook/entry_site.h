@@ -9,7 +9,7 @@
 #ifndef MEMPROF_HOOK_ENTRY_SITE_H
 #define MEMPROF_HOOK_ENTRY_SITE_H
 #include "../arch/x86_64/decode.h"
-#include "../elf/inline_entries.h"
+#include "../objfile/inline_entries.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

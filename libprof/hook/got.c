@@ -1,8 +1,8 @@
 #include "got.h"
 #include "slot.h"
-#include "../elf/hash.h"
-#include "../elf/object.h"
-#include "../elf/reloc.h"
+#include "../objfile/hash.h"
+#include "../objfile/object.h"
+#include "../objfile/reloc.h"
 #include "../util/maps.h"
 #include "../util/pages.h"
 #include <dlfcn.h>

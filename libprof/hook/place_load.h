@@ -5,7 +5,7 @@
 #ifndef MEMPROF_HOOK_PLACE_LOAD_H
 #define MEMPROF_HOOK_PLACE_LOAD_H
 #include "../arch/x86_64/emit.h"
-#include "../elf/inline_entries.h"
+#include "../objfile/inline_entries.h"
 
 /* `w` is PARAM_REGISTER, PARAM_REGISTER_MEMORY, PARAM_CONSTANT or
  * PARAM_EXPRESSION, its registers general ones (DWARF 0-15). The code uses

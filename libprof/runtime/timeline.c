@@ -5,7 +5,7 @@
  * The interval doubles every 1000 samples, so a long run stays a few
  * thousand lines. The file is written whole at exit (doc/formats.md). */
 #include "runtime.h"
-#include "../elf/object.h"
+#include "../objfile/object.h"
 #include "../trace/heap.h"
 #include "../util/atomic_file.h"
 #include "../util/pages.h"

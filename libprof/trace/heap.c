@@ -28,7 +28,7 @@
 #include "../util/pages.h"
 #include "../util/reentry.h"
 #include "../unwind/backtrace.h"
-#include "../elf/object.h"
+#include "../objfile/object.h"
 #include <dlfcn.h>
 #include <malloc.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * heap tracer's tables with the caller of the function as its site. */
 #include "heap_custom.h"
 #include "heap.h"
-#include "../elf/disk_symbols.h"
+#include "../objfile/disk_symbols.h"
 #include "../hook/callsite.h"
 #include "../hook/got.h"
 #include "../hook/store_site.h"

@@ -14,7 +14,7 @@
 #include "../util/sort.h"
 #include "../util/tasks.h"
 #include "heap_sample.h"
-#include "../elf/object.h"
+#include "../objfile/object.h"
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 /* The copies of a function and a parameter's place at each entry, as
- * libprof/elf/inline_entries.c reads them from DWARF:
+ * libprof/objfile/inline_entries.c reads them from DWARF:
  *
  *   inline-entries-check FILE FUNCTION PARAMETER
  *
@@ -8,7 +8,7 @@
  * "unreadable: WHY" (ENTRY and OFF in hex
  * or decimal as readelf and GDB show them). inline-entries.test checks the
  * lines against readelf and against GDB stopped at each entry. */
-#include "elf/inline_entries.h"
+#include "objfile/inline_entries.h"
 #include <dwarf.h>
 #include <inttypes.h>
 #include <libdwarf.h>

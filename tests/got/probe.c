@@ -1,9 +1,9 @@
 /* Preloaded into the GOT test programs: drives memprof's hook core (linked in
  * statically, so this object is "the runtime itself" and is never patched). */
 #include "probe.h"
-#include "elf/hash.h"
-#include "elf/object.h"
-#include "elf/reloc.h"
+#include "objfile/hash.h"
+#include "objfile/object.h"
+#include "objfile/reloc.h"
 #include "hook/got.h"
 #include <fcntl.h>
 #include <gelf.h>

@@ -4,8 +4,8 @@
  * decoding the program's functions (from .symtab), points them at a stub
  * that keeps every register, counts the calls per call site, and restores
  * the code byte for byte. Built -O0 and -O2 by callsite.test. (TAP) */
-#include "elf/symbolizer.h"
-#include "elf/symbols.h"
+#include "objfile/symbolizer.h"
+#include "objfile/symbols.h"
 #include "hook/callsite.h"
 #include "hook/intercept.h"
 #include "../seeds_vm.h"

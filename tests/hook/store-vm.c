@@ -4,8 +4,8 @@
  * the store and calls a handler with the stored value, and restores the code
  * byte for byte. Built -O0 and -O2 by store-site.test (add_freelist kept out
  * of line: its inlined copies need DWARF). (TAP) */
-#include "elf/symbolizer.h"
-#include "elf/symbols.h"
+#include "objfile/symbolizer.h"
+#include "objfile/symbols.h"
 #include "hook/store_site.h"
 #include "../seeds_vm.h"
 #include "../tap.h"

@@ -2,8 +2,8 @@
  * through its compilation units, and the code ranges of a DIE in each
  * encoding (low_pc/high_pc, DWARF 4 .debug_ranges, DWARF 5 range lists).
  * Reads files and calls malloc: not for hooks. */
-#ifndef MEMPROF_ELF_DWARF_WALK_H
-#define MEMPROF_ELF_DWARF_WALK_H
+#ifndef MEMPROF_OBJFILE_DWARF_WALK_H
+#define MEMPROF_OBJFILE_DWARF_WALK_H
 #include <libdwarf.h>
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* Function symbols of an ELF file on disk (.symtab, else .dynsym), read with
  * libelf and sorted by address, for naming a code address at report time.
  * Not for hook paths: it reads files and calls malloc. */
-#ifndef MEMPROF_ELF_SYMBOLS_H
-#define MEMPROF_ELF_SYMBOLS_H
+#ifndef MEMPROF_OBJFILE_SYMBOLS_H
+#define MEMPROF_OBJFILE_SYMBOLS_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

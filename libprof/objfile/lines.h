@@ -2,8 +2,8 @@
  * one compilation unit at a time as addresses ask for them: a code address
  * gives its source file:line and the chain of functions inlined there.
  * Not for hook paths. */
-#ifndef MEMPROF_ELF_LINES_H
-#define MEMPROF_ELF_LINES_H
+#ifndef MEMPROF_OBJFILE_LINES_H
+#define MEMPROF_OBJFILE_LINES_H
 #include <stddef.h>
 #include <stdint.h>
 

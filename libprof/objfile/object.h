@@ -1,7 +1,7 @@
 /* Loaded ELF objects as the dynamic linker mapped them: what memprof needs of
  * each one's dynamic section, read in place (no file access, no malloc). */
-#ifndef MEMPROF_ELF_OBJECT_H
-#define MEMPROF_ELF_OBJECT_H
+#ifndef MEMPROF_OBJFILE_OBJECT_H
+#define MEMPROF_OBJFILE_OBJECT_H
 #include <link.h>
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* Naming code addresses of one ELF file: the function and offset from its
  * symbol tables, the source file:line from DWARF, each taken from the file
  * itself or from its separate debug file (build-id, .gnu_debuglink). */
-#ifndef MEMPROF_ELF_SYMBOLIZER_H
-#define MEMPROF_ELF_SYMBOLIZER_H
+#ifndef MEMPROF_OBJFILE_SYMBOLIZER_H
+#define MEMPROF_OBJFILE_SYMBOLIZER_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

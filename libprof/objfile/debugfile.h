@@ -3,8 +3,8 @@
  * the object, in its .debug/ directory, or under DIR plus the object's
  * directory), the debuglink's CRC-32 checked. DIR is each of the debug roots:
  * MEMPROF_DEBUG_DIRS (colon-separated), then /usr/lib/debug. */
-#ifndef MEMPROF_ELF_DEBUGFILE_H
-#define MEMPROF_ELF_DEBUGFILE_H
+#ifndef MEMPROF_OBJFILE_DEBUGFILE_H
+#define MEMPROF_OBJFILE_DEBUGFILE_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * by libmemprof-elf.so, which is loaded from the runtime's own directory on
  * first use (it brings libelf and libdwarf, which the runtime does not link).
  * Reads files and calls malloc: not for hooks. */
-#ifndef MEMPROF_ELF_DISK_SYMBOLS_H
-#define MEMPROF_ELF_DISK_SYMBOLS_H
+#ifndef MEMPROF_OBJFILE_DISK_SYMBOLS_H
+#define MEMPROF_OBJFILE_DISK_SYMBOLS_H
 #include "../arch/x86_64/decode.h"
 #include "inline_entries.h"
 #include <stdbool.h>

@@ -6,8 +6,8 @@
  * entry of its location list that covers the entry), read when it is one of
  * the simple forms below and refused with a reason otherwise. Reads files
  * and calls malloc: not for hooks. */
-#ifndef MEMPROF_ELF_INLINE_ENTRIES_H
-#define MEMPROF_ELF_INLINE_ENTRIES_H
+#ifndef MEMPROF_OBJFILE_INLINE_ENTRIES_H
+#define MEMPROF_OBJFILE_INLINE_ENTRIES_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * another function (DW_TAG_inlined_subroutine whose abstract origin names
  * it), as file address ranges. For hooks on code a compiler copied into its
  * callers. Reads files and calls malloc: not for hooks. */
-#ifndef MEMPROF_ELF_INLINES_H
-#define MEMPROF_ELF_INLINES_H
+#ifndef MEMPROF_OBJFILE_INLINES_H
+#define MEMPROF_OBJFILE_INLINES_H
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,7 +1,7 @@
 /* Symbol lookup in a loaded object's .dynsym through its hash table
  * (DT_GNU_HASH, else DT_HASH), as the dynamic linker does it. */
-#ifndef MEMPROF_ELF_HASH_H
-#define MEMPROF_ELF_HASH_H
+#ifndef MEMPROF_OBJFILE_HASH_H
+#define MEMPROF_OBJFILE_HASH_H
 #include "object.h"
 
 /* The object's own definition of `name` (undefined entries are skipped), or NULL. */

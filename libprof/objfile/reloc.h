@@ -1,8 +1,8 @@
 /* The GOT slots of a loaded object, found from its relocation entries
  * (r_offset), never by decoding PLT stubs: .plt.sec, IBT and -fno-plt code
  * all break stub decoding, while the relocations stay the same. */
-#ifndef MEMPROF_ELF_RELOC_H
-#define MEMPROF_ELF_RELOC_H
+#ifndef MEMPROF_OBJFILE_RELOC_H
+#define MEMPROF_OBJFILE_RELOC_H
 #include "object.h"
 
 enum elf_slot_kind {
