@@ -3,7 +3,8 @@
 #ifndef MEMPROF_TOOLS_COMMANDS_H
 #define MEMPROF_TOOLS_COMMANDS_H
 
-int cmd_symbols(int argc, char **argv);    /* memprof symbols FILE */
+int cmd_symbols(int argc, char **argv);    /* memprof symbols [--all] [--arch ARCH] FILE */
+int cmd_imports(int argc, char **argv);    /* memprof imports [--arch ARCH] [--format F] FILE */
 int cmd_symbolize(int argc, char **argv);  /* memprof symbolize FILE ADDRESS... */
 int cmd_attach(int argc, char **argv);     /* memprof attach PID [...] */
 int cmd_threads(int argc, char **argv);    /* memprof threads -p PID */

@@ -40,7 +40,8 @@ static void usage(FILE *f)
           "       memprof diff [-o FILE] BEFORE AFTER\n"
           "       memprof proto [-o FILE.pb.gz] REPORT\n"
           "       memprof timeline [-o FILE.svg|FILE.csv] TIMELINE\n"
-          "       memprof symbols FILE\n"
+          "       memprof symbols [--all] [--arch ARCH] FILE\n"
+          "       memprof imports [--arch ARCH] [--format text|tsv|json] FILE\n"
           "       memprof symbolize FILE ADDRESS...\n"
           "       memprof heap-table [--top N] [--filter TEXT] [FILE|-]\n"
           "       memprof name-sites < TEXT\n"
@@ -74,8 +75,12 @@ static void usage(FILE *f)
           "  timeline    the runtime's MEMPROF_TIMELINE file as a chart (-o FILE.svg) or\n"
           "              a CSV series (-o FILE.csv, or stdout)\n"
           "\n"
-          "  symbols  list the function symbols of an ELF FILE (from .symtab or .dynsym, or\n"
-          "           its separate debug file), and where they come from\n"
+          "  symbols  list the function symbols of an ELF or Mach-O FILE (from .symtab or\n"
+          "           .dynsym, or its separate debug file; LC_SYMTAB), and where they come\n"
+          "           from; --all: every symbol, local, external or undefined\n"
+          "  imports  each function FILE imports: the slot the dynamic linker fills (GOT,\n"
+          "           lazy or non-lazy pointer), the stub that jumps through it (PLT,\n"
+          "           __stubs) and the library; --arch: a universal file's slice\n"
           "  symbolize  name file ADDRESSes (hex) of FILE: function+offset and file:line,\n"
           "           with the functions inlined there\n"
           "  heap-table  name a raw C heap report (MEMPROF_HEAP_OUTPUT's; GDB's\n"
@@ -871,7 +876,7 @@ int main(int argc, char **argv)
         { "collapse", cmd_collapse }, { "flamegraph", cmd_flamegraph }, { "diff", cmd_diff },
         { "proto", cmd_proto },
         { "timeline", cmd_timeline },
-        { "symbols", cmd_symbols },   { "symbolize", cmd_symbolize },
+        { "symbols", cmd_symbols },   { "imports", cmd_imports },   { "symbolize", cmd_symbolize },
         { "heap-table", cmd_heap_table }, { "name-sites", cmd_name_sites },
         { "safe-point", cmd_safe_point }, { "keep", cmd_keep }, { "crash-helper", cmd_crash_helper },
         { "core", cmd_core },

@@ -1,10 +1,14 @@
-/* memprof symbols FILE            the function symbols memprof names code with
+/* memprof symbols [--all] FILE    the function symbols memprof names code with
+ *                                 (--all: every symbol), ELF or Mach-O
+ * memprof imports FILE            each imported function's slot and stub
  * memprof symbolize FILE ADDR...  function+offset and file:line of addresses,
  *                                 with the functions inlined there
  *
  * The symbol dump of the seeds' tools, with where each part comes from: the
  * file's .symtab or .dynsym, its DWARF, or a separate debug file. */
 #include "commands.h"
+#include "json.h"
+#include "objfile/binary.h"
 #include "objfile/symbolizer.h"
 #include "objfile/symbols.h"
 #include <errno.h>
@@ -12,6 +16,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { EXIT_USAGE = 2 };
 
@@ -24,24 +29,149 @@ static struct symbolizer *open_or_complain(const char *path)
     return s;
 }
 
+/* [--arch ARCH] [extra options] FILE: the options a command on a binary
+ * file takes; false (usage said) on anything else. */
+struct binary_args {
+    const char *arch, *format, *path;
+    bool all;
+};
+
+static bool parse_binary_args(int argc, char **argv, bool imports, struct binary_args *a)
+{
+    *a = (struct binary_args){ .format = "text" };
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc)
+            a->arch = argv[++i];
+        else if (imports && strcmp(argv[i], "--format") == 0 && i + 1 < argc)
+            a->format = argv[++i];
+        else if (!imports && strcmp(argv[i], "--all") == 0)
+            a->all = true;
+        else if (argv[i][0] == '-' || a->path)
+            return false;
+        else
+            a->path = argv[i];
+    }
+    if (strcmp(a->format, "text") != 0 && strcmp(a->format, "tsv") != 0 && strcmp(a->format, "json") != 0)
+        return false;
+    return a->path != NULL;
+}
+
+static struct binary *open_binary(const struct binary_args *a)
+{
+    char err[PATH_MAX + 512];
+    struct binary *b = binary_open(a->path, a->arch, err, sizeof err);
+    if (!b)
+        fprintf(stderr, "memprof: %s\n", err);
+    return b;
+}
+
+static const char *bind_name(const struct binary_symbol *s)
+{
+    if (s->bind == BINARY_UNDEFINED)
+        return s->weak ? "weak-undef" : "undefined";
+    if (s->bind == BINARY_LOCAL)
+        return "local";
+    return s->weak ? "weak" : "external";
+}
+
 int cmd_symbols(int argc, char **argv)
 {
-    if (argc != 1) {
-        fputs("memprof: usage: memprof symbols FILE\n", stderr);
+    struct binary_args a;
+    if (!parse_binary_args(argc, argv, false, &a)) {
+        fputs("memprof: usage: memprof symbols [--all] [--arch ARCH] FILE\n", stderr);
         return EXIT_USAGE;
     }
-    struct symbolizer *s = open_or_complain(argv[0]);
-    if (!s)
+    struct binary *b = open_binary(&a);
+    if (!b)
         return EXIT_USAGE;
-    const struct elf_symbols *syms = symbolizer_symbols(s);
-    printf("# %s\n", symbolizer_sources(s));
-    for (size_t i = 0; i < elf_symbols_count(syms); i++) {
-        const char *name;
-        uint64_t start, size;
-        elf_symbols_get(syms, i, &name, &start, &size);
-        printf("%016" PRIx64 " %6" PRIu64 " %s\n", start, size, name);
+    printf("# %s: %s\n", binary_format(b), binary_sources(b));
+    for (size_t i = 0; i < binary_symbol_count(b); i++) {
+        const struct binary_symbol *s = binary_symbol_at(b, i);
+        if (!a.all) {   /* the functions memprof names code with */
+            if (s->function && s->bind != BINARY_UNDEFINED && s->address)
+                printf("%016" PRIx64 " %6" PRIu64 " %s\n", s->address, s->size, s->name);
+        } else if (s->bind == BINARY_UNDEFINED) {
+            printf("%16s %6s %-10s %-20s %s%s%s%s\n", "", "", bind_name(s), "-", s->name, *s->library ? " (" : "",
+                   s->library, *s->library ? ")" : "");
+        } else {
+            printf("%016" PRIx64 " %6" PRIu64 " %-10s %-20s %s\n", s->address, s->size, bind_name(s),
+                   *s->section ? s->section : "-", s->name);
+        }
     }
-    symbolizer_close(s);
+    binary_close(b);
+    return 0;
+}
+
+static void import_json(const struct binary_import *imp, bool last)
+{
+    printf("  {\"slot\": \"0x%" PRIx64 "\", \"kind\": ", imp->slot);
+    json_string(stdout, imp->slot_kind, strlen(imp->slot_kind));
+    printf(", \"section\": ");
+    json_string(stdout, imp->slot_section, strlen(imp->slot_section));
+    if (imp->stub) {
+        printf(", \"stub\": \"0x%" PRIx64 "\", \"stub_section\": ", imp->stub);
+        json_string(stdout, imp->stub_section, strlen(imp->stub_section));
+    } else {
+        printf(", \"stub\": null, \"stub_section\": null");
+    }
+    printf(", \"lazy\": %s, \"library\": ", imp->lazy ? "true" : "false");
+    json_string(stdout, imp->library, strlen(imp->library));
+    printf(", \"version\": ");
+    json_string(stdout, imp->version, strlen(imp->version));
+    printf(", \"symbol\": ");
+    json_string(stdout, imp->symbol, strlen(imp->symbol));
+    printf("}%s\n", last ? "" : ",");
+}
+
+int cmd_imports(int argc, char **argv)
+{
+    struct binary_args a;
+    if (!parse_binary_args(argc, argv, true, &a)) {
+        fputs("memprof: usage: memprof imports [--arch ARCH] [--format text|tsv|json] FILE\n", stderr);
+        return EXIT_USAGE;
+    }
+    struct binary *b = open_binary(&a);
+    if (!b)
+        return EXIT_USAGE;
+    const struct binary_import *imports;
+    size_t n;
+    const char *why;
+    if (!binary_imports(b, &imports, &n, &why)) {
+        fprintf(stderr, "memprof: %s: cannot list its imports: %s\n", a.path, why);
+        binary_close(b);
+        return EXIT_USAGE;
+    }
+    bool json = strcmp(a.format, "json") == 0, tsv = strcmp(a.format, "tsv") == 0;
+    if (json)
+        printf("[\n");
+    else if (tsv)
+        printf("slot\tkind\tsection\tstub\tstub_section\tbinding\tlibrary\tversion\tsymbol\n");
+    else
+        printf("# %s: %s\n# %-16s %-18s %-22s %-18s %-16s %-6s %s\n", binary_format(b), binary_sources(b), "slot",
+               "kind", "section", "stub", "stub section", "bound", "symbol (library)");
+    for (size_t i = 0; i < n; i++) {
+        const struct binary_import *imp = &imports[i];
+        char stub[24] = "-";
+        if (imp->stub)
+            snprintf(stub, sizeof stub, "0x%" PRIx64, imp->stub);
+        if (json) {
+            import_json(imp, i + 1 == n);
+        } else if (tsv) {
+            printf("0x%" PRIx64 "\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", imp->slot, imp->slot_kind, imp->slot_section,
+                   stub, *imp->stub_section ? imp->stub_section : "-", imp->lazy ? "lazy" : "load",
+                   *imp->library ? imp->library : "-", *imp->version ? imp->version : "-", imp->symbol);
+        } else {
+            char version[80] = "";
+            if (*imp->version)
+                snprintf(version, sizeof version, "@%s", imp->version);
+            printf("0x%-16" PRIx64 " %-18s %-22s %-18s %-16s %-6s %s%s%s%s%s\n", imp->slot, imp->slot_kind,
+                   imp->slot_section, stub, *imp->stub_section ? imp->stub_section : "-", imp->lazy ? "lazy" : "load",
+                   imp->symbol, version, *imp->library ? " (" : "", imp->library, *imp->library ? ")" : "");
+        }
+    }
+    if (json)
+        printf("]\n");
+    binary_close(b);
     return 0;
 }
 

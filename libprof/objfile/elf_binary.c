@@ -1,0 +1,381 @@
+/* ELF files for binary.h, with libelf: every symbol of .symtab (else
+ * .dynsym, else the separate debug file's .symtab), and the imports: each
+ * dynamic relocation that names a symbol and fills a pointer (JUMP_SLOT,
+ * GLOB_DAT, 64), the library from symbol versioning, and the PLT entry
+ * that jumps through the slot, found by decoding .plt, .plt.sec and
+ * .plt.got as they are (not by assuming their layout). */
+#include "elf_binary.h"
+#include "binary_build.h"
+#include "debugfile.h"
+#include "../arch/x86_64/decode.h"
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A version a symbol of .dynsym needs: its name and its library's. */
+struct needed_version {
+    unsigned index;
+    const char *name, *file;
+};
+
+struct elf_reader {
+    Elf *elf;
+    struct binary *b;
+    size_t shstrndx;
+    Elf_Scn *dynsym;
+    GElf_Shdr dynsym_shdr;
+    Elf_Data *versym;                 /* .gnu.version: one per .dynsym entry */
+    struct needed_version versions[256];
+    unsigned version_count;
+    bool bind_now;
+};
+
+static const char *section_at(struct elf_reader *r, uint64_t address)
+{
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(r->elf, scn));) {
+        GElf_Shdr shdr;
+        if (gelf_getshdr(scn, &shdr) && (shdr.sh_flags & SHF_ALLOC) && address >= shdr.sh_addr &&
+            address - shdr.sh_addr < shdr.sh_size) {
+            const char *name = elf_strptr(r->elf, r->shstrndx, shdr.sh_name);
+            return name ? name : "";
+        }
+    }
+    return "";
+}
+
+/* .gnu.version_r: each version needed, with its library. */
+static void read_versions(struct elf_reader *r)
+{
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(r->elf, scn));) {
+        GElf_Shdr shdr;
+        if (!gelf_getshdr(scn, &shdr))
+            continue;
+        if (shdr.sh_type == SHT_GNU_versym)
+            r->versym = elf_getdata(scn, NULL);
+        if (shdr.sh_type != SHT_GNU_verneed)
+            continue;
+        Elf_Data *data = elf_getdata(scn, NULL);
+        size_t at = 0;
+        for (unsigned n = 0; data && n < shdr.sh_info; n++) {
+            GElf_Verneed need;
+            if (!gelf_getverneed(data, (int)at, &need))
+                break;
+            const char *file = elf_strptr(r->elf, shdr.sh_link, need.vn_file);
+            size_t aux_at = at + need.vn_aux;
+            for (unsigned k = 0; k < need.vn_cnt; k++) {
+                GElf_Vernaux aux;
+                if (!gelf_getvernaux(data, (int)aux_at, &aux))
+                    break;
+                if (r->version_count < sizeof r->versions / sizeof *r->versions)
+                    r->versions[r->version_count++] = (struct needed_version){
+                        aux.vna_other, elf_strptr(r->elf, shdr.sh_link, aux.vna_name), file };
+                if (!aux.vna_next)
+                    break;
+                aux_at += aux.vna_next;
+            }
+            if (!need.vn_next)
+                break;
+            at += need.vn_next;
+        }
+    }
+}
+
+/* The version and library .dynsym entry `index` needs, or NULL. */
+static const struct needed_version *version_of(const struct elf_reader *r, size_t index)
+{
+    GElf_Versym v;
+    if (!r->versym || !gelf_getversym(r->versym, (int)index, &v))
+        return NULL;
+    for (unsigned i = 0; i < r->version_count; i++)
+        if (r->versions[i].index == (v & 0x7fff))
+            return &r->versions[i];
+    return NULL;
+}
+
+static const struct needed_version *version_by_name(struct elf_reader *r, const char *name)
+{
+    Elf_Data *data = r->dynsym ? elf_getdata(r->dynsym, NULL) : NULL;
+    size_t n = data && r->dynsym_shdr.sh_entsize ? r->dynsym_shdr.sh_size / r->dynsym_shdr.sh_entsize : 0;
+    size_t len = strcspn(name, "@");
+    for (size_t i = 1; i < n; i++) {
+        GElf_Sym sym;
+        const char *dyn = gelf_getsym(data, (int)i, &sym) ? elf_strptr(r->elf, r->dynsym_shdr.sh_link, sym.st_name)
+                                                          : NULL;
+        if (dyn && sym.st_shndx == SHN_UNDEF && strncmp(dyn, name, len) == 0 && !dyn[len])
+            return version_of(r, i);
+    }
+    return NULL;
+}
+
+static bool read_symbol_table(struct elf_reader *r, Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, char *err,
+                              size_t errlen)
+{
+    Elf_Data *data = elf_getdata(scn, NULL);
+    size_t n = data && shdr->sh_entsize ? shdr->sh_size / shdr->sh_entsize : 0;
+    size_t shstrndx;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+        shstrndx = 0;
+    for (size_t i = 1; i < n; i++) {
+        GElf_Sym sym;
+        if (!gelf_getsym(data, (int)i, &sym))
+            continue;
+        int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+        const char *name = elf_strptr(elf, shdr->sh_link, sym.st_name);
+        if (!name || !*name || type == STT_SECTION || type == STT_FILE)
+            continue;
+        struct binary_symbol s = { .name = name, .library = "", .section = "" };
+        s.weak = bind == STB_WEAK;
+        s.function = type == STT_FUNC || type == STT_GNU_IFUNC;
+        if (sym.st_shndx == SHN_UNDEF) {
+            s.bind = BINARY_UNDEFINED;
+            const struct needed_version *v = shdr->sh_type == SHT_DYNSYM ? version_of(r, i)
+                                                                          : version_by_name(r, name);
+            if (v && v->file)
+                s.library = v->file;
+            s.function = false;
+        } else {
+            s.bind = bind == STB_LOCAL ? BINARY_LOCAL : BINARY_EXTERNAL;
+            s.address = sym.st_value;
+            s.size = sym.st_size;
+            if (sym.st_shndx == SHN_ABS)
+                s.section = "*ABS*";
+            else if (sym.st_shndx == SHN_COMMON)
+                s.section = "*COM*";
+            else if (sym.st_shndx < SHN_LORESERVE) {
+                Elf_Scn *in = elf_getscn(elf, sym.st_shndx);
+                GElf_Shdr in_shdr;
+                const char *sn = in && gelf_getshdr(in, &in_shdr) ? elf_strptr(elf, shstrndx, in_shdr.sh_name) : NULL;
+                s.section = sn ? sn : "";
+            }
+        }
+        if (!binary_add_symbol(r->b, &s)) {
+            snprintf(err, errlen, "out of memory");
+            return false;
+        }
+    }
+    return true;
+}
+
+static int by_address(const void *a, const void *b)
+{
+    const struct binary_symbol *x = a, *y = b;
+    if (x->bind == BINARY_UNDEFINED || y->bind == BINARY_UNDEFINED) {
+        if (x->bind != y->bind)
+            return x->bind == BINARY_UNDEFINED ? 1 : -1;
+        return strcmp(x->name, y->name);
+    }
+    if (x->address != y->address)
+        return x->address < y->address ? -1 : 1;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;   /* the larger alias first */
+    return strcmp(x->name, y->name);
+}
+
+/* The PLT entry whose `jmp *slot(%rip)` goes through `slot`: each
+ * instruction of the PLT sections decoded from its start. */
+static void find_plt_entry(struct elf_reader *r, uint64_t slot, struct binary_import *imp)
+{
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(r->elf, scn));) {
+        GElf_Shdr shdr;
+        const char *name;
+        if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS || !(shdr.sh_flags & SHF_EXECINSTR) ||
+            !(name = elf_strptr(r->elf, r->shstrndx, shdr.sh_name)) || strncmp(name, ".plt", 4) != 0)
+            continue;
+        Elf_Data *data = elf_getdata(scn, NULL);
+        uint64_t entry = shdr.sh_entsize ? shdr.sh_entsize : 16;
+        for (size_t at = 0; data && at < data->d_size;) {
+            struct insn insn;
+            if (!decode_insn((const uint8_t *)data->d_buf + at, data->d_size - at, shdr.sh_addr + at, &insn))
+                at++;   /* padding that is no instruction */
+            else {
+                if (insn.kind == INSN_JMP_INDIRECT && insn.rip_relative && insn.rip_address == slot) {
+                    imp->stub = shdr.sh_addr + at / entry * entry;
+                    imp->stub_section = name;
+                    return;
+                }
+                at += insn.length;
+            }
+        }
+    }
+}
+
+static bool read_imports(struct elf_reader *r, char *err, size_t errlen)
+{
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(r->elf, scn));) {
+        GElf_Shdr shdr;
+        if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_RELA || !r->dynsym ||
+            shdr.sh_link != elf_ndxscn(r->dynsym))
+            continue;
+        Elf_Data *data = elf_getdata(scn, NULL), *syms = elf_getdata(r->dynsym, NULL);
+        size_t n = data && shdr.sh_entsize ? shdr.sh_size / shdr.sh_entsize : 0;
+        for (size_t i = 0; i < n; i++) {
+            GElf_Rela rela;
+            GElf_Sym sym;
+            if (!gelf_getrela(data, (int)i, &rela))
+                continue;
+            unsigned type = (unsigned)GELF_R_TYPE(rela.r_info);
+            size_t index = GELF_R_SYM(rela.r_info);
+            const char *kind = type == R_X86_64_JUMP_SLOT ? "JUMP_SLOT"
+                               : type == R_X86_64_GLOB_DAT ? "GLOB_DAT"
+                               : type == R_X86_64_64       ? "64"
+                                                           : NULL;
+            if (!kind || index == 0 || !syms || !gelf_getsym(syms, (int)index, &sym))
+                continue;
+            const char *name = elf_strptr(r->elf, r->dynsym_shdr.sh_link, sym.st_name);
+            const struct needed_version *v = version_of(r, index);
+            struct binary_import imp = { .symbol = name ? name : "", .slot = rela.r_offset, .slot_kind = kind,
+                                         .slot_section = section_at(r, rela.r_offset), .stub_section = "",
+                                         .library = v && v->file ? v->file : "",
+                                         .version = v && v->name ? v->name : "",
+                                         .lazy = type == R_X86_64_JUMP_SLOT && !r->bind_now };
+            if (type != R_X86_64_64)
+                find_plt_entry(r, rela.r_offset, &imp);
+            if (!binary_add_import(r->b, &imp)) {
+                snprintf(err, errlen, "out of memory");
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+static void read_dynamic_flags(struct elf_reader *r, bool *dynamic)
+{
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(r->elf, scn));) {
+        GElf_Shdr shdr;
+        if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNAMIC)
+            continue;
+        *dynamic = true;
+        Elf_Data *data = elf_getdata(scn, NULL);
+        size_t n = data && shdr.sh_entsize ? shdr.sh_size / shdr.sh_entsize : 0;
+        for (size_t i = 0; i < n; i++) {
+            GElf_Dyn dyn;
+            if (!gelf_getdyn(data, (int)i, &dyn))
+                continue;
+            if ((dyn.d_tag == DT_FLAGS && (dyn.d_un.d_val & DF_BIND_NOW)) ||
+                (dyn.d_tag == DT_FLAGS_1 && (dyn.d_un.d_val & DF_1_NOW)) || dyn.d_tag == DT_BIND_NOW)
+                r->bind_now = true;
+        }
+    }
+}
+
+static const char *file_kind(Elf *elf, const GElf_Ehdr *ehdr)
+{
+    if (ehdr->e_type == ET_REL)
+        return "relocatable object";
+    if (ehdr->e_type == ET_EXEC)
+        return "executable";
+    if (ehdr->e_type == ET_CORE)
+        return "core file";
+    size_t n = 0;
+    elf_getphdrnum(elf, &n);
+    for (size_t i = 0; i < n; i++) {
+        GElf_Phdr phdr;
+        if (gelf_getphdr(elf, (int)i, &phdr) && phdr.p_type == PT_INTERP)
+            return "position-independent executable";
+    }
+    return "shared object";
+}
+
+/* The symbol table to read: .symtab, else the debug file's, else .dynsym. */
+static bool read_symbols(struct elf_reader *r, const char *path, char *err, size_t errlen, const char **from)
+{
+    Elf_Scn *symtab = NULL;
+    GElf_Shdr symtab_shdr;
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(r->elf, scn));) {
+        GElf_Shdr shdr;
+        if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_SYMTAB)
+            symtab = scn, symtab_shdr = shdr;
+    }
+    if (symtab) {
+        *from = ".symtab";
+        return read_symbol_table(r, r->elf, symtab, &symtab_shdr, err, errlen);
+    }
+    static char debug[4096];
+    struct debugfile_search search;
+    if (debugfile_find(path, debug, sizeof debug, &search)) {
+        int fd = open(debug, O_RDONLY | O_CLOEXEC);
+        Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+        bool read = false;
+        for (Elf_Scn *scn = NULL; elf && (scn = elf_nextscn(elf, scn));) {
+            GElf_Shdr shdr;
+            if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_SYMTAB) {
+                read = read_symbol_table(r, elf, scn, &shdr, err, errlen);
+                break;
+            }
+        }
+        /* The names were copied: the debug file can go. */
+        if (elf)
+            elf_end(elf);
+        if (fd >= 0)
+            close(fd);
+        if (read) {
+            *from = debug;
+            return true;
+        }
+    }
+    *from = r->dynsym ? ".dynsym" : "nowhere (no symbol table)";
+    return !r->dynsym || read_symbol_table(r, r->elf, r->dynsym, &r->dynsym_shdr, err, errlen);
+}
+
+int elf_binary_read(struct binary *b, const char *path, int fd, char *err, size_t errlen)
+{
+    elf_version(EV_CURRENT);
+    Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+    GElf_Ehdr ehdr;
+    if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr)) {
+        snprintf(err, errlen, "an ELF file libelf cannot read: %s", elf_errmsg(-1));
+        if (elf)
+            elf_end(elf);
+        return -1;
+    }
+    struct elf_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        elf_end(elf);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    r->elf = elf, r->b = b;
+    if (elf_getshdrstrndx(elf, &r->shstrndx) != 0)
+        r->shstrndx = 0;
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+        GElf_Shdr shdr;
+        if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_DYNSYM)
+            r->dynsym = scn, r->dynsym_shdr = shdr;
+    }
+    read_versions(r);
+    bool dynamic = false;
+    read_dynamic_flags(r, &dynamic);
+    snprintf(b->format, sizeof b->format, "ELF %s %s %s", gelf_getclass(elf) == ELFCLASS64 ? "64-bit" : "32-bit",
+             ehdr.e_machine == EM_X86_64 ? "x86-64" : ehdr.e_machine == EM_AARCH64 ? "AArch64" : "(another machine)",
+             file_kind(elf, &ehdr));
+    const char *from = "";
+    int rc = read_symbols(r, path, err, errlen, &from) ? 0 : -1;
+    if (rc == 0) {
+        qsort(b->symbols, b->symbol_count, sizeof *b->symbols, by_address);
+        if (ehdr.e_machine != EM_X86_64) {
+            snprintf(b->imports_why, sizeof b->imports_why, "memprof reads the imports of x86-64 ELF files, not %s",
+                     b->format + 4);
+        } else if (ehdr.e_type == ET_REL) {
+            snprintf(b->imports_why, sizeof b->imports_why,
+                     "a relocatable object: what it imports is bound by the linker, not at run time");
+        } else if (read_imports(r, err, errlen)) {
+            b->imports_read = true;
+        } else {
+            rc = -1;
+        }
+        snprintf(b->sources, sizeof b->sources,
+                 "symbols from %.200s; %s", from,
+                 dynamic ? (r->bind_now ? "imports from the dynamic relocations (JUMP_SLOT, GLOB_DAT, 64; bound at load: "
+                                          "BIND_NOW), libraries from symbol versions, stubs by decoding .plt*"
+                                        : "imports from the dynamic relocations (JUMP_SLOT, GLOB_DAT, 64), libraries "
+                                          "from symbol versions, stubs by decoding .plt*")
+                         : "no dynamic section: nothing is imported at run time");
+    }
+    free(r);
+    elf_end(elf);
+    return rc;
+}
