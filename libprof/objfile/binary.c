@@ -62,12 +62,7 @@ bool binary_add_import(struct binary *b, const struct binary_import *i)
 {
     if (!grow((void **)&b->imports, &b->import_cap, b->import_count, sizeof *b->imports))
         return false;
-    struct binary_import copy = *i;
-    if (!(copy.symbol = keep_all(b, i->symbol)) || !(copy.library = keep_all(b, i->library)) ||
-        !(copy.version = keep_all(b, i->version)) || !(copy.slot_kind = keep_all(b, i->slot_kind)) ||
-        !(copy.slot_section = keep_all(b, i->slot_section)) || !(copy.stub_section = keep_all(b, i->stub_section)))
-        return false;
-    b->imports[b->import_count++] = copy;
+    b->imports[b->import_count++] = *i;
     return true;
 }
 

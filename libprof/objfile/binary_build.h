@@ -20,7 +20,10 @@ struct binary {
 /* A copy of `len` bytes of `s` (not NUL-terminated in the file, perhaps)
  * that lives as long as `b`; NULL when out of memory. */
 const char *binary_keep(struct binary *b, const char *s, size_t len);
-/* Add an entry, its strings copied. False when out of memory. */
+/* Add a symbol, its strings copied. False when out of memory. */
 bool binary_add_symbol(struct binary *b, const struct binary_symbol *s);
+/* Add an import as it is: its strings must live as long as `b` (string
+ * literals, or binary_keep's copies made once for all the imports that
+ * share them: a file may bind a million times). */
 bool binary_add_import(struct binary *b, const struct binary_import *i);
 #endif

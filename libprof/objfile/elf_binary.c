@@ -202,6 +202,11 @@ static void find_plt_entry(struct elf_reader *r, uint64_t slot, struct binary_im
     }
 }
 
+static const char *keep(struct binary *b, const char *s)
+{
+    return s ? binary_keep(b, s, strlen(s)) : NULL;
+}
+
 static bool read_imports(struct elf_reader *r, char *err, size_t errlen)
 {
     for (Elf_Scn *scn = NULL; (scn = elf_nextscn(r->elf, scn));) {
@@ -233,7 +238,12 @@ static bool read_imports(struct elf_reader *r, char *err, size_t errlen)
                                          .lazy = type == R_X86_64_JUMP_SLOT && !r->bind_now };
             if (type != R_X86_64_64)
                 find_plt_entry(r, rela.r_offset, &imp);
-            if (!binary_add_import(r->b, &imp)) {
+            /* libelf's strings go with the file: the import keeps copies. */
+            imp.symbol = keep(r->b, imp.symbol), imp.library = keep(r->b, imp.library);
+            imp.version = keep(r->b, imp.version), imp.slot_section = keep(r->b, imp.slot_section);
+            imp.stub_section = keep(r->b, imp.stub_section);
+            if (!imp.symbol || !imp.library || !imp.version || !imp.slot_section || !imp.stub_section ||
+                !binary_add_import(r->b, &imp)) {
                 snprintf(err, errlen, "out of memory");
                 return false;
             }
@@ -355,7 +365,8 @@ int elf_binary_read(struct binary *b, const char *path, int fd, char *err, size_
     const char *from = "";
     int rc = read_symbols(r, path, err, errlen, &from) ? 0 : -1;
     if (rc == 0) {
-        qsort(b->symbols, b->symbol_count, sizeof *b->symbols, by_address);
+        if (b->symbol_count)
+            qsort(b->symbols, b->symbol_count, sizeof *b->symbols, by_address);
         if (ehdr.e_machine != EM_X86_64) {
             snprintf(b->imports_why, sizeof b->imports_why, "memprof reads the imports of x86-64 ELF files, not %s",
                      b->format + 4);

@@ -82,7 +82,8 @@
 #define MAX_DYLIBS 253             /* ordinals 1-253; 254 and 255 are special */
 
 struct section {
-    char segment[17], name[17], both[40];
+    char segment[17], name[17];
+    const char *both;      /* "__TEXT,__stubs", kept in the binary */
     uint64_t addr, size;
     uint32_t flags, reserved1, reserved2;
 };
@@ -92,7 +93,15 @@ struct segment {
     uint64_t vmaddr, vmsize;
 };
 
+/* A stub and the symbol it jumps to (the indirect symbol table's), by name. */
+struct stub {
+    const char *name;
+    uint64_t address;
+    const char *section;
+};
+
 struct macho {
+    struct binary *b;      /* what is read goes there; names the imports use are kept in it */
     const uint8_t *p;      /* the slice */
     size_t size;
     uint32_t cputype, filetype, flags;
@@ -100,13 +109,15 @@ struct macho {
     unsigned segment_count;
     struct section sections[MAX_SECTIONS];
     unsigned section_count;
-    const char *dylibs[MAX_DYLIBS];
+    const char *dylibs[MAX_DYLIBS];   /* kept in the binary */
     unsigned dylib_count;
     bool has_symtab, has_dysymtab, has_dyld_info, chained;
     uint32_t symoff, nsyms, stroff, strsize;
     uint32_t ilocalsym, nlocalsym, iextdefsym, nextdefsym, iundefsym, nundefsym, indirectsymoff, nindirectsyms;
     uint32_t bind_off, bind_size, weak_bind_off, weak_bind_size, lazy_bind_off, lazy_bind_size;
     uint32_t dyld_info_cmd;
+    struct stub *stubs;     /* sorted by name */
+    size_t stub_count;
     char *err;
     size_t errlen;
 };
@@ -245,10 +256,10 @@ static int read_segment(struct macho *m, const uint8_t *c, uint32_t cmdsize)
         struct section *x = &m->sections[m->section_count++];
         name16(x->name, q);
         name16(x->segment, q + 16);
-        size_t segment_len = strlen(x->segment), name_len = strlen(x->name);   /* both fit: 16 + 1 + 16 < 40 */
-        memcpy(x->both, x->segment, segment_len);
-        x->both[segment_len] = ',';
-        memcpy(x->both + segment_len + 1, x->name, name_len + 1);
+        char both[40];   /* 16 + 1 + 16 */
+        snprintf(both, sizeof both, "%s,%s", x->segment, x->name);
+        if (!(x->both = binary_keep(m->b, both, strlen(both))))
+            return fail(m, "out of memory");
         x->addr = le64(q + 32);
         x->size = le64(q + 40);
         x->flags = le32(q + 64);
@@ -268,7 +279,9 @@ static int read_dylib(struct macho *m, const uint8_t *c, uint32_t cmdsize)
         return fail(m, "a dylib load command whose name (at %u) is not inside its %u bytes", at, cmdsize);
     if (m->dylib_count == MAX_DYLIBS)
         return fail(m, "more than %d dylibs", MAX_DYLIBS);
-    m->dylibs[m->dylib_count++] = (const char *)c + at;
+    const char *name = (const char *)c + at;
+    if (!(m->dylibs[m->dylib_count++] = binary_keep(m->b, name, strlen(name))))
+        return fail(m, "out of memory");
     return 0;
 }
 
@@ -437,7 +450,8 @@ static int read_symbols(struct macho *m, struct binary *b)
         if (!binary_add_symbol(b, &s))
             return fail(m, "out of memory");
     }
-    qsort(b->symbols, b->symbol_count, sizeof *b->symbols, by_address);
+    if (b->symbol_count)
+        qsort(b->symbols, b->symbol_count, sizeof *b->symbols, by_address);
     /* Sizes: to the next symbol at a higher address in the same section,
      * else to the section's end. */
     for (size_t i = 0; i < b->symbol_count; i++) {
@@ -480,35 +494,70 @@ static const struct section *section_at(const struct macho *m, uint64_t address)
     return NULL;
 }
 
-/* The stub that jumps through the slot of `symbol`: the S_SYMBOL_STUBS
- * entry whose indirect symbol is it (reserved1: the section's first entry
- * in the table, reserved2: a stub's size). */
-static void find_stub(const struct macho *m, const char *symbol, struct binary_import *imp)
+static int by_name(const void *a, const void *b)
 {
-    for (unsigned k = 0; k < m->section_count; k++) {
-        const struct section *x = &m->sections[k];
-        if ((x->flags & SECTION_TYPE) != S_SYMBOL_STUBS || x->reserved2 == 0)
-            continue;
-        for (uint64_t j = 0; j < x->size / x->reserved2; j++) {
-            const char *name = indirect_name(m, (uint64_t)x->reserved1 + j);
-            if (name && strcmp(name, symbol) == 0) {
-                imp->stub = x->addr + j * x->reserved2;
-                imp->stub_section = x->both;
-                return;
+    const struct stub *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : x->address < y->address ? -1 : x->address > y->address;
+}
+
+/* Every stub of the S_SYMBOL_STUBS sections with the symbol its indirect
+ * table entry names (reserved1: the section's first entry in the table,
+ * reserved2: a stub's size), sorted by name: the table has one entry per
+ * stub, so there are no more stubs than entries. */
+static int index_stubs(struct macho *m)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        size_t n = 0;
+        for (unsigned k = 0; k < m->section_count; k++) {
+            const struct section *x = &m->sections[k];
+            if ((x->flags & SECTION_TYPE) != S_SYMBOL_STUBS || x->reserved2 == 0 || x->reserved1 >= m->nindirectsyms)
+                continue;
+            uint64_t count = x->size / x->reserved2;
+            if (count > m->nindirectsyms - x->reserved1)
+                count = m->nindirectsyms - x->reserved1;
+            for (uint64_t j = 0; j < count; j++) {
+                const char *name = indirect_name(m, (uint64_t)x->reserved1 + j);
+                if (!name)
+                    continue;
+                if (pass == 1)
+                    m->stubs[n] = (struct stub){ name, x->addr + j * x->reserved2, x->both };
+                n++;
             }
         }
+        if (pass == 0 && n && !(m->stubs = calloc(n, sizeof *m->stubs)))
+            return fail(m, "out of memory");
+        m->stub_count = n;
+    }
+    if (m->stub_count)
+        qsort(m->stubs, m->stub_count, sizeof *m->stubs, by_name);
+    return 0;
+}
+
+/* The stub that jumps through the slot of `symbol`: the first of its name. */
+static void find_stub(const struct macho *m, const char *symbol, struct binary_import *imp)
+{
+    size_t lo = 0, hi = m->stub_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(m->stubs[mid].name, symbol) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m->stub_count && strcmp(m->stubs[lo].name, symbol) == 0) {
+        imp->stub = m->stubs[lo].address;
+        imp->stub_section = m->stubs[lo].section;
     }
 }
 
+/* One bind of `name` (kept in `b`). */
 static int bind_one(struct macho *m, struct binary *b, bool lazy, unsigned segment, uint64_t offset, int ordinal,
-                    const char *symbol, size_t symbol_len)
+                    const char *name)
 {
     if (segment >= m->segment_count || offset >= m->segments[segment].vmsize)
-        return fail(m, "a bind of %.*s at offset 0x%llx of segment %u, outside it", (int)symbol_len, symbol,
-                    (unsigned long long)offset, segment);
-    const char *name = binary_keep(b, symbol, symbol_len);
-    if (!name)
-        return fail(m, "out of memory");
+        return fail(m, "a bind of %s at offset 0x%llx of segment %u, outside it", name, (unsigned long long)offset,
+                    segment);
     struct binary_import imp = { .symbol = name, .version = "", .slot = m->segments[segment].vmaddr + offset,
                                  .lazy = lazy, .stub_section = "", .slot_section = "" };
     imp.library = ordinal >= 0    ? library_of(m, (unsigned)ordinal)
@@ -516,7 +565,7 @@ static int bind_one(struct macho *m, struct binary *b, bool lazy, unsigned segme
                   : ordinal == -2            ? "(dynamic lookup)"
                                              : "(weak: any image)";
     const struct section *x = section_at(m, imp.slot);
-    imp.slot_section = x ? x->both : m->segments[segment].name;
+    imp.slot_section = x ? x->both : "(no section)";
     unsigned type = x ? x->flags & SECTION_TYPE : 0;
     imp.slot_kind = type == S_LAZY_SYMBOL_POINTERS || type == S_LAZY_DYLIB_SYMBOL_POINTERS ? "lazy pointer"
                     : type == S_NON_LAZY_SYMBOL_POINTERS                                  ? "non-lazy pointer"
@@ -564,8 +613,7 @@ static int run_binds(struct macho *m, struct binary *b, uint32_t off, uint32_t s
 {
     const uint8_t *p = m->p + off, *end = p + size;
     int ordinal = 0;
-    const char *symbol = NULL;
-    size_t symbol_len = 0;
+    const char *symbol = NULL;   /* kept in b */
     unsigned segment = 0;
     uint64_t offset = 0, count, skip, binds = 0;
     int64_t addend;
@@ -593,7 +641,8 @@ static int run_binds(struct macho *m, struct binary *b, uint32_t off, uint32_t s
             const uint8_t *nul = memchr(p, '\0', (size_t)(end - p));
             if (!nul)
                 return fail(m, "the %s opcodes: a symbol name runs past their end", what);
-            symbol = (const char *)p, symbol_len = (size_t)(nul - p);
+            if (!(symbol = binary_keep(b, (const char *)p, (size_t)(nul - p))))
+                return fail(m, "out of memory");
             p = nul + 1;
             break;
         }
@@ -626,7 +675,7 @@ static int run_binds(struct macho *m, struct binary *b, uint32_t off, uint32_t s
             if (count > BINDS_MAX || binds + count > BINDS_MAX)
                 return fail(m, "the %s opcodes bind more than %d times", what, BINDS_MAX);
             for (uint64_t k = 0; k < count; k++) {
-                if (bind_one(m, b, lazy, segment, offset, ordinal, symbol, symbol_len))
+                if (bind_one(m, b, lazy, segment, offset, ordinal, symbol))
                     return -1;
                 offset += 8 + skip;
             }
@@ -667,9 +716,10 @@ static void read_imports(struct macho *m, struct binary *b)
         fail(m, "an object file (MH_OBJECT): what it imports is bound by the linker, not by dyld");
     else if (!m->has_dyld_info)
         fail(m, "it has no LC_DYLD_INFO: its binds are in relocations, which memprof does not read");
-    else if (run_binds(m, b, m->bind_off, m->bind_size, false, "bind") == 0 &&
+    else if (index_stubs(m) == 0 && run_binds(m, b, m->bind_off, m->bind_size, false, "bind") == 0 &&
              run_binds(m, b, m->lazy_bind_off, m->lazy_bind_size, true, "lazy bind") == 0) {
-        qsort(b->imports, b->import_count, sizeof *b->imports, by_slot);
+        if (b->import_count)
+            qsort(b->imports, b->import_count, sizeof *b->imports, by_slot);
         b->imports_read = true;
     }
     m->err = err, m->errlen = errlen;
@@ -694,6 +744,7 @@ int macho_read(struct binary *b, const uint8_t *bytes, size_t size, const char *
         return -1;
     }
     m->err = err, m->errlen = errlen;
+    m->b = b;
     int rc = 0;
     char universal[160] = "";
     const uint8_t *slice = bytes;
@@ -732,6 +783,7 @@ int macho_read(struct binary *b, const uint8_t *bytes, size_t size, const char *
                                                                            : "LC_DYLD_INFO's bind and lazy bind opcodes")
                                   : "nowhere");
     }
+    free(m->stubs);
     free(m);
     return rc;
 }
