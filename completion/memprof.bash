@@ -5,7 +5,7 @@ _memprof()
     local cur prev words cword
     _init_completion || return
 
-    local commands="run attach threads collapse flamegraph diff proto timeline symbols symbolize heap-table name-sites safe-point keep crash-helper core"
+    local commands="run attach threads collapse flamegraph diff proto timeline symbols imports symbolize heap-table name-sites safe-point keep crash-helper core"
     if [[ $cword -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return
@@ -83,7 +83,28 @@ _memprof()
             _filedir
         fi
         ;;
-    symbols | symbolize)
+    symbols | imports)
+        case $prev in
+        --arch)
+            COMPREPLY=($(compgen -W "x86_64 arm64" -- "$cur"))
+            return
+            ;;
+        --format)
+            COMPREPLY=($(compgen -W "text tsv json" -- "$cur"))
+            return
+            ;;
+        esac
+        if [[ $cur == -* ]]; then
+            if [[ ${words[1]} == symbols ]]; then
+                COMPREPLY=($(compgen -W "--all --arch" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "--arch --format" -- "$cur"))
+            fi
+        else
+            _filedir
+        fi
+        ;;
+    symbolize)
         [[ $cword -eq 2 ]] && _filedir
         ;;
     heap-table)

@@ -174,6 +174,12 @@ static int by_address(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
+static int by_slot(const void *a, const void *b)
+{
+    const struct binary_import *x = a, *y = b;
+    return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
 /* The PLT entry whose `jmp *slot(%rip)` goes through `slot`: each
  * instruction of the PLT sections decoded from its start. */
 static void find_plt_entry(struct elf_reader *r, uint64_t slot, struct binary_import *imp)
@@ -374,6 +380,8 @@ int elf_binary_read(struct binary *b, const char *path, int fd, char *err, size_
             snprintf(b->imports_why, sizeof b->imports_why,
                      "a relocatable object: what it imports is bound by the linker, not at run time");
         } else if (read_imports(r, err, errlen)) {
+            if (b->import_count)
+                qsort(b->imports, b->import_count, sizeof *b->imports, by_slot);
             b->imports_read = true;
         } else {
             rc = -1;
