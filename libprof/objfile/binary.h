@@ -30,7 +30,8 @@ struct binary_symbol {
 struct binary_import {
     const char *symbol;
     const char *library;   /* Mach-O: the dylib bound from; ELF: the version's file, or "" */
-    const char *version;   /* ELF: GLIBC_2.2.5; else "" */
+    const char *version;   /* ELF: GLIBC_2.2.5, "@GLIBC_2.2.5" for the default version of a symbol the
+                              file defines (read name@@GLIBC_2.2.5, as readelf writes it); else "" */
     uint64_t slot;         /* the pointer the dynamic linker writes (file address) */
     const char *slot_kind; /* "JUMP_SLOT", "GLOB_DAT", "64", "lazy pointer", "non-lazy pointer", "pointer" */
     const char *slot_section;

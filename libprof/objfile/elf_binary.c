@@ -15,7 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A version a symbol of .dynsym needs: its name and its library's. */
+/* A version a symbol of .dynsym needs (its name and its library's), or
+ * one this file defines (`file` NULL). */
 struct needed_version {
     unsigned index;
     const char *name, *file;
@@ -46,6 +47,27 @@ static const char *section_at(struct elf_reader *r, uint64_t address)
     return "";
 }
 
+/* .gnu.version_d: the versions the file defines (a library's own symbols,
+ * which its relocations may name too). */
+static void read_defined_versions(struct elf_reader *r, Elf_Scn *scn, const GElf_Shdr *shdr)
+{
+    Elf_Data *data = elf_getdata(scn, NULL);
+    size_t at = 0;
+    for (unsigned n = 0; data && n < shdr->sh_info; n++) {
+        GElf_Verdef def;
+        GElf_Verdaux aux;
+        if (!gelf_getverdef(data, (int)at, &def))
+            break;
+        if (!(def.vd_flags & VER_FLG_BASE) && gelf_getverdaux(data, (int)(at + def.vd_aux), &aux) &&
+            r->version_count < sizeof r->versions / sizeof *r->versions)
+            r->versions[r->version_count++] = (struct needed_version){
+                def.vd_ndx, elf_strptr(r->elf, shdr->sh_link, aux.vda_name), NULL };
+        if (!def.vd_next)
+            break;
+        at += def.vd_next;
+    }
+}
+
 /* .gnu.version_r: each version needed, with its library. */
 static void read_versions(struct elf_reader *r)
 {
@@ -55,6 +77,8 @@ static void read_versions(struct elf_reader *r)
             continue;
         if (shdr.sh_type == SHT_GNU_versym)
             r->versym = elf_getdata(scn, NULL);
+        if (shdr.sh_type == SHT_GNU_verdef)
+            read_defined_versions(r, scn, &shdr);
         if (shdr.sh_type != SHT_GNU_verneed)
             continue;
         Elf_Data *data = elf_getdata(scn, NULL);
@@ -83,12 +107,17 @@ static void read_versions(struct elf_reader *r)
     }
 }
 
-/* The version and library .dynsym entry `index` needs, or NULL. */
-static const struct needed_version *version_of(const struct elf_reader *r, size_t index)
+/* The version and library .dynsym entry `index` needs, or NULL; whether
+ * it is the default version of a symbol the file defines (name@@VERSION). */
+static const struct needed_version *version_of(const struct elf_reader *r, size_t index, bool *is_default)
 {
     GElf_Versym v;
+    if (is_default)
+        *is_default = false;
     if (!r->versym || !gelf_getversym(r->versym, (int)index, &v))
         return NULL;
+    if (is_default)
+        *is_default = !(v & 0x8000);
     for (unsigned i = 0; i < r->version_count; i++)
         if (r->versions[i].index == (v & 0x7fff))
             return &r->versions[i];
@@ -105,7 +134,7 @@ static const struct needed_version *version_by_name(struct elf_reader *r, const 
         const char *dyn = gelf_getsym(data, (int)i, &sym) ? elf_strptr(r->elf, r->dynsym_shdr.sh_link, sym.st_name)
                                                           : NULL;
         if (dyn && sym.st_shndx == SHN_UNDEF && strncmp(dyn, name, len) == 0 && !dyn[len])
-            return version_of(r, i);
+            return version_of(r, i, NULL);
     }
     return NULL;
 }
@@ -131,7 +160,7 @@ static bool read_symbol_table(struct elf_reader *r, Elf *elf, Elf_Scn *scn, cons
         s.function = type == STT_FUNC || type == STT_GNU_IFUNC;
         if (sym.st_shndx == SHN_UNDEF) {
             s.bind = BINARY_UNDEFINED;
-            const struct needed_version *v = shdr->sh_type == SHT_DYNSYM ? version_of(r, i)
+            const struct needed_version *v = shdr->sh_type == SHT_DYNSYM ? version_of(r, i, NULL)
                                                                           : version_by_name(r, name);
             if (v && v->file)
                 s.library = v->file;
@@ -236,11 +265,14 @@ static bool read_imports(struct elf_reader *r, char *err, size_t errlen)
             if (!kind || index == 0 || !syms || !gelf_getsym(syms, (int)index, &sym))
                 continue;
             const char *name = elf_strptr(r->elf, r->dynsym_shdr.sh_link, sym.st_name);
-            const struct needed_version *v = version_of(r, index);
+            bool is_default;
+            const struct needed_version *v = version_of(r, index, &is_default);
+            char version[160] = "";
+            if (v && v->name)   /* "@V" after the name reads name@@V: the default version of its own symbol */
+                snprintf(version, sizeof version, "%s%s", !v->file && is_default ? "@" : "", v->name);
             struct binary_import imp = { .symbol = name ? name : "", .slot = rela.r_offset, .slot_kind = kind,
                                          .slot_section = section_at(r, rela.r_offset), .stub_section = "",
-                                         .library = v && v->file ? v->file : "",
-                                         .version = v && v->name ? v->name : "",
+                                         .library = v && v->file ? v->file : "", .version = version,
                                          .lazy = type == R_X86_64_JUMP_SLOT && !r->bind_now };
             if (type != R_X86_64_64)
                 find_plt_entry(r, rela.r_offset, &imp);

@@ -22,6 +22,7 @@
 #define MH_EXECUTE 2
 #define MH_DYLIB 6
 #define MH_BUNDLE 8
+#define MH_DSYM 0xa
 #define MH_TWOLEVEL 0x80
 
 #define LC_REQ_DYLD 0x80000000u
@@ -440,6 +441,8 @@ static int read_symbols(struct macho *m, struct binary *b)
         } else {
             s.weak = desc & N_WEAK_DEF;
             s.address = value;
+            if ((type & N_TYPE) == N_ABS)
+                s.section = "*ABS*";
             if ((type & N_TYPE) == N_SECT) {
                 if (sect == 0 || sect > m->section_count)
                     return fail(m, "symbol %s is in section %u, of %u", name, sect, m->section_count);
@@ -704,6 +707,44 @@ static int by_slot(const void *a, const void *b)
     return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
+/* Before LC_DYLD_INFO (Mac OS X 10.5 and older, the seeds' time) dyld
+ * found what to bind in the indirect symbol table itself: each lazy or
+ * non-lazy pointer's entry names its symbol, whose library ordinal names
+ * the dylib. */
+static int read_indirect_imports(struct macho *m, struct binary *b)
+{
+    for (unsigned k = 0; k < m->section_count; k++) {
+        const struct section *x = &m->sections[k];
+        unsigned type = x->flags & SECTION_TYPE;
+        bool lazy = type == S_LAZY_SYMBOL_POINTERS || type == S_LAZY_DYLIB_SYMBOL_POINTERS;
+        if ((!lazy && type != S_NON_LAZY_SYMBOL_POINTERS) || x->reserved1 >= m->nindirectsyms)
+            continue;
+        uint64_t count = x->size / 8;
+        if (count > m->nindirectsyms - x->reserved1)
+            count = m->nindirectsyms - x->reserved1;
+        for (uint64_t j = 0; j < count; j++) {
+            uint32_t index = le32(m->p + m->indirectsymoff + ((uint64_t)x->reserved1 + j) * 4);
+            size_t len;
+            const char *name = index & (INDIRECT_SYMBOL_LOCAL | INDIRECT_SYMBOL_ABS) || index >= m->nsyms
+                                   ? NULL
+                                   : symbol_name(m, index, &len);
+            if (!name)
+                continue;   /* a pointer to the file's own code or data: nothing to bind */
+            const uint8_t *n = m->p + m->symoff + (size_t)index * 16;
+            struct binary_import imp = { .symbol = binary_keep(b, name, len), .version = "", .stub_section = "",
+                                         .slot = x->addr + j * 8, .slot_section = x->both, .lazy = lazy,
+                                         .slot_kind = lazy ? "lazy pointer" : "non-lazy pointer",
+                                         .library = library_of(m, n[7]) };
+            if (!imp.symbol)
+                return fail(m, "out of memory");
+            find_stub(m, imp.symbol, &imp);
+            if (!binary_add_import(b, &imp))
+                return fail(m, "out of memory");
+        }
+    }
+    return 0;
+}
+
 static void read_imports(struct macho *m, struct binary *b)
 {
     char *err = m->err;
@@ -712,12 +753,15 @@ static void read_imports(struct macho *m, struct binary *b)
     m->err = b->imports_why, m->errlen = sizeof b->imports_why;
     if (m->chained)
         fail(m, "it binds with chained fixups (LC_DYLD_CHAINED_FIXUPS), which memprof does not read");
-    else if (!m->has_dyld_info && m->filetype == MH_OBJECT)
+    else if (m->filetype == MH_OBJECT)
         fail(m, "an object file (MH_OBJECT): what it imports is bound by the linker, not by dyld");
-    else if (!m->has_dyld_info)
-        fail(m, "it has no LC_DYLD_INFO: its binds are in relocations, which memprof does not read");
-    else if (index_stubs(m) == 0 && run_binds(m, b, m->bind_off, m->bind_size, false, "bind") == 0 &&
-             run_binds(m, b, m->lazy_bind_off, m->lazy_bind_size, true, "lazy bind") == 0) {
+    else if (m->filetype == MH_DSYM)
+        fail(m, "a dSYM companion (MH_DSYM): debug information only, nothing is bound");
+    else if (!m->has_dyld_info && !m->has_dysymtab)
+        fail(m, "it has neither LC_DYLD_INFO nor an indirect symbol table: nothing says what dyld binds");
+    else if (!m->has_dyld_info ? index_stubs(m) == 0 && read_indirect_imports(m, b) == 0
+                               : index_stubs(m) == 0 && run_binds(m, b, m->bind_off, m->bind_size, false, "bind") == 0 &&
+                                     run_binds(m, b, m->lazy_bind_off, m->lazy_bind_size, true, "lazy bind") == 0) {
         if (b->import_count)
             qsort(b->imports, b->import_count, sizeof *b->imports, by_slot);
         b->imports_read = true;
@@ -732,6 +776,7 @@ static const char *file_kind(uint32_t filetype)
     case MH_EXECUTE: return "executable";
     case MH_DYLIB: return "dynamically linked shared library";
     case MH_BUNDLE: return "bundle";
+    case MH_DSYM: return "dSYM companion";
     }
     return "file";
 }
@@ -781,7 +826,8 @@ int macho_read(struct binary *b, const uint8_t *bytes, size_t size, const char *
                  m->has_dysymtab ? " split by LC_DYSYMTAB" : "",
                  m->has_dyld_info ? (m->dyld_info_cmd == LC_DYLD_INFO_ONLY ? "LC_DYLD_INFO_ONLY's bind and lazy bind opcodes"
                                                                            : "LC_DYLD_INFO's bind and lazy bind opcodes")
-                                  : "nowhere");
+                 : m->has_dysymtab ? "the indirect symbol table's pointers (no LC_DYLD_INFO: a file for Mac OS X 10.5 or older)"
+                                   : "nowhere");
     }
     free(m->stubs);
     free(m);
