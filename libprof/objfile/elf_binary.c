@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A version a symbol of .dynsym needs (its name and its library's), or
@@ -374,10 +375,25 @@ int elf_binary_read(struct binary *b, const char *path, int fd, char *err, size_
     elf_version(EV_CURRENT);
     Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
     GElf_Ehdr ehdr;
+    int error = elf_errno();
     if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr)) {
-        snprintf(err, errlen, "an ELF file libelf cannot read: %s", elf_errmsg(-1));
+        error = error ? error : elf_errno();
+        snprintf(err, errlen, "a damaged ELF file: %s", error ? elf_errmsg(error) : "too short for its header");
         if (elf)
             elf_end(elf);
+        return -1;
+    }
+    /* libelf reads a file cut short as one without sections: say what it is. */
+    struct stat st;
+    size_t shnum = ehdr.e_shnum;   /* 0 with e_shoff set: the count is in section 0, read by libelf */
+    if (!shnum && ehdr.e_shoff && elf_getshdrnum(elf, &shnum) != 0)
+        shnum = 1;
+    if (fstat(fd, &st) == 0 && shnum &&
+        (ehdr.e_shoff > (uint64_t)st.st_size ||
+         (uint64_t)shnum * ehdr.e_shentsize > (uint64_t)st.st_size - ehdr.e_shoff)) {
+        snprintf(err, errlen, "a truncated ELF file: its %zu section headers (at %llu) end past its %lld bytes", shnum,
+                 (unsigned long long)ehdr.e_shoff, (long long)st.st_size);
+        elf_end(elf);
         return -1;
     }
     struct elf_reader *r = calloc(1, sizeof *r);
