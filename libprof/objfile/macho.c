@@ -751,8 +751,14 @@ static void read_imports(struct macho *m, struct binary *b)
     size_t errlen = m->errlen;
     /* A failure here leaves the symbols: its reason is the imports'. */
     m->err = b->imports_why, m->errlen = sizeof b->imports_why;
+    const struct section *authenticated = NULL;
+    for (unsigned k = 0; k < m->section_count && !authenticated; k++)
+        if (strncmp(m->sections[k].name, "__auth_", 7) == 0)
+            authenticated = &m->sections[k];
     if (m->chained)
         fail(m, "it binds with chained fixups (LC_DYLD_CHAINED_FIXUPS), which memprof does not read");
+    else if (authenticated)
+        fail(m, "it holds arm64e's signed pointers (%s), which memprof does not read", authenticated->both);
     else if (m->filetype == MH_OBJECT)
         fail(m, "an object file (MH_OBJECT): what it imports is bound by the linker, not by dyld");
     else if (m->filetype == MH_DSYM)
