@@ -278,7 +278,7 @@ static bool tracing(void)
 
 /* --- sampling by bytes (heap_sample.h) ------------------------------------- */
 
-HOT uint32_t *filter_entry(uintptr_t p)
+HOT uint8_t *filter_entry(uintptr_t p)
 {
     return &heap.sampled_filter[(p * 0x9E3779B97F4A7C15ull) >> (64 - SAMPLED_FILTER_BITS)];
 }
@@ -329,7 +329,10 @@ HOT bool maybe_recorded(uintptr_t p)
 COLD void forget_sampled(struct heap_thread *t, uintptr_t p, uint64_t word)
 {
     OWNER_ADD(t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, -counted_bytes(BLOCK_WORD_SIZE(word)));
-    __atomic_fetch_sub(filter_entry(p), 1, __ATOMIC_RELAXED);
+    uint8_t *entry = filter_entry(p), n = __atomic_load_n(entry, __ATOMIC_RELAXED);
+    while (n != SAMPLED_FILTER_STUCK && n != 0 &&
+           !__atomic_compare_exchange_n(entry, &n, (uint8_t)(n - 1), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
 }
 
 /* The owner's live figures: the block at `p` it held is gone. */
@@ -351,7 +354,10 @@ struct block_weight {
 
 COLD struct block_weight count_sampled(struct heap_thread *t, uintptr_t p, uint64_t stored)
 {
-    __atomic_fetch_add(filter_entry(p), 1, __ATOMIC_RELAXED);
+    uint8_t *entry = filter_entry(p), n = __atomic_load_n(entry, __ATOMIC_RELAXED);
+    while (n != SAMPLED_FILTER_STUCK &&
+           !__atomic_compare_exchange_n(entry, &n, (uint8_t)(n + 1), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
     return (struct block_weight){ counted_bytes(stored), counted_blocks(t, stored) };
 }
 

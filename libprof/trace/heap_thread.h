@@ -109,7 +109,11 @@ struct heap_thread {
 };
 
 #define CACHE_LINE 64
-#define SAMPLED_FILTER_BITS 18
+/* 32 KiB of one-byte counts: every free reads one, so the table must stay
+ * in the nearest caches (2^18 four-byte counts, 1 MiB, cost each free a
+ * miss). A count that reaches 255 stays there: only more frees look further. */
+#define SAMPLED_FILTER_BITS 15
+#define SAMPLED_FILTER_STUCK 255
 
 struct heap_state {
     bool running;
@@ -123,7 +127,7 @@ struct heap_state {
     uint64_t sample_seed;              /* MEMPROF_SAMPLE_SEED, else from the clock */
     /* How many recorded blocks hash to each entry, with sampling: a free
      * whose entry is 0 is of no recorded block and costs nothing more. */
-    uint32_t *sampled_filter;
+    uint8_t *sampled_filter;
     _Alignas(CACHE_LINE) uint64_t next_number;   /* the next unheld free's number */
     _Alignas(CACHE_LINE) spinlock_t report_lock;
 };
