@@ -47,7 +47,36 @@ struct build {
     void *address_space;
     struct maps maps;               /* read once: every wrapper's code is decoded */
     bool have_maps;
+    /* Functions whose callees were looked at, and to what depth: a helper
+     * many wrappers call is decoded once. */
+    struct { uintptr_t start; int depth; } seen[256];
+    size_t seen_count;
+    uintptr_t allocators[8];        /* the object's malloc, free...: hooked, never looked into */
+    size_t allocator_count;
 };
+
+/* Whether `start`'s callees were looked at to `depth` or deeper; records it. */
+static bool seen_before(struct build *b, uintptr_t start, int depth)
+{
+    for (size_t i = 0; i < b->seen_count; i++)
+        if (b->seen[i].start == start) {
+            if (b->seen[i].depth >= depth)
+                return true;
+            b->seen[i].depth = depth;
+            return false;
+        }
+    if (b->seen_count < sizeof b->seen / sizeof *b->seen)
+        b->seen[b->seen_count++].start = start, b->seen[b->seen_count - 1].depth = depth;
+    return false;
+}
+
+static bool is_allocator(const struct build *b, uintptr_t pc)
+{
+    for (size_t i = 0; i < b->allocator_count; i++)
+        if (b->allocators[i] == pc)
+            return true;
+    return false;
+}
 
 static void add(struct build *b, uintptr_t start, uintptr_t end)
 {
@@ -125,15 +154,15 @@ static int note_callee(void *ctx, uintptr_t pc, const struct insn *insn)
  * tables. */
 static void add_callees(struct build *b, const struct elf_object *o, uintptr_t start, uintptr_t end, int depth)
 {
-    if (depth == 0 || !b->proc_info || !b->have_maps)
+    if (depth == 0 || !b->proc_info || !b->have_maps || seen_before(b, start, depth))
         return;
     struct callees c = { .b = b, .o = o };
     struct code_range code = { start, end - start };
     decode_ranges_in(&b->maps, &code, 1, 0, note_callee, &c);
     for (size_t i = 0; i < c.count; i++) {
         uintptr_t info[16] = { 0 };   /* unw_proc_info_t begins start_ip, end_ip */
-        if (c.found[i] >= start && c.found[i] < end)
-            continue;   /* a branch within the wrapper */
+        if ((c.found[i] >= start && c.found[i] < end) || is_allocator(b, c.found[i]))
+            continue;   /* a branch within the wrapper, or the allocator itself */
         if (is_plt_entry(o, c.found[i]) || b->proc_info(b->address_space, c.found[i], info, NULL) != 0 ||
             info[0] > c.found[i] || info[1] <= c.found[i] || info[1] - info[0] > 1 << 20)
             continue;
@@ -142,20 +171,40 @@ static void add_callees(struct build *b, const struct elf_object *o, uintptr_t s
     }
 }
 
+static void add_symbol(struct build *b, const struct elf_object *o, const ElfW(Sym) *sym)
+{
+    if (sym->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sym->st_info) != STT_FUNC || !sym->st_size)
+        return;
+    uintptr_t start = o->base + sym->st_value;
+    add(b, start, start + sym->st_size);
+    add_callees(b, o, start, start + sym->st_size, CALLEE_DEPTH);
+}
+
 static void add_exported(struct build *b, const struct elf_object *o)
 {
+    static const char *const allocators[] = { "malloc", "calloc", "realloc", "free", "memalign", "posix_memalign",
+                                              "aligned_alloc", "valloc" };
+    b->allocator_count = 0;
+    for (size_t k = 0; k < sizeof allocators / sizeof *allocators; k++) {
+        uintptr_t at = elf_object_symbol_address(o, allocators[k]);
+        if (at)
+            b->allocators[b->allocator_count++] = at;
+    }
+    /* The built-in names through the object's hash table, as the loader
+     * finds them: a few lookups rather than a pass over every symbol. */
+    for (size_t k = 0; k < sizeof builtin / sizeof *builtin; k++) {
+        const ElfW(Sym) *sym = elf_object_lookup(o, builtin[k]);
+        if (sym)
+            add_symbol(b, o, sym);
+    }
+    if (!b->pattern_count)
+        return;
     size_t n = elf_object_symbol_count(o);
     for (size_t i = 1; i < n; i++) {
-        const ElfW(Sym) *sym = &o->symtab[i];
-        if (sym->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sym->st_info) != STT_FUNC || !sym->st_size)
-            continue;
         const char *name = elf_object_symbol_name(o, i);
-        if (!name || !(bsearch(name, builtin, sizeof builtin / sizeof *builtin, sizeof *builtin, compare_name) ||
-                       (b->pattern_count && user_named(b, name))))
-            continue;
-        uintptr_t start = o->base + sym->st_value;
-        add(b, start, start + sym->st_size);
-        add_callees(b, o, start, start + sym->st_size, CALLEE_DEPTH);
+        if (name && !bsearch(name, builtin, sizeof builtin / sizeof *builtin, sizeof *builtin, compare_name) &&
+            user_named(b, name))
+            add_symbol(b, o, &o->symtab[i]);
     }
 }
 

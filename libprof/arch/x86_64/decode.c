@@ -34,7 +34,11 @@ bool decode_insn(const void *code, size_t avail, uintptr_t pc, struct insn *out)
     ZydisDecoder decoder;
     ZydisDecoderContext context;
     ZydisDecodedInstruction in;
+    /* Minimal mode first (lengths, the raw fields, relative targets: what
+     * walking code needs, at a fraction of the cost); a full decode only
+     * for a store's operands. */
     if (!ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) ||
+        !ZYAN_SUCCESS(ZydisDecoderEnableMode(&decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE)) ||
         !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, &context, code, avail, &in)))
         return false;
     *out = (struct insn){ .length = in.length };
@@ -70,7 +74,9 @@ bool decode_insn(const void *code, size_t avail, uintptr_t pc, struct insn *out)
         out->rip_address = next + (uintptr_t)in.raw.disp.value;
         out->field_offset = in.raw.disp.offset;
         out->rip_field_offset = in.raw.disp.offset;
-        if (in.mnemonic == ZYDIS_MNEMONIC_MOV && in.operand_count_visible == 2)
+        if (in.mnemonic == ZYDIS_MNEMONIC_MOV && ZYAN_SUCCESS(ZydisDecoderEnableMode(&decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_FALSE)) &&
+            ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, &context, code, avail, &in)) &&
+            in.operand_count_visible == 2)
             find_register_store(&decoder, &context, &in, out);
     }
     return true;
