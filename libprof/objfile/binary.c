@@ -66,6 +66,39 @@ bool binary_add_import(struct binary *b, const struct binary_import *i)
     return true;
 }
 
+static int by_address(const void *a, const void *b)
+{
+    const struct binary_symbol *x = a, *y = b;
+    if (x->bind == BINARY_UNDEFINED || y->bind == BINARY_UNDEFINED) {
+        if (x->bind != y->bind)
+            return x->bind == BINARY_UNDEFINED ? 1 : -1;
+        return strcmp(x->name, y->name);
+    }
+    if (x->address != y->address)
+        return x->address < y->address ? -1 : 1;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int by_slot(const void *a, const void *b)
+{
+    const struct binary_import *x = a, *y = b;
+    return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+void binary_sort_symbols(struct binary *b)
+{
+    if (b->symbol_count)
+        qsort(b->symbols, b->symbol_count, sizeof *b->symbols, by_address);
+}
+
+void binary_sort_imports(struct binary *b)
+{
+    if (b->import_count)
+        qsort(b->imports, b->import_count, sizeof *b->imports, by_slot);
+}
+
 struct binary *binary_open(const char *path, const char *arch, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -26,4 +26,8 @@ bool binary_add_symbol(struct binary *b, const struct binary_symbol *s);
  * literals, or binary_keep's copies made once for all the imports that
  * share them: a file may bind a million times). */
 bool binary_add_import(struct binary *b, const struct binary_import *i);
+/* The orders binary.h promises: the defined symbols by address (the larger
+ * of two aliases first), then the undefined by name; the imports by slot. */
+void binary_sort_symbols(struct binary *b);
+void binary_sort_imports(struct binary *b);
 #endif

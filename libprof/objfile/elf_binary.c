@@ -189,27 +189,6 @@ static bool read_symbol_table(struct elf_reader *r, Elf *elf, Elf_Scn *scn, cons
     return true;
 }
 
-static int by_address(const void *a, const void *b)
-{
-    const struct binary_symbol *x = a, *y = b;
-    if (x->bind == BINARY_UNDEFINED || y->bind == BINARY_UNDEFINED) {
-        if (x->bind != y->bind)
-            return x->bind == BINARY_UNDEFINED ? 1 : -1;
-        return strcmp(x->name, y->name);
-    }
-    if (x->address != y->address)
-        return x->address < y->address ? -1 : 1;
-    if (x->size != y->size)
-        return x->size > y->size ? -1 : 1;   /* the larger alias first */
-    return strcmp(x->name, y->name);
-}
-
-static int by_slot(const void *a, const void *b)
-{
-    const struct binary_import *x = a, *y = b;
-    return x->slot < y->slot ? -1 : x->slot > y->slot;
-}
-
 /* The PLT entry whose `jmp *slot(%rip)` goes through `slot`: each
  * instruction of the PLT sections decoded from its start. */
 static void find_plt_entry(struct elf_reader *r, uint64_t slot, struct binary_import *imp)
@@ -419,8 +398,7 @@ int elf_binary_read(struct binary *b, const char *path, int fd, char *err, size_
     const char *from = "";
     int rc = read_symbols(r, path, err, errlen, &from) ? 0 : -1;
     if (rc == 0) {
-        if (b->symbol_count)
-            qsort(b->symbols, b->symbol_count, sizeof *b->symbols, by_address);
+        binary_sort_symbols(b);
         if (ehdr.e_machine != EM_X86_64) {
             snprintf(b->imports_why, sizeof b->imports_why, "memprof reads the imports of x86-64 ELF files, not %s",
                      b->format + 4);
@@ -428,8 +406,7 @@ int elf_binary_read(struct binary *b, const char *path, int fd, char *err, size_
             snprintf(b->imports_why, sizeof b->imports_why,
                      "a relocatable object: what it imports is bound by the linker, not at run time");
         } else if (read_imports(r, err, errlen)) {
-            if (b->import_count)
-                qsort(b->imports, b->import_count, sizeof *b->imports, by_slot);
+            binary_sort_imports(b);
             b->imports_read = true;
         } else {
             rc = -1;

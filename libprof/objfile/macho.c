@@ -400,19 +400,6 @@ static bool is_code(const struct section *x)
     return x->flags & (S_ATTR_PURE_INSTRUCTIONS | S_ATTR_SOME_INSTRUCTIONS);
 }
 
-static int by_address(const void *a, const void *b)
-{
-    const struct binary_symbol *x = a, *y = b;
-    if (x->bind == BINARY_UNDEFINED || y->bind == BINARY_UNDEFINED) {
-        if (x->bind != y->bind)
-            return x->bind == BINARY_UNDEFINED ? 1 : -1;
-        return strcmp(x->name, y->name);
-    }
-    if (x->address != y->address)
-        return x->address < y->address ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
-
 static int read_symbols(struct macho *m, struct binary *b)
 {
     if (!m->has_symtab)
@@ -453,8 +440,7 @@ static int read_symbols(struct macho *m, struct binary *b)
         if (!binary_add_symbol(b, &s))
             return fail(m, "out of memory");
     }
-    if (b->symbol_count)
-        qsort(b->symbols, b->symbol_count, sizeof *b->symbols, by_address);
+    binary_sort_symbols(b);
     /* Sizes: to the next symbol at a higher address in the same section,
      * else to the section's end. */
     for (size_t i = 0; i < b->symbol_count; i++) {
@@ -701,12 +687,6 @@ static int run_binds(struct macho *m, struct binary *b, uint32_t off, uint32_t s
     return 0;
 }
 
-static int by_slot(const void *a, const void *b)
-{
-    const struct binary_import *x = a, *y = b;
-    return x->slot < y->slot ? -1 : x->slot > y->slot;
-}
-
 /* Before LC_DYLD_INFO (Mac OS X 10.5 and older, the seeds' time) dyld
  * found what to bind in the indirect symbol table itself: each lazy or
  * non-lazy pointer's entry names its symbol, whose library ordinal names
@@ -768,8 +748,7 @@ static void read_imports(struct macho *m, struct binary *b)
     else if (!m->has_dyld_info ? index_stubs(m) == 0 && read_indirect_imports(m, b) == 0
                                : index_stubs(m) == 0 && run_binds(m, b, m->bind_off, m->bind_size, false, "bind") == 0 &&
                                      run_binds(m, b, m->lazy_bind_off, m->lazy_bind_size, true, "lazy bind") == 0) {
-        if (b->import_count)
-            qsort(b->imports, b->import_count, sizeof *b->imports, by_slot);
+        binary_sort_imports(b);
         b->imports_read = true;
     }
     m->err = err, m->errlen = errlen;
