@@ -23,6 +23,12 @@ struct needed_version {
     const char *name, *file;
 };
 
+/* A PLT entry: the slot its `jmp *slot(%rip)` goes through. */
+struct plt_entry {
+    uint64_t slot, stub;
+    const char *section;
+};
+
 struct elf_reader {
     Elf *elf;
     struct binary *b;
@@ -33,6 +39,8 @@ struct elf_reader {
     struct needed_version versions[256];
     unsigned version_count;
     bool bind_now;
+    struct plt_entry *plt;            /* every PLT entry's slot, decoded once, by slot */
+    size_t plt_count;
 };
 
 static const char *section_at(struct elf_reader *r, uint64_t address)
@@ -189,10 +197,20 @@ static bool read_symbol_table(struct elf_reader *r, Elf *elf, Elf_Scn *scn, cons
     return true;
 }
 
-/* The PLT entry whose `jmp *slot(%rip)` goes through `slot`: each
- * instruction of the PLT sections decoded from its start. */
-static void find_plt_entry(struct elf_reader *r, uint64_t slot, struct binary_import *imp)
+static int by_plt_slot(const void *a, const void *b)
 {
+    const struct plt_entry *x = a, *y = b;
+    if (x->slot != y->slot)
+        return x->slot < y->slot ? -1 : 1;
+    return x->stub < y->stub ? -1 : x->stub > y->stub;
+}
+
+/* Every PLT entry and the slot it jumps through, from each instruction of
+ * .plt, .plt.sec and .plt.got decoded from its start. False when out of
+ * memory. */
+static bool index_plt(struct elf_reader *r)
+{
+    size_t cap = 0;
     for (Elf_Scn *scn = NULL; (scn = elf_nextscn(r->elf, scn));) {
         GElf_Shdr shdr;
         const char *name;
@@ -203,17 +221,42 @@ static void find_plt_entry(struct elf_reader *r, uint64_t slot, struct binary_im
         uint64_t entry = shdr.sh_entsize ? shdr.sh_entsize : 16;
         for (size_t at = 0; data && at < data->d_size;) {
             struct insn insn;
-            if (!decode_insn((const uint8_t *)data->d_buf + at, data->d_size - at, shdr.sh_addr + at, &insn))
+            if (!decode_insn((const uint8_t *)data->d_buf + at, data->d_size - at, shdr.sh_addr + at, &insn)) {
                 at++;   /* padding that is no instruction */
-            else {
-                if (insn.kind == INSN_JMP_INDIRECT && insn.rip_relative && insn.rip_address == slot) {
-                    imp->stub = shdr.sh_addr + at / entry * entry;
-                    imp->stub_section = name;
-                    return;
-                }
-                at += insn.length;
+                continue;
             }
+            if (insn.kind == INSN_JMP_INDIRECT && insn.rip_relative) {
+                if (r->plt_count == cap) {
+                    struct plt_entry *grown = realloc(r->plt, (cap = cap ? 2 * cap : 256) * sizeof *grown);
+                    if (!grown)
+                        return false;
+                    r->plt = grown;
+                }
+                r->plt[r->plt_count++] = (struct plt_entry){ insn.rip_address, shdr.sh_addr + at / entry * entry,
+                                                             name };
+            }
+            at += insn.length;
         }
+    }
+    if (r->plt_count)
+        qsort(r->plt, r->plt_count, sizeof *r->plt, by_plt_slot);
+    return true;
+}
+
+/* The PLT entry that jumps through `slot` (the lowest, if several do). */
+static void find_plt_entry(const struct elf_reader *r, uint64_t slot, struct binary_import *imp)
+{
+    size_t lo = 0, hi = r->plt_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->plt[mid].slot < slot)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < r->plt_count && r->plt[lo].slot == slot) {
+        imp->stub = r->plt[lo].stub;
+        imp->stub_section = r->plt[lo].section;
     }
 }
 
@@ -224,6 +267,10 @@ static const char *keep(struct binary *b, const char *s)
 
 static bool read_imports(struct elf_reader *r, char *err, size_t errlen)
 {
+    if (!index_plt(r)) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
     for (Elf_Scn *scn = NULL; (scn = elf_nextscn(r->elf, scn));) {
         GElf_Shdr shdr;
         if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_RELA || !r->dynsym ||
@@ -419,6 +466,7 @@ int elf_binary_read(struct binary *b, const char *path, int fd, char *err, size_
                                           "from symbol versions, stubs by decoding .plt*")
                          : "no dynamic section: nothing is imported at run time");
     }
+    free(r->plt);
     free(r);
     elf_end(elf);
     return rc;
