@@ -194,14 +194,8 @@ static int make_stub(const struct entry_site *site, uint32_t id, const char *nam
     /* The moved instructions are booked as the entry's state (the books see
      * none of them move rsp): a debugger stopped among them after one that
      * pushes unwinds 8 bytes off until the jmp back. */
-    stub_frames_from_books(&f, &e, JIT_RA_RESUME);
-    if (emit_finish(&e))
-        return e.error == EMIT_OUT_OF_REACH ? ERANGE : ENOMEM;
-    if ((err = pool_publish(&chunk, e.len)) != 0)
+    if ((err = stub_publish_resuming(&e, &f, &chunk, "entry", name, site->at)) != 0)
         return err;
-    char text[160];
-    snprintf(text, sizeof text, "memprof entry stub for %s", name && *name ? name : "?");
-    jit_add_resuming_stub(chunk.region, chunk.cookie, chunk.exec, e.len, text, f.r, f.count, site->at);
     *entry = chunk.exec;
     return 0;
 }

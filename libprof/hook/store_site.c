@@ -85,15 +85,8 @@ static int make_stub(const struct store_patch *p, const struct store_site *site,
     emit_call_reg(&e, RAX);
     stub_keep_end(&e);
     emit_jmp(&e, site->at + site->length);
-    stub_frames_from_books(&f, &e, JIT_RA_RESUME);
-    if (emit_finish(&e))
-        return e.error == EMIT_OUT_OF_REACH ? ERANGE : ENOMEM;
-    if ((err = pool_publish(&chunk, e.len)) != 0)
+    if ((err = stub_publish_resuming(&e, &f, &chunk, "store", name, site->at + site->length)) != 0)
         return err;
-    char text[160];
-    snprintf(text, sizeof text, "memprof store stub for %s", name && *name ? name : "?");
-    jit_add_resuming_stub(chunk.region, chunk.cookie, chunk.exec, e.len, text, f.r, f.count,
-                          site->at + site->length);
     *entry = chunk.exec;
     return 0;
 }

@@ -3,10 +3,14 @@
  * (emit_frame_begin); this turns its books into the symfile's ranges. */
 #ifndef MEMPROF_HOOK_STUB_FRAMES_H
 #define MEMPROF_HOOK_STUB_FRAMES_H
+#include "jit.h"
 #include "jit_symfile.h"
+#include "pool.h"
 #include "../arch/x86_64/emit.h"
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define STUB_MAX_RANGES 16
 
@@ -32,6 +36,26 @@ static inline void stub_frames_from_books(struct stub_frames *f, struct emitter 
             .rbp_rule = (uint8_t)(b->rbp_saved ? JIT_RBP_AT_CFA : JIT_RBP_SAME), .rbp_offset = b->rbp_offset,
         };
     }
+}
+
+/* A stub that goes back into the middle of a function (an inline site's:
+ * store and entry stubs), written in `e` from f->start: its books made its
+ * frames, then finished, published in `chunk` and registered for GDB as
+ * "memprof KIND stub for NAME" resuming at `resume`. 0, or ERANGE (a target
+ * out of reach), ENOMEM, or the pool's errno. */
+static inline int stub_publish_resuming(struct emitter *e, struct stub_frames *f, const struct code_chunk *chunk,
+                                        const char *kind, const char *name, uintptr_t resume)
+{
+    stub_frames_from_books(f, e, JIT_RA_RESUME);
+    if (emit_finish(e))
+        return e->error == EMIT_OUT_OF_REACH ? ERANGE : ENOMEM;
+    int err = pool_publish(chunk, e->len);
+    if (err)
+        return err;
+    char text[160];
+    snprintf(text, sizeof text, "memprof %s stub for %s", kind, name && *name ? name : "?");
+    jit_add_resuming_stub(chunk->region, chunk->cookie, chunk->exec, e->len, text, f->r, f->count, resume);
+    return 0;
 }
 
 #endif
