@@ -90,7 +90,6 @@ struct section {
 };
 
 struct segment {
-    char name[17];
     uint64_t vmaddr, vmsize;
 };
 
@@ -247,7 +246,6 @@ static int read_segment(struct macho *m, const uint8_t *c, uint32_t cmdsize)
     if (m->segment_count == MAX_SEGMENTS)
         return fail(m, "more than %d segments", MAX_SEGMENTS);
     struct segment *s = &m->segments[m->segment_count++];
-    name16(s->name, c + 8);
     s->vmaddr = le64(c + 24);
     s->vmsize = le64(c + 32);
     for (uint32_t i = 0; i < nsects; i++) {
