@@ -155,6 +155,10 @@ static int fail(struct macho *m, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(m->err, m->errlen, fmt, ap);
     va_end(ap);
+    /* Names from the file go into the message: it stays one line. */
+    for (char *c = m->err; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
     return -1;
 }
 
