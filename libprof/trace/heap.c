@@ -42,6 +42,14 @@ struct heap_state heap = { .frames = 1 };
 
 static __thread struct heap_thread *my_thread __attribute__((tls_model("initial-exec")));
 
+void heap_short_paths_refresh(void)
+{
+    unsigned paths = 0;
+    if (__atomic_load_n(&heap.running, __ATOMIC_ACQUIRE) && !heap.sample_bytes && !heap_peak_tracked())
+        paths = SHORT_FREE | (heap.frames == 1 && !heap_ruby_enabled() ? SHORT_MALLOC : 0);
+    __atomic_store_n(&heap.short_paths, paths, __ATOMIC_RELEASE);
+}
+
 
 static struct heap_thread *this_thread(void)
 {
@@ -335,13 +343,18 @@ COLD void forget_sampled(struct heap_thread *t, uintptr_t p, uint64_t word)
         ;
 }
 
+HOT void forget_exact(struct heap_thread *t, uint64_t word)
+{
+    OWNER_ADD(t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, -BLOCK_WORD_SIZE(word));
+}
+
 /* The owner's live figures: the block at `p` it held is gone. */
 HOT void forget(struct heap_thread *t, uintptr_t p, uint64_t word)
 {
     if (__builtin_expect(heap.sample_bytes != 0, 0))
         forget_sampled(t, p, word);
     else
-        OWNER_ADD(t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, -BLOCK_WORD_SIZE(word));
+        forget_exact(t, word);
 }
 
 /* What a recorded block of `stored` bytes counts for, with sampling; its
@@ -443,6 +456,7 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
      * site alone is the whole origin. */
     if (!link && heap.frames == 1 && !wrapped && id != UINT32_MAX) {
         t->last_key = key;
+        t->last_site = site;
         t->last_origin = id;
     }
     return id;
@@ -489,6 +503,28 @@ void heap_charge_end(void)
         my_thread->charge_site = NULL;
 }
 
+/* A block recorded in its young slot `y`, found empty, and counted for its
+ * origin: `blocks` and `bytes` (scaled when sampled; `stored` is its size). */
+HOT void store_young(struct heap_thread *t, struct block_slot *y, uintptr_t p, uint64_t number, uint64_t stored,
+                     uint32_t origin, uint64_t blocks, uint64_t bytes)
+{
+    __atomic_store_n(&y->number, number, __ATOMIC_RELAXED);
+    __atomic_store_n(&y->word, BLOCK_WORD(stored, origin), __ATOMIC_RELAXED);
+    __atomic_store_n(&y->addr, p, __ATOMIC_RELEASE);
+    struct heap_origin *r = &t->origins->records[origin];
+    uint64_t live = r->live_bytes + bytes;
+    OWNER_ADD(r->total_count, blocks);
+    OWNER_ADD(r->total_bytes, bytes);
+    __atomic_store_n(&r->live_bytes, live, __ATOMIC_RELAXED);
+    if (live > r->peak_bytes)
+        __atomic_store_n(&r->peak_bytes, live, __ATOMIC_RELAXED);
+}
+
+HOT uint64_t stored_size(size_t size)
+{
+    return size < BLOCK_SIZE_MAX ? size : BLOCK_SIZE_MAX;
+}
+
 /* The record of an allocation, once recording_thread said where. */
 HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, uintptr_t entry_pc,
                       uintptr_t entry_cfa, uintptr_t entry_bp)
@@ -501,23 +537,15 @@ HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, u
         t->dropped++;
         return;
     }
-    uint64_t stored = size < BLOCK_SIZE_MAX ? size : BLOCK_SIZE_MAX;
+    uint64_t stored = stored_size(size);
     struct block_weight w = { stored, 1 };
     if (__builtin_expect(heap.sample_bytes != 0, 0))
         w = count_sampled(t, (uintptr_t)p, stored);
-    uint64_t bytes = w.bytes, blocks = w.blocks;
+    uint64_t bytes = w.bytes;
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
         vacate(t, y, (uintptr_t)p);
-    __atomic_store_n(&y->number, number, __ATOMIC_RELAXED);
-    __atomic_store_n(&y->word, BLOCK_WORD(stored, origin), __ATOMIC_RELAXED);
-    __atomic_store_n(&y->addr, (uintptr_t)p, __ATOMIC_RELEASE);
-    struct heap_origin *r = &t->origins->records[origin];
-    OWNER_ADD(r->total_count, blocks);
-    OWNER_ADD(r->total_bytes, bytes);
-    OWNER_ADD(r->live_bytes, bytes);
-    if (r->live_bytes > r->peak_bytes)
-        __atomic_store_n(&r->peak_bytes, r->live_bytes, __ATOMIC_RELAXED);
+    store_young(t, y, (uintptr_t)p, number, stored, origin, w.blocks, bytes);
     if (__builtin_expect(heap.peak_tracking, 0))   /* last: a snapshot has this block */
         heap_peak_grew(t, bytes);
 }
@@ -719,15 +747,50 @@ HOT bool sample_skips(size_t size)
     return true;
 }
 
-/* Bodies chosen at each call (the hook itself saves no register):
- * recording every block inlines it all; sampling keeps its common case,
- * nothing recorded, a count and a jump. */
+/* The short path of an exact record (heap.short_paths): the thread's last
+ * site again, so its origin is known, every block recorded, nothing else to
+ * count. The record is a leaf that tail-calls when the young slot is taken,
+ * so that it saves no register; only the thread and the size live across
+ * the real call. */
+COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size)
+{
+    struct block_slot *y = young_slot(t, (uintptr_t)p);
+    vacate(t, y, (uintptr_t)p);
+    store_young(t, y, (uintptr_t)p, read_number(), stored_size(size), t->last_origin, 1, stored_size(size));
+    reentry_leave();
+    return p;
+}
+
+COLD void *record_known(struct heap_thread *t, void *p, size_t size)
+{
+    if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
+        return p;
+    struct block_slot *y = young_slot(t, (uintptr_t)p);
+    if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
+        return record_known_vacating(t, p, size);
+    store_young(t, y, (uintptr_t)p, read_number(), stored_size(size), t->last_origin, 1, stored_size(size));
+    reentry_leave();
+    return p;
+}
+
+COLD void *malloc_known_site(struct heap_thread *t, size_t size)
+{
+    return record_known(t, next_malloc(size), size);
+}
+
+/* Bodies chosen at each call (the hook itself saves no register): the
+ * short path; sampling keeps its common case, nothing recorded, a count and
+ * a jump; recording every block otherwise inlines it all. */
 static void *hook_malloc(size_t size)
 {
     uintptr_t bp;
     __asm__ volatile("mov %%rbp, %0" : "=r"(bp));   /* first: the caller's %rbp */
     void *site = __builtin_return_address(0);
-    if (heap.sample_bytes) {
+    if (__builtin_expect(heap.short_paths & SHORT_MALLOC, 1)) {
+        struct heap_thread *t = my_thread;
+        if (t && t->last_site == (uintptr_t)site && !t->charge_site)
+            return malloc_known_site(t, size);
+    } else if (heap.sample_bytes) {
         if (sample_skips(size))
             return next_malloc(size);
         return malloc_sampled(size, site);
@@ -805,12 +868,25 @@ static __attribute__((noinline)) void free_noted(void *p)
     reentry_leave();
 }
 
-/* With sampling, most frees are of blocks never recorded: one failed
- * lookup in the filter, and the hook passes them on. */
+/* The short path (heap.short_paths): a young block of this thread's, no
+ * number taken since its allocation, dropped here before a jump to the
+ * real free. With sampling, most frees are of blocks never recorded: one
+ * failed lookup in the filter, and the hook passes them on. */
 static void hook_free(void *p)
 {
-    if (!maybe_recorded((uintptr_t)p))
+    if (__builtin_expect(heap.short_paths & SHORT_FREE, 1)) {
+        struct heap_thread *t = my_thread;
+        struct block_slot *y;
+        if (p && t && (y = young_slot(t, (uintptr_t)p))->addr == (uintptr_t)p && y->number == read_number() &&
+            reentry_enter()) {
+            forget_exact(t, y->word);
+            __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
+            reentry_leave();
+            return next_free(p);
+        }
+    } else if (!maybe_recorded((uintptr_t)p)) {
         return next_free(p);
+    }
     free_noted(p);
 }
 
@@ -889,6 +965,7 @@ bool heap_tracer_set_sample(uint64_t bytes, uint64_t seed)
     }
     heap.sample_seed = seed;
     heap.sample_bytes = bytes;
+    heap_short_paths_refresh();
     return true;
 }
 
@@ -902,6 +979,7 @@ bool heap_tracer_set_frames(int frames)
     if (frames < 1 || frames > HEAP_MAX_FRAMES)
         return false;
     heap.frames = frames;
+    heap_short_paths_refresh();
     return true;
 }
 
@@ -980,6 +1058,7 @@ enum memprof_status heap_tracer_start(void)
      * starts: a failed dlsym allocates its error message. */
     heap_cxx_start();
     __atomic_store_n(&heap.running, true, __ATOMIC_RELEASE);
+    heap_short_paths_refresh();
     return MEMPROF_OK;
 }
 
@@ -988,6 +1067,7 @@ void heap_tracer_stop(void)
     if (!heap.running)
         return;
     __atomic_store_n(&heap.running, false, __ATOMIC_RELEASE);
+    heap_short_paths_refresh();
     heap_cxx_stop();
     got_hooks_remove(hooks, HOOK_COUNT);
 }

@@ -17,6 +17,7 @@
  * - on a cache miss, not while the GC runs: compaction may be moving the
  *   path strings. A cached line names nothing in the Ruby heap. */
 #include "heap_ruby.h"
+#include "heap_thread.h"
 #include "ruby_state.h"
 #include "../store/sites.h"
 #include "../util/reentry.h"
@@ -37,6 +38,7 @@ void heap_ruby_enable(void)
         return;
     ruby_site_find_ec();
     __atomic_store_n(&heap_ruby_found, true, __ATOMIC_RELEASE);
+    heap_short_paths_refresh();
 }
 
 static void (*program_end)(void);

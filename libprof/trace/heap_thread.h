@@ -79,6 +79,7 @@ struct heap_thread {
     struct retired origins_retired;
     /* The owner's alone: */
     uint64_t last_key;                 /* the last origin with no link */
+    uintptr_t last_site;               /* its site */
     uint32_t last_origin;
     uint64_t last_link_key, last_link; /* the last origin with a link (a loop */
     uint32_t last_link_origin;         /* allocates with the same stack) */
@@ -118,6 +119,7 @@ struct heap_thread {
 struct heap_state {
     bool running;
     bool peak_tracking;                /* the hooks count live bytes (heap_peak.h) */
+    uint8_t short_paths;               /* SHORT_*: which hooks may take their short path */
     int frames;                        /* frames recorded per site (MEMPROF_HEAP_FRAMES) */
     struct heap_thread *threads;       /* newest first */
     uint32_t thread_count;             /* serial numbers handed out */
@@ -133,6 +135,11 @@ struct heap_state {
 };
 
 extern struct heap_state heap;
+
+#define SHORT_FREE 1u     /* recording, every block, no peak */
+#define SHORT_MALLOC 2u   /* and the call site alone: one frame, no Ruby line */
+/* After any of those changes. */
+void heap_short_paths_refresh(void);
 
 size_t heap_thread_bytes(const struct heap_thread *t);
 #endif

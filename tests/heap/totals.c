@@ -1,0 +1,103 @@
+/* Every figure memprof reports per call site, kept by the program itself as
+ * it allocates (heap-totals.test compares the two): live count and bytes,
+ * the most bytes live at once, and allocations made. The patterns cover
+ * each way a block leaves memprof's tables: freed at once (young), freed
+ * long after (pushed out of its young slot into the older table), freed
+ * by another thread, and never freed; sites alternate, so a thread's
+ * last site changes often. One block of each site stays live. Arguments: FILE for the figures, "SITE count
+ * bytes peak allocs" a line; ROUNDS (default 20000). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct figures {
+    long count, allocs;
+    long long bytes, peak;
+};
+static struct figures young_site, old_site, handed_site;
+
+static void born(struct figures *f, size_t size)
+{
+    f->count++;
+    f->allocs++;
+    f->bytes += (long long)size;
+    if (f->bytes > f->peak)
+        f->peak = f->bytes;
+}
+
+static void died(struct figures *f, size_t size)
+{
+    f->count--;
+    f->bytes -= (long long)size;
+}
+
+#define HANDED 4096
+static void *handed[HANDED];
+static void *volatile last_block;   /* used: GCC drops a malloc freed unused */
+static size_t handed_size[HANDED];
+static int handed_count;
+
+static void *free_handed(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < handed_count - 1; i++)   /* the last stays */
+        free(handed[i]);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return 2;
+    long rounds = argc > 2 ? atol(argv[2]) : 20000;
+    enum { KEEP = 1000 };
+    static void *kept[KEEP];
+    static size_t kept_size[KEEP];
+    uint64_t seed = 12345;
+    for (long i = 0; i < rounds; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        size_t size = 1 + (size_t)(seed >> 55);
+        void *p = malloc(size);   /* SITE:young */
+        born(&young_site, size);
+        last_block = p;
+        if (i % 7 == 3) {
+            /* kept for a while: many allocations later it is freed from the
+             * older table, or stays to the end */
+            int slot = (int)((seed >> 20) % KEEP);
+            if (kept[slot]) {
+                free(kept[slot]);
+                died(&old_site, kept_size[slot]);
+            }
+            size_t old_size = size * 2 + 8;
+            kept[slot] = malloc(old_size);   /* SITE:old */
+            kept_size[slot] = old_size;
+            born(&old_site, old_size);
+        }
+        if (i % 13 == 5 && handed_count < HANDED) {
+            size_t hs = 24 + (size_t)(i % 40);
+            handed[handed_count] = malloc(hs);   /* SITE:handed */
+            handed_size[handed_count++] = hs;
+            born(&handed_site, hs);
+        }
+        if (i < rounds - 1) {   /* the last stays: a report lists live sites */
+            free(p);
+            died(&young_site, size);
+        }
+    }
+    /* Freed by another thread: gone from the report, still in allocs. */
+    pthread_t t;
+    pthread_create(&t, NULL, free_handed, NULL);
+    pthread_join(t, NULL);
+    for (int i = 0; i < handed_count - 1; i++)
+        died(&handed_site, handed_size[i]);
+    FILE *out = fopen(argv[1], "w");
+    if (!out)
+        return 1;
+    const struct { const char *name; struct figures *f; } sites[] = {
+        { "young", &young_site }, { "old", &old_site }, { "handed", &handed_site } };
+    for (int i = 0; i < 3; i++)
+        fprintf(out, "%s %ld %lld %lld %ld\n", sites[i].name, sites[i].f->count, sites[i].f->bytes, sites[i].f->peak,
+                sites[i].f->allocs);
+    return fclose(out) != 0;
+}
