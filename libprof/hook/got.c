@@ -415,18 +415,13 @@ static bool user_hooks_active(void)
  * loader's lock: one order only. Limitation: dlopen sees this function as its
  * caller, so a bare name is searched with this library's RUNPATH, not the
  * caller's (see doc/manual.md, "Limits"). */
-static uint64_t objects_generation;
-
-uint64_t got_objects_generation(void)
-{
-    return __atomic_load_n(&objects_generation, __ATOMIC_ACQUIRE);
-}
+uint64_t got_objects_loaded;
 
 static void *watch_dlopen(const char *file, int mode)
 {
     void *handle = real_dlopen(file, mode);
     if (handle) {
-        __atomic_add_fetch(&objects_generation, 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&got_objects_loaded, 1, __ATOMIC_RELEASE);
         got_hook_refresh();
     }
     return handle;

@@ -33,8 +33,13 @@ void got_hooks_remove(struct got_hook *hooks, size_t n);
 /* Patch objects loaded since the last pass (called after dlopen). */
 void got_hook_refresh(void);
 /* How many times objects were loaded (dlopen) while hooks were installed:
- * a cache of anything keyed by code address is stale when it changes. */
-uint64_t got_objects_generation(void);
+ * a cache of anything keyed by code address is stale when it changes.
+ * Inline: the C heap hooks read it on every allocation with a backtrace. */
+extern uint64_t got_objects_loaded;
+static inline uint64_t got_objects_generation(void)
+{
+    return __atomic_load_n(&got_objects_loaded, __ATOMIC_ACQUIRE);
+}
 
 const char *got_error(void);
 /* Slots currently redirected (for status reports and tests). */

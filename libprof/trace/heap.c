@@ -46,7 +46,7 @@ void heap_short_paths_refresh(void)
 {
     unsigned paths = 0;
     if (__atomic_load_n(&heap.running, __ATOMIC_ACQUIRE) && !heap.sample_bytes && !heap_peak_tracked())
-        paths = SHORT_FREE | (heap.frames == 1 && !heap_ruby_enabled() ? SHORT_MALLOC : 0);
+        paths = SHORT_FREE | (heap_ruby_enabled() ? 0 : SHORT_MALLOC | (heap.frames == 1 ? SHORT_SITES : 0));
     __atomic_store_n(&heap.short_paths, paths, __ATOMIC_RELEASE);
 }
 
@@ -450,6 +450,7 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
                     t->unwind->memo.sp == t->entry_cfa;
     t->memo_site = site;
     t->memo_wrappers = wrappers;
+    t->memo_generation = heap_wrappers_generation();
     t->memo_frames = heap.frames;
     t->memo_origin = id;
     /* The next allocation at this site may skip all this: only when the
@@ -462,6 +463,25 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
     return id;
 }
 
+/* %rbp in the hook's caller, from %rbp at the hook's entry: built with
+ * frame pointers, the hook had pushed the caller's. */
+HOT uintptr_t callers_bp(uintptr_t entry_cfa, uintptr_t entry_bp)
+{
+    return entry_bp == entry_cfa - 16 ? *(const uintptr_t *)(entry_cfa - 16) : entry_bp;
+}
+
+/* The origin of the thread's last walk from an entry, if a walk from this
+ * one would find the same frames (origin_of's memo, for the same site,
+ * frames and wrappers); else UINT32_MAX. */
+HOT uint32_t remembered_origin(struct heap_thread *t, uintptr_t site, uintptr_t entry_cfa, uintptr_t entry_bp)
+{
+    if (!t->memo_valid || t->memo_site != site || t->memo_frames != heap.frames || !t->unwind ||
+        t->memo_generation != heap_wrappers_generation())
+        return UINT32_MAX;
+    return unwind_memo_holds(t->unwind, got_objects_generation(), site, entry_cfa, callers_bp(entry_cfa, entry_bp))
+               ? t->memo_origin : UINT32_MAX;
+}
+
 /* `entry_cfa`, if not 0: malloc's hook's CFA, with its return address
  * `entry_pc` (the site, unless charged elsewhere) and the caller's %rbp: a
  * backtrace starts there (backtrace_of), not inside memprof. */
@@ -470,8 +490,7 @@ COLD uint32_t full_origin(struct heap_thread *t, uintptr_t site, uintptr_t entry
 {
     bool entered = entry_cfa && !t->entry_pc && *(const uintptr_t *)(entry_cfa - 8) == entry_pc;
     if (entered) {
-        /* Built with frame pointers, the hook pushed the caller's %rbp. */
-        t->entry_bp = entry_bp == entry_cfa - 16 ? *(const uintptr_t *)(entry_cfa - 16) : entry_bp;
+        t->entry_bp = callers_bp(entry_cfa, entry_bp);
         t->entry_cfa = entry_cfa;
         t->entry_pc = entry_pc;
     }
@@ -747,35 +766,44 @@ HOT bool sample_skips(size_t size)
     return true;
 }
 
-/* The short path of an exact record (heap.short_paths): the thread's last
- * site again, so its origin is known, every block recorded, nothing else to
- * count. The record is a leaf that tail-calls when the young slot is taken,
- * so that it saves no register; only the thread and the size live across
- * the real call. */
-COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size)
+/* The short path of an exact record (heap.short_paths): the origin known
+ * before the call (the thread's last site again, or the stack its last walk
+ * found), every block recorded, nothing else to count. The record is a leaf
+ * that tail-calls when the young slot is taken, so that it saves no
+ * register. */
+COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, uint32_t origin)
 {
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     vacate(t, y, (uintptr_t)p);
-    store_young(t, y, (uintptr_t)p, read_number(), stored_size(size), t->last_origin, 1, stored_size(size));
+    store_young(t, y, (uintptr_t)p, read_number(), stored_size(size), origin, 1, stored_size(size));
     reentry_leave();
     return p;
 }
 
-COLD void *record_known(struct heap_thread *t, void *p, size_t size)
+COLD void *record_known(struct heap_thread *t, void *p, size_t size, uint32_t origin)
 {
     if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
         return p;
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
-        return record_known_vacating(t, p, size);
-    store_young(t, y, (uintptr_t)p, read_number(), stored_size(size), t->last_origin, 1, stored_size(size));
+        return record_known_vacating(t, p, size, origin);
+    store_young(t, y, (uintptr_t)p, read_number(), stored_size(size), origin, 1, stored_size(size));
     reentry_leave();
     return p;
 }
 
-COLD void *malloc_known_site(struct heap_thread *t, size_t size)
+COLD void *malloc_known(struct heap_thread *t, size_t size, uint32_t origin)
 {
-    return record_known(t, next_malloc(size), size);
+    return record_known(t, next_malloc(size), size, origin);
+}
+
+/* A stack the thread's last walk found again, or the long way. */
+COLD void *malloc_remembered(struct heap_thread *t, size_t size, void *site, uintptr_t cfa, uintptr_t bp)
+{
+    uint32_t origin = remembered_origin(t, (uintptr_t)site, cfa, bp);
+    if (origin != UINT32_MAX)
+        return malloc_known(t, size, origin);
+    return malloc_exact(size, site, cfa, bp);
 }
 
 /* Bodies chosen at each call (the hook itself saves no register): the
@@ -786,16 +814,21 @@ static void *hook_malloc(size_t size)
     uintptr_t bp;
     __asm__ volatile("mov %%rbp, %0" : "=r"(bp));   /* first: the caller's %rbp */
     void *site = __builtin_return_address(0);
-    if (__builtin_expect(heap.short_paths & SHORT_MALLOC, 1)) {
+    uintptr_t cfa = (uintptr_t)__builtin_dwarf_cfa();
+    unsigned paths = heap.short_paths;
+    if (__builtin_expect(paths & SHORT_MALLOC, 1)) {
         struct heap_thread *t = my_thread;
-        if (t && t->last_site == (uintptr_t)site && !t->charge_site)
-            return malloc_known_site(t, size);
+        if (t && !t->charge_site) {
+            if ((paths & SHORT_SITES) && t->last_site == (uintptr_t)site)
+                return malloc_known(t, size, t->last_origin);
+            return malloc_remembered(t, size, site, cfa, bp);
+        }
     } else if (heap.sample_bytes) {
         if (sample_skips(size))
             return next_malloc(size);
         return malloc_sampled(size, site);
     }
-    return malloc_exact(size, site, (uintptr_t)__builtin_dwarf_cfa(), bp);
+    return malloc_exact(size, site, cfa, bp);
 }
 
 static void *hook_calloc(size_t n, size_t size)

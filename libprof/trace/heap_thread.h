@@ -94,6 +94,7 @@ struct heap_thread {
      * site and the same frames, the same origin. */
     uintptr_t memo_site;
     uint64_t memo_wrappers;            /* the wrappers' table it was found with */
+    uint64_t memo_generation;          /* the wrappers' tables then, wrapped or not */
     int memo_frames;
     uint32_t memo_origin;
     bool memo_valid;
@@ -137,7 +138,8 @@ struct heap_state {
 extern struct heap_state heap;
 
 #define SHORT_FREE 1u     /* recording, every block, no peak */
-#define SHORT_MALLOC 2u   /* and the call site alone: one frame, no Ruby line */
+#define SHORT_MALLOC 2u   /* and no Ruby line: an origin known before the call */
+#define SHORT_SITES 4u    /* and one frame: the thread's last site's */
 /* After any of those changes. */
 void heap_short_paths_refresh(void);
 

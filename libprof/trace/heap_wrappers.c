@@ -26,7 +26,7 @@
 
 static struct heap_wrapper_table *tables[2];
 struct heap_wrapper_table *heap_wrappers_published;
-static uint64_t generation;   /* tables published */
+uint64_t heap_wrappers_generations;   /* tables published */
 static char patterns_seen[1024];
 
 static const char *const builtin[] = { HEAP_WRAPPER_NAMES };
@@ -290,7 +290,7 @@ bool heap_wrappers_build(const char *patterns, char *message, size_t size)
 
     qsort(next->ranges, next->count, sizeof *next->ranges, by_start);
     __atomic_store_n(&heap_wrappers_published, next, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&heap_wrappers_generations, 1, __ATOMIC_RELEASE);
 
     bool ok = true;
     for (size_t i = 0; i < b.pattern_count; i++)
@@ -305,11 +305,6 @@ bool heap_wrappers_build(const char *patterns, char *message, size_t size)
         ok = false;
     }
     return ok;
-}
-
-uint64_t heap_wrappers_generation(void)
-{
-    return __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
 }
 
 bool heap_wrappers_contain(uintptr_t pc)

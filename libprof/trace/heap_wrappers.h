@@ -27,7 +27,11 @@ bool heap_wrappers_build(const char *patterns, char *message, size_t size);
 bool heap_wrappers_contain(uintptr_t pc);
 /* Changes each time another table is published: an answer of
  * heap_wrappers_contain kept from before is stale. */
-uint64_t heap_wrappers_generation(void);
+extern uint64_t heap_wrappers_generations;
+static inline uint64_t heap_wrappers_generation(void)
+{
+    return __atomic_load_n(&heap_wrappers_generations, __ATOMIC_ACQUIRE);
+}
 /* The patterns of the last build ("" when none): for the report's header. */
 const char *heap_wrappers_patterns(void);
 #endif

@@ -101,15 +101,3 @@ int unwind_backtrace_from(struct unwind_cache *cache, uint64_t generation, uintp
     return n;
 }
 
-bool unwind_memo_holds(const struct unwind_cache *cache, uint64_t generation, uintptr_t pc, uintptr_t sp,
-                       uintptr_t bp)
-{
-    const struct unwind_memo *m = &cache->memo;
-    if (!m->pc || m->pc != pc || m->sp != sp || m->generation != generation ||
-        cache->generation != generation || (m->uses_bp && m->bp != bp))
-        return false;
-    for (int i = 0; i < m->reads; i++)
-        if ((m->uses_bp || !m->is_bp[i]) && *(const uintptr_t *)m->addr[i] != m->value[i])
-            return false;
-    return true;
-}

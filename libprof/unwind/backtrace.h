@@ -7,6 +7,7 @@
 #ifndef MEMPROF_UNWIND_BACKTRACE_H
 #define MEMPROF_UNWIND_BACKTRACE_H
 #include "cfi.h"
+#include <stdbool.h>
 #include <stdint.h>
 
 #define UNWIND_CACHE_BITS 12
@@ -51,6 +52,16 @@ int unwind_backtrace_from(struct unwind_cache *cache, uint64_t generation, uintp
                           uintptr_t bp, void **frames, int max);
 /* Would a walk from this entry find the frames the last walk from an entry
  * found (cache->memo)? A few loads a frame, no rule looked up. */
-bool unwind_memo_holds(const struct unwind_cache *cache, uint64_t generation, uintptr_t pc, uintptr_t sp,
-                       uintptr_t bp);
+static inline bool unwind_memo_holds(const struct unwind_cache *cache, uint64_t generation, uintptr_t pc,
+                                     uintptr_t sp, uintptr_t bp)
+{
+    const struct unwind_memo *m = &cache->memo;
+    if (!m->pc || m->pc != pc || m->sp != sp || m->generation != generation ||
+        cache->generation != generation || (m->uses_bp && m->bp != bp))
+        return false;
+    for (int i = 0; i < m->reads; i++)
+        if ((m->uses_bp || !m->is_bp[i]) && *(const uintptr_t *)m->addr[i] != m->value[i])
+            return false;
+    return true;
+}
 #endif
