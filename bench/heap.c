@@ -1,4 +1,4 @@
-/* The C heap benchmark: 10M malloc/free pairs of 16-271 bytes over 2
+/* The C heap benchmark: 16M malloc/free pairs of 16-271 bytes over 2
  * threads, 1% of blocks kept (PAIRS sets the total). With the argument
  * "strdup", each block is a strdup of a string of that length instead: an
  * allocation wrapper memprof looks through to its caller. */
@@ -33,7 +33,7 @@ int main(int argc, char **argv)
     through_strdup = argc > 1 && strcmp(argv[1], "strdup") == 0;
     memset(text, 'x', sizeof text - 1);
     const char *env = getenv("PAIRS");
-    pairs_per_thread = (env ? atol(env) : 10000000L) / 2;
+    pairs_per_thread = (env ? atol(env) : 16000000L) / 2;
     pthread_t t[2];
     for (long i = 0; i < 2; i++)
         pthread_create(&t[i], NULL, work, (void *)(i + 1));

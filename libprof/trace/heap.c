@@ -45,7 +45,7 @@ static __thread struct heap_thread *my_thread __attribute__((tls_model("initial-
 void heap_short_paths_refresh(void)
 {
     unsigned paths = 0;
-    if (__atomic_load_n(&heap.running, __ATOMIC_ACQUIRE) && !heap.sample_bytes && !heap_peak_tracked())
+    if (__atomic_load_n(&heap.running, __ATOMIC_ACQUIRE) && !heap.sample_bytes)
         paths = SHORT_FREE | (heap_ruby_enabled() ? 0 : SHORT_MALLOC | (heap.frames == 1 ? SHORT_SITES : 0));
     __atomic_store_n(&heap.short_paths, paths, __ATOMIC_RELEASE);
 }
@@ -771,11 +771,22 @@ HOT bool sample_skips(size_t size)
  * found), every block recorded, nothing else to count. The record is a leaf
  * that tail-calls when the young slot is taken, so that it saves no
  * register. */
+/* Last: a snapshot has this block. A tail call, so that the record saves
+ * no register for it. */
+COLD void *known_peak_grew(struct heap_thread *t, void *p, size_t size)
+{
+    heap_peak_grew(t, stored_size(size));
+    reentry_leave();
+    return p;
+}
+
 COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, uint32_t origin)
 {
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     vacate(t, y, (uintptr_t)p);
     store_young(t, y, (uintptr_t)p, read_number(), stored_size(size), origin, 1, stored_size(size));
+    if (__builtin_expect(heap.peak_tracking, 0))
+        return known_peak_grew(t, p, size);
     reentry_leave();
     return p;
 }
@@ -788,6 +799,8 @@ COLD void *record_known(struct heap_thread *t, void *p, size_t size, uint32_t or
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
         return record_known_vacating(t, p, size, origin);
     store_young(t, y, (uintptr_t)p, read_number(), stored_size(size), origin, 1, stored_size(size));
+    if (__builtin_expect(heap.peak_tracking, 0))
+        return known_peak_grew(t, p, size);
     reentry_leave();
     return p;
 }
@@ -901,6 +914,16 @@ static __attribute__((noinline)) void free_noted(void *p)
     reentry_leave();
 }
 
+/* The short path with the peak tracked, apart: the hook saves no register. */
+COLD void free_young_peak(struct heap_thread *t, struct block_slot *y, void *p)
+{
+    peak_freed(t, y->word);
+    forget_exact(t, y->word);
+    __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
+    reentry_leave();
+    next_free(p);
+}
+
 /* The short path (heap.short_paths): a young block of this thread's, no
  * number taken since its allocation, dropped here before a jump to the
  * real free. With sampling, most frees are of blocks never recorded: one
@@ -912,6 +935,8 @@ static void hook_free(void *p)
         struct block_slot *y;
         if (p && t && (y = young_slot(t, (uintptr_t)p))->addr == (uintptr_t)p && y->number == read_number() &&
             reentry_enter()) {
+            if (__builtin_expect(heap.peak_tracking, 0))
+                return free_young_peak(t, y, p);
             forget_exact(t, y->word);
             __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
             reentry_leave();

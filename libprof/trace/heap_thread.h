@@ -137,7 +137,7 @@ struct heap_state {
 
 extern struct heap_state heap;
 
-#define SHORT_FREE 1u     /* recording, every block, no peak */
+#define SHORT_FREE 1u     /* recording every block */
 #define SHORT_MALLOC 2u   /* and no Ruby line: an origin known before the call */
 #define SHORT_SITES 4u    /* and one frame: the thread's last site's */
 /* After any of those changes. */
