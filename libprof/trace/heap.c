@@ -766,13 +766,8 @@ HOT bool sample_skips(size_t size)
     return true;
 }
 
-/* The short path of an exact record (heap.short_paths): the origin known
- * before the call (the thread's last site again, or the stack its last walk
- * found), every block recorded, nothing else to count. The record is a leaf
- * that tail-calls when the young slot is taken, so that it saves no
- * register. */
-/* Last: a snapshot has this block. A tail call, so that the record saves
- * no register for it. */
+/* The peak's count of a block just recorded, last (a snapshot has this
+ * block): a tail call, so that the record saves no register for it. */
 COLD void *known_peak_grew(struct heap_thread *t, void *p, size_t size)
 {
     heap_peak_grew(t, stored_size(size));
@@ -791,6 +786,11 @@ COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, ui
     return p;
 }
 
+/* The short path of an exact record (heap.short_paths): the origin known
+ * before the call (the thread's last site again, or the stack its last walk
+ * found), every block recorded. The record is a leaf that tail-calls when
+ * the young slot is taken or the peak tracked, so that it saves no
+ * register. */
 COLD void *record_known(struct heap_thread *t, void *p, size_t size, uint32_t origin)
 {
     if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
@@ -820,8 +820,9 @@ COLD void *malloc_remembered(struct heap_thread *t, size_t size, void *site, uin
 }
 
 /* Bodies chosen at each call (the hook itself saves no register): the
- * short path; sampling keeps its common case, nothing recorded, a count and
- * a jump; recording every block otherwise inlines it all. */
+ * short path when the origin is known before the call; with sampling, the
+ * common case, nothing recorded, is a count and a jump; else the long path,
+ * which inlines it all. */
 static void *hook_malloc(size_t size)
 {
     uintptr_t bp;
@@ -914,12 +915,18 @@ static __attribute__((noinline)) void free_noted(void *p)
     reentry_leave();
 }
 
+/* A young block's record gone, with sampling off. */
+HOT void drop_young_exact(struct heap_thread *t, struct block_slot *y)
+{
+    forget_exact(t, y->word);
+    __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
+}
+
 /* The short path with the peak tracked, apart: the hook saves no register. */
 COLD void free_young_peak(struct heap_thread *t, struct block_slot *y, void *p)
 {
     peak_freed(t, y->word);
-    forget_exact(t, y->word);
-    __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
+    drop_young_exact(t, y);
     reentry_leave();
     next_free(p);
 }
@@ -937,8 +944,7 @@ static void hook_free(void *p)
             reentry_enter()) {
             if (__builtin_expect(heap.peak_tracking, 0))
                 return free_young_peak(t, y, p);
-            forget_exact(t, y->word);
-            __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
+            drop_young_exact(t, y);
             reentry_leave();
             return next_free(p);
         }
