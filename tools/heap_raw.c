@@ -63,6 +63,7 @@ static bool read_header(struct raw_report *r, const char *line)
         r->blocks = b, r->table_bytes = t;
     sscanf(line, "# frames %u", &r->frames);
     sscanf(line, "# sample %" SCNu64, &r->sample);
+    sscanf(line, "# stacks %" SCNu64 " %" SCNu64, &r->stacks_walked, &r->stacks_remembered);
     long pid;
     if (!r->pid && sscanf(line, "# pid %ld", &pid) == 1)
         r->pid = pid;

@@ -37,6 +37,7 @@ struct raw_report {
     size_t thread_count;
     unsigned long blocks, table_bytes;   /* "# tables" */
     uint64_t sample;                     /* mean bytes between samples; 0: exact */
+    uint64_t stacks_walked, stacks_remembered;   /* "# stacks" */
     long pid;                            /* 0 when not given */
     unsigned frames;                     /* the frames the run asked for */
     char wrappers[1024];                 /* the run's --wrapper patterns */

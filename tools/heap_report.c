@@ -363,6 +363,12 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
                 blocks, sample ? " recorded" : "", table_bytes, (double)table_bytes / (double)blocks);
     else if (rows.count && blocks)   /* read from a core: the tables' size is not known */
         fprintf(out, "memprof: %lu live blocks\n", blocks);
+    uint64_t stacks = report.stacks_walked + report.stacks_remembered;
+    if (rows.count && stacks)
+        fprintf(out, "memprof: %" PRIu64 " stacks: %" PRIu64 " walked, %" PRIu64
+                     " found again from the last walk at their entry (%.0f%%)\n",
+                stacks, report.stacks_walked, report.stacks_remembered,
+                100.0 * (double)report.stacks_remembered / (double)stacks);
     free(rows.rows);
     heap_raw_free(&report);
     for (size_t i = 0; i < naming.opened; i++)

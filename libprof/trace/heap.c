@@ -423,16 +423,23 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
 {
     uint64_t key = (uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT;
     bool wrapped = site_wrapped(t, site);
-    /* Walked from malloc's entry: a stack the last walk would find again has
-     * the last walk's origin, with the same frames asked for and the same
-     * wrappers (not with Ruby lines, which the C stack does not name). */
+    /* Walked from malloc's entry: a stack the last walk from this entry
+     * would find again has that walk's origin, with the same frames asked
+     * for and the same wrappers (not with Ruby lines, which the C stack does
+     * not name). */
     uint64_t wrappers = wrapped ? heap_wrappers_generation() : 0;
     bool memo_ok = t->entry_pc && t->unwind && (wrapped || heap.frames > 1) && !heap_ruby_enabled();
-    if (memo_ok && t->memo_valid && t->memo_site == site && t->memo_frames == heap.frames &&
-        t->memo_wrappers == wrappers &&
-        unwind_memo_holds(t->unwind, got_objects_generation(), t->entry_pc, t->entry_cfa, t->entry_bp))
-        return t->memo_origin;
-    uint64_t link = libunwind_backtrace && (heap.frames > 1 || wrapped) ? caller_link(t, site, wrapped) : 0;
+    struct heap_memo *memo = t->entry_pc ? &t->memos[unwind_memo_slot(t->entry_pc, t->entry_cfa)] : NULL;
+    if (memo_ok && memo->valid && memo->site == site && memo->frames == heap.frames && memo->wrappers == wrappers &&
+        unwind_memo_holds(t->unwind, got_objects_generation(), t->entry_pc, t->entry_cfa, t->entry_bp)) {
+        OWNER_ADD(t->stacks_remembered, 1);
+        return memo->origin;
+    }
+    uint64_t link = 0;
+    if (libunwind_backtrace && (heap.frames > 1 || wrapped)) {
+        link = caller_link(t, site, wrapped);
+        OWNER_ADD(t->stacks_walked, 1);
+    }
     if (heap_ruby_enabled())
         link |= (uint64_t)heap_ruby_line(&t->ruby_lines) << 32;
     uint32_t id;
@@ -446,13 +453,14 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
             t->last_link_origin = id;
         }
     }
-    t->memo_valid = memo_ok && id != UINT32_MAX && t->unwind->memo.pc == t->entry_pc &&
-                    t->unwind->memo.sp == t->entry_cfa;
-    t->memo_site = site;
-    t->memo_wrappers = wrappers;
-    t->memo_generation = heap_wrappers_generation();
-    t->memo_frames = heap.frames;
-    t->memo_origin = id;
+    /* Whatever walked from this entry just now is what its slot says: a
+     * walk without a memo of its own leaves the slot invalid. */
+    if (memo)
+        *memo = (struct heap_memo){
+            .valid = memo_ok && id != UINT32_MAX && unwind_memo_recorded(t->unwind, t->entry_pc, t->entry_cfa),
+            .site = site, .wrappers = wrappers, .generation = heap_wrappers_generation(), .frames = heap.frames,
+            .origin = id,
+        };
     /* The next allocation at this site may skip all this: only when the
      * site alone is the whole origin. */
     if (!link && heap.frames == 1 && !wrapped && id != UINT32_MAX) {
@@ -470,16 +478,17 @@ HOT uintptr_t callers_bp(uintptr_t entry_cfa, uintptr_t entry_bp)
     return entry_bp == entry_cfa - 16 ? *(const uintptr_t *)(entry_cfa - 16) : entry_bp;
 }
 
-/* The origin of the thread's last walk from an entry, if a walk from this
- * one would find the same frames (origin_of's memo, for the same site,
- * frames and wrappers); else UINT32_MAX. */
+/* The origin of the thread's last walk from this entry, if a walk now would
+ * find the same frames (origin_of's memo, for the same site, frames and
+ * wrappers); else UINT32_MAX. */
 HOT uint32_t remembered_origin(struct heap_thread *t, uintptr_t site, uintptr_t entry_cfa, uintptr_t entry_bp)
 {
-    if (!t->memo_valid || t->memo_site != site || t->memo_frames != heap.frames || !t->unwind ||
-        t->memo_generation != heap_wrappers_generation())
+    const struct heap_memo *memo = &t->memos[unwind_memo_slot(site, entry_cfa)];
+    if (!memo->valid || memo->site != site || memo->frames != heap.frames || !t->unwind ||
+        memo->generation != heap_wrappers_generation())
         return UINT32_MAX;
     return unwind_memo_holds(t->unwind, got_objects_generation(), site, entry_cfa, callers_bp(entry_cfa, entry_bp))
-               ? t->memo_origin : UINT32_MAX;
+               ? memo->origin : UINT32_MAX;
 }
 
 /* `entry_cfa`, if not 0: malloc's hook's CFA, with its return address
@@ -814,8 +823,10 @@ COLD void *malloc_known(struct heap_thread *t, size_t size, uint32_t origin)
 COLD void *malloc_remembered(struct heap_thread *t, size_t size, void *site, uintptr_t cfa, uintptr_t bp)
 {
     uint32_t origin = remembered_origin(t, (uintptr_t)site, cfa, bp);
-    if (origin != UINT32_MAX)
+    if (origin != UINT32_MAX) {
+        OWNER_ADD(t->stacks_remembered, 1);
         return malloc_known(t, size, origin);
+    }
     return malloc_exact(size, site, cfa, bp);
 }
 
@@ -1195,6 +1206,15 @@ bool heap_thread_totals(pid_t tid, uint64_t *count, uint64_t *bytes)
         }
     }
     return false;
+}
+
+void heap_tracer_stacks(uint64_t *walked, uint64_t *remembered)
+{
+    *walked = *remembered = 0;
+    for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        *walked += __atomic_load_n(&t->stacks_walked, __ATOMIC_RELAXED);
+        *remembered += __atomic_load_n(&t->stacks_remembered, __ATOMIC_RELAXED);
+    }
 }
 
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes)

@@ -73,6 +73,9 @@ struct elf_object;
 void heap_write_site(struct out *o, uintptr_t site, const struct elf_object *objects, size_t n);
 /* Live blocks held and bytes of the tracer's tables. */
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes);
+/* Allocations whose stack was walked, and those whose stack the memo of
+ * the last walk at their entry gave without one (--frames, wrappers). */
+void heap_tracer_stacks(uint64_t *walked, uint64_t *remembered);
 void heap_tracer_after_fork(void);
 /* A new thread's tables, made now rather than at its first allocation. */
 void heap_tracer_thread_begin(void);

@@ -518,6 +518,15 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
     out_char(o, ' ');
     out_u64(o, table_bytes);
     out_str(o, " (live blocks, bytes of memprof's tables and per-thread state)\n");
+    uint64_t walked, remembered;
+    heap_tracer_stacks(&walked, &remembered);
+    if (walked || remembered) {
+        out_str(o, "# stacks ");
+        out_u64(o, walked);
+        out_char(o, ' ');
+        out_u64(o, remembered);
+        out_str(o, " (walked, found again from the last walk at their entry)\n");
+    }
     for (i = 0; i < views; i++)
         if (view[i].sum.total_count)
             write_thread(o, &view[i]);

@@ -65,6 +65,15 @@ struct caller_cache_entry {
     uintptr_t pcs[HEAP_MAX_FRAMES - 1];
 };
 
+struct heap_memo {
+    uintptr_t site;
+    uint64_t wrappers;                 /* the wrappers' table it was found with, */
+    uint64_t generation;               /* the wrappers' tables then, wrapped or not */
+    int frames;
+    uint32_t origin;
+    bool valid;
+};
+
 struct heap_thread {
     struct heap_thread *next;          /* push-only list */
     uint32_t serial;                   /* from 1 */
@@ -90,14 +99,12 @@ struct heap_thread {
     /* malloc's hook entry, where a backtrace starts (entry_pc 0: from the
      * unwinder itself): its return address, its CFA and %rbp there. */
     uintptr_t entry_pc, entry_cfa, entry_bp;
-    /* The origin of the last walk from an entry (unwind->memo): the same
-     * site and the same frames, the same origin. */
-    uintptr_t memo_site;
-    uint64_t memo_wrappers;            /* the wrappers' table it was found with */
-    uint64_t memo_generation;          /* the wrappers' tables then, wrapped or not */
-    int memo_frames;
-    uint32_t memo_origin;
-    bool memo_valid;
+    /* The origins of the last walks from entries, by the unwinder's memo
+     * slot (unwind->memos): the same site, the same frames, the same
+     * origin. */
+    struct heap_memo memos[UNWIND_MEMOS];
+    uint64_t stacks_walked;            /* allocations whose stack was walked, */
+    uint64_t stacks_remembered;        /* and those a memo answered (the owner's counts) */
     uintptr_t wrapped_site;            /* the last site asked of the wrappers' table, */
     uint64_t wrapped_generation;       /* of which table, */
     bool site_is_wrapped;              /* and its answer */

@@ -90,8 +90,12 @@ int unwind_backtrace_from(struct unwind_cache *cache, uint64_t generation, uintp
                           uintptr_t bp, void **frames, int max)
 {
     check_generation(cache, generation);
-    struct unwind_memo *m = &cache->memo;
-    *m = (struct unwind_memo){ .generation = generation };
+    struct unwind_memo *m = &cache->memos[unwind_memo_slot(pc, sp)];
+    /* Only the header: the reads past m->reads are never looked at. */
+    m->pc = 0;
+    m->generation = generation;
+    m->uses_bp = false;
+    m->reads = 0;
     int n = walk(cache, pc, sp, bp, true, frames, max, m);
     if (n >= 0 && m->reads <= UNWIND_MEMO_READS) {
         m->pc = pc;

@@ -32,9 +32,15 @@ struct unwind_memo {
     bool is_bp[UNWIND_MEMO_READS];
 };
 
+/* Walks remembered, one per entry (pc, sp) in a direct-mapped table: a
+ * program allocates from a few stacks in turn (sqlite3 from 4 that
+ * alternate), and the last walk alone is seldom the one found again. */
+#define UNWIND_MEMO_BITS 5
+#define UNWIND_MEMOS (1u << UNWIND_MEMO_BITS)
+
 struct unwind_cache {
     uint64_t generation;    /* of the objects its rules were read from */
-    struct unwind_memo memo;   /* of the last walk from an entry */
+    struct unwind_memo memos[UNWIND_MEMOS];   /* of the last walks from entries */
     /* The last stack's rules by depth, in a few cache lines: stacks repeat. */
     struct unwind_cache_entry recent[UNWIND_RECENT];
     struct unwind_cache_entry entries[1u << UNWIND_CACHE_BITS];
@@ -50,12 +56,25 @@ int unwind_backtrace(struct unwind_cache *cache, uint64_t generation, void **fra
  * between it and this call are not walked, nor returned. */
 int unwind_backtrace_from(struct unwind_cache *cache, uint64_t generation, uintptr_t pc, uintptr_t sp,
                           uintptr_t bp, void **frames, int max);
-/* Would a walk from this entry find the frames the last walk from an entry
- * found (cache->memo)? A few loads a frame, no rule looked up. */
+/* The memo slot of an entry (pc, sp): 0 to UNWIND_MEMOS - 1. */
+static inline unsigned unwind_memo_slot(uintptr_t pc, uintptr_t sp)
+{
+    return (unsigned)(((pc ^ sp * 0xC2B2AE3D27D4EB4Full) * 0x9E3779B97F4A7C15ull) >> (64 - UNWIND_MEMO_BITS));
+}
+
+/* Did the last walk from this entry's slot start at this entry (pc, sp)? */
+static inline bool unwind_memo_recorded(const struct unwind_cache *cache, uintptr_t pc, uintptr_t sp)
+{
+    const struct unwind_memo *m = &cache->memos[unwind_memo_slot(pc, sp)];
+    return m->pc == pc && m->sp == sp;
+}
+
+/* Would a walk from this entry find the frames the last walk from the same
+ * entry found (its memo)? A few loads a frame, no rule looked up. */
 static inline bool unwind_memo_holds(const struct unwind_cache *cache, uint64_t generation, uintptr_t pc,
                                      uintptr_t sp, uintptr_t bp)
 {
-    const struct unwind_memo *m = &cache->memo;
+    const struct unwind_memo *m = &cache->memos[unwind_memo_slot(pc, sp)];
     if (!m->pc || m->pc != pc || m->sp != sp || m->generation != generation ||
         cache->generation != generation || (m->uses_bp && m->bp != bp))
         return false;
