@@ -364,7 +364,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     else if (rows.count && blocks)   /* read from a core: the tables' size is not known */
         fprintf(out, "memprof: %lu live blocks\n", blocks);
     uint64_t stacks = report.stacks_walked + report.stacks_remembered;
-    if (rows.count && stacks)
+    if (rows.count && stacks && report.frames > 1)   /* not the few walks of wrappers' callers */
         fprintf(out, "memprof: %" PRIu64 " stacks: %" PRIu64 " walked, %" PRIu64
                      " found again from the last walk at their entry (%.0f%%)\n",
                 stacks, report.stacks_walked, report.stacks_remembered,
