@@ -21,6 +21,7 @@
 #include "heap_ruby.h"
 #include "heap_thread.h"
 #include "heap_cxx.h"
+#include "heap_hooks.h"
 #include "heap_sample.h"
 #include "heap_peak.h"
 #include "heap_wrappers.h"
@@ -49,7 +50,6 @@ void heap_short_paths_refresh(void)
         paths = SHORT_FREE | (heap_ruby_enabled() ? 0 : SHORT_MALLOC | (heap.frames == 1 ? SHORT_SITES : 0));
     __atomic_store_n(&heap.short_paths, paths, __ATOMIC_RELEASE);
 }
-
 
 static struct heap_thread *this_thread(void)
 {
@@ -417,6 +417,21 @@ static bool site_wrapped(struct heap_thread *t, uintptr_t site)
     return t->site_is_wrapped;
 }
 
+/* The origin of the last walk from this entry (return address `pc`, CFA
+ * and the caller's %rbp), if `memo` holds it for `site` and a walk now would
+ * find the same frames (the same frames asked for, the same wrappers' tables:
+ * not with Ruby lines, which the C stack does not name); else UINT32_MAX. */
+HOT uint32_t memo_origin(struct heap_thread *t, const struct heap_memo *memo, uintptr_t site, uintptr_t pc,
+                         uintptr_t cfa, uintptr_t bp)
+{
+    if (!memo->valid || memo->site != site || memo->frames != heap.frames || !t->unwind ||
+        memo->generation != heap_wrappers_generation() ||
+        !unwind_memo_holds(t->unwind, got_objects_generation(), pc, cfa, bp))
+        return UINT32_MAX;
+    OWNER_ADD(t->stacks_remembered, 1);
+    return memo->origin;
+}
+
 /* The origin of an allocation at `site` with its stack and Ruby line; the
  * thread's first allocation and every one with more than a call site. */
 static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
@@ -424,17 +439,12 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
     uint64_t key = (uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT;
     bool wrapped = site_wrapped(t, site);
     /* Walked from malloc's entry: a stack the last walk from this entry
-     * would find again has that walk's origin, with the same frames asked
-     * for and the same wrappers (not with Ruby lines, which the C stack does
-     * not name). */
-    uint64_t wrappers = wrapped ? heap_wrappers_generation() : 0;
+     * would find again has that walk's origin. */
     bool memo_ok = t->entry_pc && t->unwind && (wrapped || heap.frames > 1) && !heap_ruby_enabled();
     struct heap_memo *memo = t->entry_pc ? &t->memos[unwind_memo_slot(t->entry_pc, t->entry_cfa)] : NULL;
-    if (memo_ok && memo->valid && memo->site == site && memo->frames == heap.frames && memo->wrappers == wrappers &&
-        unwind_memo_holds(t->unwind, got_objects_generation(), t->entry_pc, t->entry_cfa, t->entry_bp)) {
-        OWNER_ADD(t->stacks_remembered, 1);
-        return memo->origin;
-    }
+    uint32_t remembered = memo_ok ? memo_origin(t, memo, site, t->entry_pc, t->entry_cfa, t->entry_bp) : UINT32_MAX;
+    if (remembered != UINT32_MAX)
+        return remembered;
     uint64_t link = 0;
     if (libunwind_backtrace && (heap.frames > 1 || wrapped)) {
         link = caller_link(t, site, wrapped);
@@ -458,8 +468,7 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
     if (memo)
         *memo = (struct heap_memo){
             .valid = memo_ok && id != UINT32_MAX && unwind_memo_recorded(t->unwind, t->entry_pc, t->entry_cfa),
-            .site = site, .wrappers = wrappers, .generation = heap_wrappers_generation(), .frames = heap.frames,
-            .origin = id,
+            .site = site, .generation = heap_wrappers_generation(), .frames = heap.frames, .origin = id,
         };
     /* The next allocation at this site may skip all this: only when the
      * site alone is the whole origin. */
@@ -478,17 +487,12 @@ HOT uintptr_t callers_bp(uintptr_t entry_cfa, uintptr_t entry_bp)
     return entry_bp == entry_cfa - 16 ? *(const uintptr_t *)(entry_cfa - 16) : entry_bp;
 }
 
-/* The origin of the thread's last walk from this entry, if a walk now would
- * find the same frames (origin_of's memo, for the same site, frames and
- * wrappers); else UINT32_MAX. */
+/* The short path's: the entry is the hook's own (its return address is
+ * the site). */
 HOT uint32_t remembered_origin(struct heap_thread *t, uintptr_t site, uintptr_t entry_cfa, uintptr_t entry_bp)
 {
-    const struct heap_memo *memo = &t->memos[unwind_memo_slot(site, entry_cfa)];
-    if (!memo->valid || memo->site != site || memo->frames != heap.frames || !t->unwind ||
-        memo->generation != heap_wrappers_generation())
-        return UINT32_MAX;
-    return unwind_memo_holds(t->unwind, got_objects_generation(), site, entry_cfa, callers_bp(entry_cfa, entry_bp))
-               ? memo->origin : UINT32_MAX;
+    return memo_origin(t, &t->memos[unwind_memo_slot(site, entry_cfa)], site, site, entry_cfa,
+                       callers_bp(entry_cfa, entry_bp));
 }
 
 /* `entry_cfa`, if not 0: malloc's hook's CFA, with its return address
@@ -712,18 +716,6 @@ void heap_note_custom_free(void *p)
     reentry_leave();
 }
 
-#define HEAP_HOOKS(X)                                                                          \
-    X(malloc, void *, (size_t size), (size))                                                   \
-    X(calloc, void *, (size_t n, size_t size), (n, size))                                      \
-    X(realloc, void *, (void *p, size_t size), (p, size))                                      \
-    X(reallocarray, void *, (void *p, size_t n, size_t size), (p, n, size))                    \
-    X(free, void, (void *p), (p))                                                              \
-    X(posix_memalign, int, (void **out, size_t align, size_t size), (out, align, size))        \
-    X(aligned_alloc, void *, (size_t align, size_t size), (align, size))                       \
-    X(memalign, void *, (size_t align, size_t size), (align, size))                            \
-    X(valloc, void *, (size_t size), (size))                                                   \
-    X(pvalloc, void *, (size_t size), (size))
-
 #define DECLARE_NEXT(name, ret, params, args) static ret (*next_##name) params;
 HEAP_HOOKS(DECLARE_NEXT)
 
@@ -784,15 +776,21 @@ COLD void *known_peak_grew(struct heap_thread *t, void *p, size_t size)
     return p;
 }
 
-COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, uint32_t origin)
+/* The record in the empty young slot `y`, and the hook's end. */
+HOT void *record_known_in(struct heap_thread *t, struct block_slot *y, void *p, size_t size, uint32_t origin)
 {
-    struct block_slot *y = young_slot(t, (uintptr_t)p);
-    vacate(t, y, (uintptr_t)p);
     store_young(t, y, (uintptr_t)p, read_number(), stored_size(size), origin, 1, stored_size(size));
     if (__builtin_expect(heap.peak_tracking, 0))
         return known_peak_grew(t, p, size);
     reentry_leave();
     return p;
+}
+
+COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, uint32_t origin)
+{
+    struct block_slot *y = young_slot(t, (uintptr_t)p);
+    vacate(t, y, (uintptr_t)p);
+    return record_known_in(t, y, p, size, origin);
 }
 
 /* The short path of an exact record (heap.short_paths): the origin known
@@ -807,11 +805,7 @@ COLD void *record_known(struct heap_thread *t, void *p, size_t size, uint32_t or
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
         return record_known_vacating(t, p, size, origin);
-    store_young(t, y, (uintptr_t)p, read_number(), stored_size(size), origin, 1, stored_size(size));
-    if (__builtin_expect(heap.peak_tracking, 0))
-        return known_peak_grew(t, p, size);
-    reentry_leave();
-    return p;
+    return record_known_in(t, y, p, size, origin);
 }
 
 COLD void *malloc_known(struct heap_thread *t, size_t size, uint32_t origin)
@@ -823,10 +817,8 @@ COLD void *malloc_known(struct heap_thread *t, size_t size, uint32_t origin)
 COLD void *malloc_remembered(struct heap_thread *t, size_t size, void *site, uintptr_t cfa, uintptr_t bp)
 {
     uint32_t origin = remembered_origin(t, (uintptr_t)site, cfa, bp);
-    if (origin != UINT32_MAX) {
-        OWNER_ADD(t->stacks_remembered, 1);
+    if (origin != UINT32_MAX)
         return malloc_known(t, size, origin);
-    }
     return malloc_exact(size, site, cfa, bp);
 }
 
@@ -893,6 +885,15 @@ static void *hook_reallocarray(void *old, size_t n, size_t size)
     return p;
 }
 
+/* The young slot of a block `t` holds at `p` whose free needs no number
+ * (none was taken since its allocation: see heap_thread.h), or NULL. */
+HOT struct block_slot *young_unnumbered(struct heap_thread *t, void *p)
+{
+    struct block_slot *y;
+    return p && t && (y = young_slot(t, (uintptr_t)p))->addr == (uintptr_t)p && y->number == read_number() ? y
+                                                                                                           : NULL;
+}
+
 /* A free that is not the common case: an older block, another thread's,
  * or a number taken since the allocation. */
 COLD void free_planned(void *p)
@@ -910,8 +911,7 @@ HOT void free_recorded(void *p)
 {
     struct heap_thread *t = my_thread;
     struct block_slot *y;
-    if (p && t && (y = young_slot(t, (uintptr_t)p))->addr == (uintptr_t)p &&
-        y->number == read_number() && tracing()) {
+    if ((y = young_unnumbered(t, p)) && tracing()) {
         drop_young(t, y);
         next_free(p);
     } else {
@@ -950,9 +950,8 @@ static void hook_free(void *p)
 {
     if (__builtin_expect(heap.short_paths & SHORT_FREE, 1)) {
         struct heap_thread *t = my_thread;
-        struct block_slot *y;
-        if (p && t && (y = young_slot(t, (uintptr_t)p))->addr == (uintptr_t)p && y->number == read_number() &&
-            reentry_enter()) {
+        struct block_slot *y = young_unnumbered(t, p);
+        if (y && reentry_enter()) {
             if (__builtin_expect(heap.peak_tracking, 0))
                 return free_young_peak(t, y, p);
             drop_young_exact(t, y);

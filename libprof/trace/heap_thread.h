@@ -67,8 +67,7 @@ struct caller_cache_entry {
 
 struct heap_memo {
     uintptr_t site;
-    uint64_t wrappers;                 /* the wrappers' table it was found with, */
-    uint64_t generation;               /* the wrappers' tables then, wrapped or not */
+    uint64_t generation;               /* the wrappers' tables it was found with */
     int frames;
     uint32_t origin;
     bool valid;

@@ -3,6 +3,7 @@
  * reads whichever table is current, and a rebuild never writes the table a
  * hook may be reading (two tables, used in turn). */
 #include "heap_wrappers.h"
+#include "heap_hooks.h"
 #include "heap_wrapper_names.h"
 #include "../arch/x86_64/decode.h"
 #include "../objfile/disk_symbols.h"
@@ -51,7 +52,7 @@ struct build {
      * many wrappers call is decoded once. */
     struct { uintptr_t start; int depth; } seen[256];
     size_t seen_count;
-    uintptr_t allocators[8];        /* the object's malloc, free...: hooked, never looked into */
+    uintptr_t allocators[16];       /* the object's malloc, free...: hooked, never looked into */
     size_t allocator_count;
 };
 
@@ -66,7 +67,7 @@ static bool seen_before(struct build *b, uintptr_t start, int depth)
             return false;
         }
     if (b->seen_count < sizeof b->seen / sizeof *b->seen)
-        b->seen[b->seen_count++].start = start, b->seen[b->seen_count - 1].depth = depth;
+        b->seen[b->seen_count++] = (__typeof__(b->seen[0])){ start, depth };
     return false;
 }
 
@@ -182,8 +183,11 @@ static void add_symbol(struct build *b, const struct elf_object *o, const ElfW(S
 
 static void add_exported(struct build *b, const struct elf_object *o)
 {
-    static const char *const allocators[] = { "malloc", "calloc", "realloc", "free", "memalign", "posix_memalign",
-                                              "aligned_alloc", "valloc" };
+#define HOOKED_NAME(name, ret, params, args) #name,
+    static const char *const allocators[] = { HEAP_HOOKS(HOOKED_NAME) };
+#undef HOOKED_NAME
+    _Static_assert(sizeof allocators / sizeof *allocators <= sizeof b->allocators / sizeof *b->allocators,
+                   "room for every hooked allocator");
     b->allocator_count = 0;
     for (size_t k = 0; k < sizeof allocators / sizeof *allocators; k++) {
         uintptr_t at = elf_object_symbol_address(o, allocators[k]);
