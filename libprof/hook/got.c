@@ -395,6 +395,42 @@ void got_hook_remove(struct got_hook *hook)
     got_hooks_remove(hook, 1);
 }
 
+/* Slots still holding `old` (an unloaded object's are left alone) get
+ * `replacement`. */
+static int rewrite_slots_locked(const struct hooked_symbol *sym, void *old, void *replacement)
+{
+    struct maps maps;
+    int err = maps_load(&maps);
+    if (err)
+        return err;
+    for (size_t i = 0; i < slot_count && !err; i++) {
+        uintptr_t *slot = slots[i].slot;
+        if (&symbols[slots[i].symbol] == sym && maps_readable(&maps, (uintptr_t)slot, sizeof *slot) &&
+            __atomic_load_n(slot, __ATOMIC_ACQUIRE) == (uintptr_t)old)
+            err = slot_write(&maps, slot, (uintptr_t)replacement);
+    }
+    maps_release(&maps);
+    return err;
+}
+
+int got_hook_retarget(struct got_hook *hook, void *replacement)
+{
+    pthread_mutex_lock(&got_lock);
+    void *old = hook->replacement;
+    struct hooked_symbol *sym = hook->installed ? find_symbol(hook->symbol) : NULL;
+    hook->replacement = replacement;
+    int err = 0;
+    if (sym && old != replacement) {
+        for (struct got_hook *above = sym->top; above; above = above->under)
+            if (above->under == hook)
+                __atomic_store_n(above->next, replacement, __ATOMIC_RELEASE);
+        if (sym->top == hook && (err = rewrite_slots_locked(sym, old, replacement)) != 0)
+            set_error(strerror(err), hook->symbol);
+    }
+    pthread_mutex_unlock(&got_lock);
+    return err ? -1 : 0;
+}
+
 void got_hook_refresh(void)
 {
     pthread_mutex_lock(&got_lock);

@@ -30,6 +30,10 @@ void got_hook_remove(struct got_hook *hook);
  * pass reads every loaded object's relocations): all are installed or none. */
 int got_hooks_install(struct got_hook *hooks, size_t n);
 void got_hooks_remove(struct got_hook *hooks, size_t n);
+/* Give an installed hook another entry (same type): the slots memprof wrote
+ * for it and the hook chained above it reach `replacement` from now on. A
+ * call already in the old entry finishes there. 0, or -1 with got_error(). */
+int got_hook_retarget(struct got_hook *hook, void *replacement);
 /* Patch objects loaded since the last pass (called after dlopen). */
 void got_hook_refresh(void);
 /* How many times objects were loaded (dlopen) while hooks were installed:

@@ -42,6 +42,13 @@
 struct heap_state heap = { .frames = 1 };
 
 static __thread struct heap_thread *my_thread __attribute__((tls_model("initial-exec")));
+/* Bytes to this thread's next sample point (heap_sample.h), apart from its
+ * record so that sampling's common case reads nothing else; 0 until the
+ * thread's first recorded allocation sets it, and while a C++ new's charge
+ * waits (heap_charge_begin), so that those take the body. */
+static __thread int64_t sample_left __attribute__((tls_model("initial-exec")));
+
+static void choose_hooks(unsigned paths);
 
 void heap_short_paths_refresh(void)
 {
@@ -49,6 +56,7 @@ void heap_short_paths_refresh(void)
     if (__atomic_load_n(&heap.running, __ATOMIC_ACQUIRE) && !heap.sample_bytes)
         paths = SHORT_FREE | (heap_ruby_enabled() ? 0 : SHORT_MALLOC | (heap.frames == 1 ? SHORT_SITES : 0));
     __atomic_store_n(&heap.short_paths, paths, __ATOMIC_RELEASE);
+    choose_hooks(paths);
 }
 
 static struct heap_thread *this_thread(void)
@@ -68,7 +76,7 @@ static struct heap_thread *this_thread(void)
     prctl(PR_GET_NAME, t->name);   /* for a core; a report asks /proc */
     t->sample_state = (heap.sample_seed ^ (uint64_t)serial * 0x9E3779B97F4A7C15ull) | 1;
     if (heap.sample_bytes)
-        t->sample_left = sample_interval(&t->sample_state, heap.sample_bytes);
+        sample_left = sample_interval(&t->sample_state, heap.sample_bytes);
     if (heap.exit_key_made)
         pthread_setspecific(heap.exit_key, t);   /* no malloc for the first 32 keys */
     struct heap_thread *top = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE);
@@ -294,7 +302,7 @@ HOT uint8_t *filter_entry(uintptr_t p)
 /* The next sample point, out of line: the hooks' common path stays short. */
 COLD void next_sample_point(struct heap_thread *t)
 {
-    t->sample_left = sample_interval(&t->sample_state, heap.sample_bytes);
+    sample_left = sample_interval(&t->sample_state, heap.sample_bytes);
 }
 
 /* Whether this allocation holds a sample point; every one without sampling. */
@@ -302,7 +310,7 @@ HOT bool sample_this(struct heap_thread *t, size_t size)
 {
     if (__builtin_expect(!heap.sample_bytes, 1))
         return true;
-    if ((t->sample_left -= (int64_t)(size < ((size_t)1 << 62) ? size : (size_t)1 << 62)) > 0)
+    if ((sample_left -= (int64_t)(size < ((size_t)1 << 62) ? size : (size_t)1 << 62)) > 0)
         return false;
     next_sample_point(t);
     return true;
@@ -526,13 +534,18 @@ bool heap_charge_begin(void *site, size_t min, size_t max)
     t->charge_min = min;
     t->charge_max = max;
     t->charge_site = site;
+    t->charge_sample_left = sample_left;   /* the next malloc takes the body */
+    sample_left = 0;
     return true;
 }
 
 void heap_charge_end(void)
 {
-    if (my_thread)
-        my_thread->charge_site = NULL;
+    struct heap_thread *t = my_thread;
+    if (t && t->charge_site) {   /* not taken: the new threw, or was memprof's */
+        t->charge_site = NULL;
+        sample_left = t->charge_sample_left;
+    }
 }
 
 /* A block recorded in its young slot `y`, found empty, and counted for its
@@ -595,6 +608,7 @@ HOT struct heap_thread *recording_thread(void *p, size_t size, void **site)
         if (size >= t->charge_min && size <= t->charge_max)
             *site = t->charge_site;
         t->charge_site = NULL;
+        sample_left = t->charge_sample_left;
     }
     return sample_this(t, size) ? t : NULL;
 }
@@ -750,23 +764,6 @@ static __attribute__((noinline)) void *malloc_sampled(size_t size, void *site)
     return p;
 }
 
-/* Sampling: whether an allocation of `size` bytes leaves this thread short of
- * its next sample point, with nothing else to do (no charge left behind by a
- * C++ new that threw, which the body drops). Then it only counts the bytes
- * down, and the hook tail-calls the real function: no frame, no flag, no
- * record. Else the body decides as it always did, from the unchanged count. */
-HOT bool sample_skips(size_t size)
-{
-    struct heap_thread *t = my_thread;
-    if (__builtin_expect(!t, 0))
-        return false;
-    int64_t left = t->sample_left - (int64_t)(size < ((size_t)1 << 62) ? size : (size_t)1 << 62);
-    if (left <= 0 || t->charge_site)
-        return false;
-    t->sample_left = left;
-    return true;
-}
-
 /* The peak's count of a block just recorded, last (a snapshot has this
  * block): a tail call, so that the record saves no register for it. */
 COLD void *known_peak_grew(struct heap_thread *t, void *p, size_t size)
@@ -822,30 +819,46 @@ COLD void *malloc_remembered(struct heap_thread *t, size_t size, void *site, uin
     return malloc_exact(size, site, cfa, bp);
 }
 
-/* Bodies chosen at each call (the hook itself saves no register): the
- * short path when the origin is known before the call; with sampling, the
- * common case, nothing recorded, is a count and a jump; else the long path,
- * which inlines it all. */
-static void *hook_malloc(size_t size)
+/* malloc's and free's hooks, one per mode (choose_hooks), so that none
+ * tests what its mode rules out: hook_malloc and hook_free (the long paths)
+ * are installed, and the GOT slots are pointed at the mode's. */
+
+/* Every block recorded, no Ruby line: the short path when the origin is
+ * known before the call, else the long path, which inlines it all. */
+static void *malloc_short(size_t size)
 {
     uintptr_t bp;
     __asm__ volatile("mov %%rbp, %0" : "=r"(bp));   /* first: the caller's %rbp */
     void *site = __builtin_return_address(0);
     uintptr_t cfa = (uintptr_t)__builtin_dwarf_cfa();
-    unsigned paths = heap.short_paths;
-    if (__builtin_expect(paths & SHORT_MALLOC, 1)) {
-        struct heap_thread *t = my_thread;
-        if (t && !t->charge_site) {
-            if ((paths & SHORT_SITES) && t->last_site == (uintptr_t)site)
-                return malloc_known(t, size, t->last_origin);
-            return malloc_remembered(t, size, site, cfa, bp);
-        }
-    } else if (heap.sample_bytes) {
-        if (sample_skips(size))
-            return next_malloc(size);
-        return malloc_sampled(size, site);
+    struct heap_thread *t = my_thread;
+    if (__builtin_expect(t && !t->charge_site, 1)) {
+        if ((heap.short_paths & SHORT_SITES) && t->last_site == (uintptr_t)site)
+            return malloc_known(t, size, t->last_origin);
+        return malloc_remembered(t, size, site, cfa, bp);
     }
     return malloc_exact(size, site, cfa, bp);
+}
+
+static void *hook_malloc(size_t size)
+{
+    uintptr_t bp;
+    __asm__ volatile("mov %%rbp, %0" : "=r"(bp));
+    return malloc_exact(size, __builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), bp);
+}
+
+/* Sampling: an allocation short of its thread's next sample point only
+ * counts its bytes down and jumps to the real malloc: no thread record, no
+ * flag. Anything else (a sample point, a thread's first call, a C++ new's
+ * charge: sample_left 0) takes the body, which decides from the count. */
+static void *malloc_sampling(size_t size)
+{
+    uint64_t left = (uint64_t)sample_left;
+    if (__builtin_expect(left > size, 1)) {
+        sample_left = (int64_t)(left - size);
+        return next_malloc(size);
+    }
+    return malloc_sampled(size, __builtin_return_address(0));
 }
 
 static void *hook_calloc(size_t n, size_t size)
@@ -942,25 +955,33 @@ COLD void free_young_peak(struct heap_thread *t, struct block_slot *y, void *p)
     next_free(p);
 }
 
-/* The short path (heap.short_paths): a young block of this thread's, no
- * number taken since its allocation, dropped here before a jump to the
- * real free. With sampling, most frees are of blocks never recorded: one
- * failed lookup in the filter, and the hook passes them on. */
-static void hook_free(void *p)
+/* Every block recorded: a young block of this thread's, no number taken
+ * since its allocation, dropped here before a jump to the real free. */
+static void free_short(void *p)
 {
-    if (__builtin_expect(heap.short_paths & SHORT_FREE, 1)) {
-        struct heap_thread *t = my_thread;
-        struct block_slot *y = young_unnumbered(t, p);
-        if (y && reentry_enter()) {
-            if (__builtin_expect(heap.peak_tracking, 0))
-                return free_young_peak(t, y, p);
-            drop_young_exact(t, y);
-            reentry_leave();
-            return next_free(p);
-        }
-    } else if (!maybe_recorded((uintptr_t)p)) {
+    struct heap_thread *t = my_thread;
+    struct block_slot *y = young_unnumbered(t, p);
+    if (y && reentry_enter()) {
+        if (__builtin_expect(heap.peak_tracking, 0))
+            return free_young_peak(t, y, p);
+        drop_young_exact(t, y);
+        reentry_leave();
         return next_free(p);
     }
+    free_noted(p);
+}
+
+/* Sampling: most frees are of blocks never recorded, one failed lookup in
+ * the filter, and the hook passes them on. */
+static void free_sampling(void *p)
+{
+    if (__builtin_expect(!__atomic_load_n(filter_entry((uintptr_t)p), __ATOMIC_RELAXED), 1))
+        return next_free(p);
+    free_noted(p);
+}
+
+static void hook_free(void *p)
+{
     free_noted(p);
 }
 
@@ -997,6 +1018,31 @@ HEAP_HOOKS(CHECK_TYPE)
     { .symbol = #name, .replacement = (void *)hook_##name, .next = (void **)&next_##name },
 static struct got_hook hooks[] = { HEAP_HOOKS(HOOK_ENTRY) };
 #define HOOK_COUNT (sizeof hooks / sizeof hooks[0])
+
+static struct got_hook *hook_named(const char *symbol)
+{
+    for (size_t i = 0; i < HOOK_COUNT; i++)
+        if (strcmp(hooks[i].symbol, symbol) == 0)
+            return &hooks[i];
+    return NULL;
+}
+
+/* malloc's and free's hooks for the mode of the moment. A call already in
+ * the hook of the mode before finishes there: each hook checks again, on
+ * its slower paths, what it assumed. */
+static void choose_hooks(unsigned paths)
+{
+    static pthread_mutex_t choosing = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&choosing);
+    bool sampling = heap.sample_bytes && __atomic_load_n(&heap.running, __ATOMIC_ACQUIRE);
+    got_hook_retarget(hook_named("malloc"), paths & SHORT_MALLOC ? (void *)malloc_short
+                                            : sampling           ? (void *)malloc_sampling
+                                                                 : (void *)hook_malloc);
+    got_hook_retarget(hook_named("free"), paths & SHORT_FREE ? (void *)free_short
+                                          : sampling         ? (void *)free_sampling
+                                                             : (void *)hook_free);
+    pthread_mutex_unlock(&choosing);
+}
 
 /* --- starting, stopping, fork ------------------------------------------------ */
 

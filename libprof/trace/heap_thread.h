@@ -110,8 +110,8 @@ struct heap_thread {
     unsigned long dropped;             /* allocations not recorded: no memory */
     void *charge_site;                 /* heap_charge_begin: whose next allocation */
     size_t charge_min, charge_max;
-    int64_t sample_left;               /* bytes to the next sample point (heap_sample.h), */
-    uint64_t sample_state;             /* its random generator (beside the charge: one line) */
+    int64_t charge_sample_left;        /* the thread's sample_left while a charge waits */
+    uint64_t sample_state;             /* the sample points' random generator */
     int64_t peak_delta;                /* live bytes not yet passed on (heap_peak.h) */
     struct heap_ruby_cache ruby_lines;
 };

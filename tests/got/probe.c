@@ -46,6 +46,14 @@ static int hook_c(int x, int y)
     return next_c(x, y);
 }
 
+/* Hook A's second entry (got_hook_retarget), noted 'a'. */
+static int hook_a_second(int x, int y)
+{
+    calls[PROBE_A]++;
+    note('a');
+    return next_a(x, y);
+}
+
 static void hook_missing(void)
 {
 }
@@ -63,6 +71,13 @@ EXPORT int probe_hook(int which)
 EXPORT void probe_unhook(int which)
 {
     got_hook_remove(&hooks[which]);
+}
+
+EXPORT int probe_retarget(int which, int second)
+{
+    void *entry = which == PROBE_A ? (second ? (void *)hook_a_second : (void *)hook_a)
+                                   : (void *)hook_b;
+    return got_hook_retarget(&hooks[which], entry);
 }
 
 /* A batch whose second hook names a function no object defines. */

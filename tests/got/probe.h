@@ -16,6 +16,8 @@ enum { PROBE_A, PROBE_B, PROBE_C /* the batch's */ };
 typedef int probe_hook_fn(int which);            /* 0 or -1 */
 typedef void probe_unhook_fn(int which);
 typedef long probe_calls_fn(int which);
+/* got_hook_retarget of hook `which` to its second entry (`second`), or back. */
+typedef int probe_retarget_fn(int which, int second);
 typedef const char *probe_trail_fn(void);        /* hook order of the last call */
 typedef size_t probe_slots_fn(const char *symbol, struct probe_slot *out, size_t max);
 typedef size_t probe_patched_fn(void);

@@ -46,6 +46,7 @@ int main(void)
     probe_lookup_fn *lookup = need("probe_lookup");
     probe_hook_batch_fn *hook_batch = need("probe_hook_batch");
     probe_unhook_batch_fn *unhook_batch = need("probe_unhook_batch");
+    probe_retarget_fn *retarget = need("probe_retarget");
 
     /* The walker finds exactly the slots the files' relocations name. */
     struct probe_slot before[MAX_SLOTS];
@@ -135,5 +136,24 @@ int main(void)
        "the batch's hook sees the program's and the plugin's calls");
     unhook_batch(1);
     ok(patched() == 0 && target_add(1, 1) == 2 && calls(PROBE_C) == 2, "removing the batch restores every slot");
+
+    /* A hook given another entry while installed (the C heap's hooks per
+     * mode): the slots of the program and the plugin, and the hook chained
+     * above it, reach the new entry; removal still restores every slot. */
+    trail();
+    ok(hook(PROBE_A) == 0 && retarget(PROBE_A, 1) == 0, "hook A installs and takes its second entry");
+    ok(target_add(1, 1) == 2 && plugin_call(1, 1) == 2 && strcmp(trail(), "aa") == 0,
+       "the program's and the plugin's calls reach the second entry");
+    ok(hook(PROBE_B) == 0 && target_add(1, 1) == 2 && strcmp(trail(), "Ba") == 0,
+       "a hook installed above calls the second entry");
+    ok(retarget(PROBE_A, 0) == 0 && target_add(1, 1) == 2 && strcmp(trail(), "BA") == 0,
+       "the hook above follows A back to its first entry");
+    unhook(PROBE_B);
+    ok(retarget(PROBE_A, 1) == 0 && target_add(2, 1) == 3 && plugin_call(2, 1) == 3 && strcmp(trail(), "aa") == 0,
+       "the slots B gave back to A follow A's entry");
+    unhook(PROBE_A);
+    long before_calls = calls(PROBE_A);
+    ok(patched() == 0 && target_add(3, 1) == 4 && plugin_call(3, 1) == 4 && calls(PROBE_A) == before_calls,
+       "removing A after its entry changed restores every slot");
     return tap_done();
 }
