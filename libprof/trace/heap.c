@@ -534,6 +534,7 @@ bool heap_charge_begin(void *site, size_t min, size_t max)
     t->charge_min = min;
     t->charge_max = max;
     t->charge_site = site;
+    t->last_site = 0;   /* malloc_sites takes the charge's malloc elsewhere */
     t->charge_sample_left = sample_left;   /* the next malloc takes the body */
     sample_left = 0;
     return true;
@@ -561,8 +562,8 @@ HOT void store_young(struct heap_thread *t, struct block_slot *y, uintptr_t p, u
     OWNER_ADD(r->total_count, blocks);
     OWNER_ADD(r->total_bytes, bytes);
     __atomic_store_n(&r->live_bytes, live, __ATOMIC_RELAXED);
-    if (live > r->peak_bytes)
-        __atomic_store_n(&r->peak_bytes, live, __ATOMIC_RELAXED);
+    uint64_t peak = r->peak_bytes;   /* no jump: live mostly grows past it */
+    __atomic_store_n(&r->peak_bytes, live > peak ? live : peak, __ATOMIC_RELAXED);
 }
 
 HOT uint64_t stored_size(size_t size)
@@ -773,11 +774,20 @@ COLD void *known_peak_grew(struct heap_thread *t, void *p, size_t size)
     return p;
 }
 
-/* The record in the empty young slot `y`, and the hook's end. */
-HOT void *record_known_in(struct heap_thread *t, struct block_slot *y, void *p, size_t size, uint32_t origin)
+/* A block not recorded (inside memprof, or none), out of the way: GCC
+ * would lay out this early return as the record's fall-through. */
+static __attribute__((cold, noinline)) void *unrecorded(void *p)
+{
+    return p;
+}
+
+/* The record in the empty young slot `y`, and the hook's end; `peak`: the
+ * peak is tracked (a constant in the short hooks, chosen by mode). */
+HOT void *record_known_in(struct heap_thread *t, struct block_slot *y, void *p, size_t size, uint32_t origin,
+                          bool peak)
 {
     store_young(t, y, (uintptr_t)p, read_number(), stored_size(size), origin, 1, stored_size(size));
-    if (__builtin_expect(heap.peak_tracking, 0))
+    if (peak)
         return known_peak_grew(t, p, size);
     reentry_leave();
     return p;
@@ -787,22 +797,26 @@ COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, ui
 {
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     vacate(t, y, (uintptr_t)p);
-    return record_known_in(t, y, p, size, origin);
+    return record_known_in(t, y, p, size, origin, heap.peak_tracking);
 }
 
 /* The short path of an exact record (heap.short_paths): the origin known
  * before the call (the thread's last site again, or the stack its last walk
- * found), every block recorded. The record is a leaf that tail-calls when
- * the young slot is taken or the peak tracked, so that it saves no
- * register. */
-COLD void *record_known(struct heap_thread *t, void *p, size_t size, uint32_t origin)
+ * found), every block recorded. The record tail-calls when the young slot
+ * is taken or the peak tracked, so that it saves no register for those. */
+HOT void *record_known_here(struct heap_thread *t, void *p, size_t size, uint32_t origin, bool peak)
 {
     if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
-        return p;
+        return unrecorded(p);
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
         return record_known_vacating(t, p, size, origin);
-    return record_known_in(t, y, p, size, origin);
+    return record_known_in(t, y, p, size, origin, peak);
+}
+
+COLD void *record_known(struct heap_thread *t, void *p, size_t size, uint32_t origin)
+{
+    return record_known_here(t, p, size, origin, heap.peak_tracking);
 }
 
 COLD void *malloc_known(struct heap_thread *t, size_t size, uint32_t origin)
@@ -838,6 +852,30 @@ static void *malloc_short(size_t size)
         return malloc_remembered(t, size, site, cfa, bp);
     }
     return malloc_exact(size, site, cfa, bp);
+}
+
+/* One frame, every block recorded: the site of the thread's last allocation
+ * again (never a C++ new's malloc: heap_charge_begin) is the common case, a
+ * path with no taken jump but the calls (each costs about a cycle, where
+ * the plain pair takes 38). */
+HOT void *malloc_sites_with(size_t size, void *site, bool peak)
+{
+    struct heap_thread *t = my_thread;
+    if (__builtin_expect(t != NULL, 1) && __builtin_expect(t->last_site == (uintptr_t)site, 1)) {
+        uint32_t origin = t->last_origin;
+        return record_known_here(t, next_malloc(size), size, origin, peak);
+    }
+    return malloc_short(size);
+}
+
+static void *malloc_sites(size_t size)
+{
+    return malloc_sites_with(size, __builtin_return_address(0), false);
+}
+
+static void *malloc_sites_peak(size_t size)
+{
+    return malloc_sites_with(size, __builtin_return_address(0), true);
 }
 
 static void *hook_malloc(size_t size)
@@ -955,20 +993,36 @@ COLD void free_young_peak(struct heap_thread *t, struct block_slot *y, void *p)
     next_free(p);
 }
 
+/* free's long path reached from the short one, out of the way (GCC would
+ * lay out the jump to it as the short path's fall-through). */
+static __attribute__((cold, noinline)) void free_elsewhere(void *p)
+{
+    free_noted(p);
+}
+
 /* Every block recorded: a young block of this thread's, no number taken
  * since its allocation, dropped here before a jump to the real free. */
-static void free_short(void *p)
+HOT void free_short_with(void *p, bool peak)
 {
     struct heap_thread *t = my_thread;
     struct block_slot *y = young_unnumbered(t, p);
-    if (y && reentry_enter()) {
-        if (__builtin_expect(heap.peak_tracking, 0))
-            return free_young_peak(t, y, p);
-        drop_young_exact(t, y);
-        reentry_leave();
-        return next_free(p);
-    }
-    free_noted(p);
+    if (__builtin_expect(!y, 0) || __builtin_expect(!reentry_enter(), 0))
+        return free_elsewhere(p);
+    if (peak)
+        return free_young_peak(t, y, p);
+    drop_young_exact(t, y);
+    reentry_leave();
+    next_free(p);
+}
+
+static void free_short(void *p)
+{
+    free_short_with(p, false);
+}
+
+static void free_short_peak(void *p)
+{
+    free_short_with(p, true);
 }
 
 /* Sampling: most frees are of blocks never recorded, one failed lookup in
@@ -1035,10 +1089,12 @@ static void choose_hooks(unsigned paths)
     static pthread_mutex_t choosing = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&choosing);
     bool sampling = heap.sample_bytes && __atomic_load_n(&heap.running, __ATOMIC_ACQUIRE);
-    got_hook_retarget(hook_named("malloc"), paths & SHORT_MALLOC ? (void *)malloc_short
-                                            : sampling           ? (void *)malloc_sampling
-                                                                 : (void *)hook_malloc);
-    got_hook_retarget(hook_named("free"), paths & SHORT_FREE ? (void *)free_short
+    bool peak = __atomic_load_n(&heap.peak_tracking, __ATOMIC_ACQUIRE);
+    got_hook_retarget(hook_named("malloc"), paths & SHORT_SITES    ? (peak ? (void *)malloc_sites_peak : (void *)malloc_sites)
+                                            : paths & SHORT_MALLOC ? (void *)malloc_short
+                                            : sampling             ? (void *)malloc_sampling
+                                                                   : (void *)hook_malloc);
+    got_hook_retarget(hook_named("free"), paths & SHORT_FREE ? (peak ? (void *)free_short_peak : (void *)free_short)
                                           : sampling         ? (void *)free_sampling
                                                              : (void *)hook_free);
     pthread_mutex_unlock(&choosing);

@@ -89,6 +89,7 @@ enum memprof_status heap_peak_track(unsigned step_percent, int flags)
     peak.live = (int64_t)bytes;
     peak.next_at = threshold_after(0);
     __atomic_store_n(&heap.peak_tracking, true, __ATOMIC_RELEASE);
+    heap_short_paths_refresh();   /* the hooks that count the peak */
     return MEMPROF_OK;
 }
 
