@@ -395,9 +395,10 @@ void got_hook_remove(struct got_hook *hook)
     got_hooks_remove(hook, 1);
 }
 
-/* Slots still holding `old` (an unloaded object's are left alone) get
- * `replacement`. */
-static int rewrite_slots_locked(const struct hooked_symbol *sym, void *old, void *replacement)
+/* Slots still holding an entry in `old` (an unloaded object's are left
+ * alone) get the same index's in `entries`: one read of the memory map. */
+static int rewrite_slots_locked(const struct hooked_symbol *const *syms, void *const *old, void *const *entries,
+                                size_t n)
 {
     struct maps maps;
     int err = maps_load(&maps);
@@ -405,30 +406,52 @@ static int rewrite_slots_locked(const struct hooked_symbol *sym, void *old, void
         return err;
     for (size_t i = 0; i < slot_count && !err; i++) {
         uintptr_t *slot = slots[i].slot;
-        if (&symbols[slots[i].symbol] == sym && maps_readable(&maps, (uintptr_t)slot, sizeof *slot) &&
-            __atomic_load_n(slot, __ATOMIC_ACQUIRE) == (uintptr_t)old)
-            err = slot_write(&maps, slot, (uintptr_t)replacement);
+        for (size_t k = 0; k < n && !err; k++)
+            if (syms[k] && &symbols[slots[i].symbol] == syms[k] &&
+                maps_readable(&maps, (uintptr_t)slot, sizeof *slot) &&
+                __atomic_load_n(slot, __ATOMIC_ACQUIRE) == (uintptr_t)old[k])
+                err = slot_write(&maps, slot, (uintptr_t)entries[k]);
     }
     maps_release(&maps);
     return err;
 }
 
-int got_hook_retarget(struct got_hook *hook, void *replacement)
+int got_hooks_retarget(struct got_hook *const *hooks, void *const *entries, size_t n)
 {
+    const struct hooked_symbol *syms[MAX_SYMBOLS];
+    void *old[MAX_SYMBOLS];
+    bool rewrite = false;
+    if (n > MAX_SYMBOLS) {
+        set_error("too many hooks at once", hooks[0]->symbol);
+        return -1;
+    }
     pthread_mutex_lock(&got_lock);
-    void *old = hook->replacement;
-    struct hooked_symbol *sym = hook->installed ? find_symbol(hook->symbol) : NULL;
-    hook->replacement = replacement;
-    int err = 0;
-    if (sym && old != replacement) {
+    for (size_t k = 0; k < n; k++) {
+        struct got_hook *hook = hooks[k];
+        struct hooked_symbol *sym = hook->installed ? find_symbol(hook->symbol) : NULL;
+        old[k] = hook->replacement;
+        hook->replacement = entries[k];
+        syms[k] = NULL;
+        if (!sym || old[k] == entries[k])
+            continue;
         for (struct got_hook *above = sym->top; above; above = above->under)
             if (above->under == hook)
-                __atomic_store_n(above->next, replacement, __ATOMIC_RELEASE);
-        if (sym->top == hook && (err = rewrite_slots_locked(sym, old, replacement)) != 0)
-            set_error(strerror(err), hook->symbol);
+                __atomic_store_n(above->next, entries[k], __ATOMIC_RELEASE);
+        if (sym->top == hook) {   /* the slots point at it */
+            syms[k] = sym;
+            rewrite = true;
+        }
     }
+    int err = rewrite ? rewrite_slots_locked(syms, old, entries, n) : 0;
+    if (err)
+        set_error(strerror(err), hooks[0]->symbol);
     pthread_mutex_unlock(&got_lock);
     return err ? -1 : 0;
+}
+
+int got_hook_retarget(struct got_hook *hook, void *replacement)
+{
+    return got_hooks_retarget(&hook, &replacement, 1);
 }
 
 void got_hook_refresh(void)

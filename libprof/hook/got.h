@@ -34,6 +34,8 @@ void got_hooks_remove(struct got_hook *hooks, size_t n);
  * for it and the hook chained above it reach `replacement` from now on. A
  * call already in the old entry finishes there. 0, or -1 with got_error(). */
 int got_hook_retarget(struct got_hook *hook, void *replacement);
+/* The same for n hooks, each to the same index's entry: one pass. */
+int got_hooks_retarget(struct got_hook *const *hooks, void *const *entries, size_t n);
 /* Patch objects loaded since the last pass (called after dlopen). */
 void got_hook_refresh(void);
 /* How many times objects were loaded (dlopen) while hooks were installed:

@@ -1090,13 +1090,17 @@ static void choose_hooks(unsigned paths)
     pthread_mutex_lock(&choosing);
     bool sampling = heap.sample_bytes && __atomic_load_n(&heap.running, __ATOMIC_ACQUIRE);
     bool peak = __atomic_load_n(&heap.peak_tracking, __ATOMIC_ACQUIRE);
-    got_hook_retarget(hook_named("malloc"), paths & SHORT_SITES    ? (peak ? (void *)malloc_sites_peak : (void *)malloc_sites)
-                                            : paths & SHORT_MALLOC ? (void *)malloc_short
-                                            : sampling             ? (void *)malloc_sampling
-                                                                   : (void *)hook_malloc);
-    got_hook_retarget(hook_named("free"), paths & SHORT_FREE ? (peak ? (void *)free_short_peak : (void *)free_short)
-                                          : sampling         ? (void *)free_sampling
-                                                             : (void *)hook_free);
+    struct got_hook *const chosen[] = { hook_named("malloc"), hook_named("free") };
+    void *const entries[] = {
+        paths & SHORT_SITES    ? (peak ? (void *)malloc_sites_peak : (void *)malloc_sites)
+        : paths & SHORT_MALLOC ? (void *)malloc_short
+        : sampling             ? (void *)malloc_sampling
+                               : (void *)hook_malloc,
+        paths & SHORT_FREE ? (peak ? (void *)free_short_peak : (void *)free_short)
+        : sampling         ? (void *)free_sampling
+                           : (void *)hook_free,
+    };
+    got_hooks_retarget(chosen, entries, 2);
     pthread_mutex_unlock(&choosing);
 }
 
@@ -1243,9 +1247,9 @@ void heap_tracer_stop(void)
     if (!heap.running)
         return;
     __atomic_store_n(&heap.running, false, __ATOMIC_RELEASE);
-    heap_short_paths_refresh();
     heap_cxx_stop();
     got_hooks_remove(hooks, HOOK_COUNT);
+    heap_short_paths_refresh();   /* after: the slots are given back once */
 }
 
 bool heap_tracer_running(void)

@@ -12,6 +12,7 @@
 #include "../util/maps.h"
 #include "../util/pages.h"
 #include "../util/sort.h"
+#include "../unwind/cfi.h"
 #include <dlfcn.h>
 #include <elf.h>
 #include <fnmatch.h>
@@ -43,9 +44,6 @@ struct build {
     char patterns[MAX_PATTERNS][128];
     bool matched[MAX_PATTERNS];
     size_t pattern_count;
-    /* libunwind's procedure info, for the extent of a function no symbol names */
-    int (*proc_info)(void *as, uintptr_t ip, void *info, void *arg);
-    void *address_space;
     struct maps maps;               /* read once: every wrapper's code is decoded */
     bool have_maps;
     /* Functions whose callees were looked at, and to what depth: a helper
@@ -155,20 +153,19 @@ static int note_callee(void *ctx, uintptr_t pc, const struct insn *insn)
  * tables. */
 static void add_callees(struct build *b, const struct elf_object *o, uintptr_t start, uintptr_t end, int depth)
 {
-    if (depth == 0 || !b->proc_info || !b->have_maps || seen_before(b, start, depth))
+    if (depth == 0 || !b->have_maps || seen_before(b, start, depth))
         return;
     struct callees c = { .b = b, .o = o };
     struct code_range code = { start, end - start };
     decode_ranges_in(&b->maps, &code, 1, 0, note_callee, &c);
     for (size_t i = 0; i < c.count; i++) {
-        uintptr_t info[16] = { 0 };   /* unw_proc_info_t begins start_ip, end_ip */
+        uintptr_t from, to;
         if ((c.found[i] >= start && c.found[i] < end) || is_allocator(b, c.found[i]))
             continue;   /* a branch within the wrapper, or the allocator itself */
-        if (is_plt_entry(o, c.found[i]) || b->proc_info(b->address_space, c.found[i], info, NULL) != 0 ||
-            info[0] > c.found[i] || info[1] <= c.found[i] || info[1] - info[0] > 1 << 20)
+        if (is_plt_entry(o, c.found[i]) || !cfi_function_at(c.found[i], &from, &to) || to - from > 1 << 20)
             continue;
-        add(b, info[0], info[1]);
-        add_callees(b, o, info[0], info[1], depth - 1);
+        add(b, from, to);
+        add_callees(b, o, from, to, depth - 1);
     }
 }
 
@@ -253,13 +250,6 @@ bool heap_wrappers_build(const char *patterns, char *message, size_t size)
         tables[1] = next;
     next->count = 0;
     b.table = next;
-
-    void *unwind = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    void **space = unwind ? dlsym(unwind, "_ULx86_64_local_addr_space") : NULL;
-    *(void **)&b.proc_info = unwind ? dlsym(unwind, "_ULx86_64_get_proc_info_by_ip") : NULL;
-    b.address_space = space ? *space : NULL;
-    if (!b.address_space)
-        b.proc_info = NULL;
 
     struct elf_object *objects = pages_alloc(MAX_OBJECTS * sizeof *objects);
     if (!objects)

@@ -332,25 +332,44 @@ static const uint8_t *find_fde(const uint8_t *hdr, uintptr_t pc)
     return hdr + table[lo * 2 + 1];
 }
 
-bool cfi_rule_at(uintptr_t pc, struct cfi_rule *rule)
+/* The FDE covering `pc`: its CIE, the function's start and range, and `r`
+ * at the FDE's augmentation data. */
+static bool fde_at(uintptr_t pc, struct reader *r, struct cie *c, uintptr_t *start, uintptr_t *range)
 {
-    memset(rule, 0, sizeof *rule);
     struct dl_find_object found;
     if (_dl_find_object((void *)pc, &found) != 0 || !found.dlfo_eh_frame)
         return false;
     const uint8_t *hdr = found.dlfo_eh_frame, *fde = find_fde(hdr, pc);
+    if (!fde || !entry_at(fde, r))
+        return false;
+    const uint8_t *id_at = r->at;
+    uint32_t cie_offset = (uint32_t)read_fixed(r, 4);
+    if (!cie_offset || !parse_cie(id_at - cie_offset, c))
+        return false;
+    *start = read_encoded(r, c->fde_encoding, (uintptr_t)hdr);
+    *range = read_encoded(r, c->fde_encoding & PE_FORMAT, 0);
+    return !r->bad && pc >= *start && pc - *start < *range;   /* not in a gap between functions */
+}
+
+bool cfi_function_at(uintptr_t pc, uintptr_t *start, uintptr_t *end)
+{
     struct reader r;
-    if (!fde || !entry_at(fde, &r))
-        return false;
-    const uint8_t *id_at = r.at;
-    uint32_t cie_offset = (uint32_t)read_fixed(&r, 4);
     struct cie c;
-    if (!cie_offset || !parse_cie(id_at - cie_offset, &c))
+    uintptr_t range;
+    if (!fde_at(pc, &r, &c, start, &range))
         return false;
-    uintptr_t start = read_encoded(&r, c.fde_encoding, (uintptr_t)hdr);
-    uintptr_t range = read_encoded(&r, c.fde_encoding & PE_FORMAT, 0);
-    if (r.bad || pc < start || pc - start >= range)
-        return false;   /* in a gap between functions */
+    *end = *start + range;
+    return true;
+}
+
+bool cfi_rule_at(uintptr_t pc, struct cfi_rule *rule)
+{
+    memset(rule, 0, sizeof *rule);
+    struct reader r;
+    struct cie c;
+    uintptr_t start, range;
+    if (!fde_at(pc, &r, &c, &start, &range))
+        return false;
     if (c.has_augmentation_data) {
         uint64_t len = read_uleb(&r);
         if (r.bad || len > (uint64_t)(r.end - r.at))

@@ -25,4 +25,7 @@ struct cfi_rule {
 /* The rule at `pc`: for a return address, pass it minus one (the call, not
  * what follows it, which may be another function). false: cannot say. */
 bool cfi_rule_at(uintptr_t pc, struct cfi_rule *rule);
+/* The extent [*start, *end) of the function whose FDE covers `pc`. false:
+ * no FDE covers it. */
+bool cfi_function_at(uintptr_t pc, uintptr_t *start, uintptr_t *end);
 #endif
