@@ -387,26 +387,59 @@ HOT struct block_slot *young_slot(struct heap_thread *t, uintptr_t p)
     return &t->young[(p * 0x9E3779B97F4A7C15ull) >> (64 - YOUNG_BITS)];
 }
 
-/* Make room in a young slot. A block there moves to the older table,
- * written there before the slot is emptied: a report reading young slots
- * first sees it once or twice, never not at all. */
-COLD void vacate(struct heap_thread *t, struct block_slot *y, uintptr_t p)
+/* The block on its way from a young slot to the older table: its table
+ * slot is fetched into the cache while it waits here, and it is put there
+ * at the next eviction, so that the miss (a table of a few MB) is off the
+ * allocation's path. */
+HOT struct block_slot *leaving_slot(struct heap_thread *t)
 {
+    return &t->young[YOUNG_SLOTS];
+}
+
+/* The leaving block into the older table, written there before its slot
+ * is emptied: a report reading young slots first sees it once or twice,
+ * never not at all. Its address allocated again since (its free was not
+ * seen): gone. */
+COLD void settle_leaving(struct heap_thread *t)
+{
+    struct block_slot *l = leaving_slot(t);
+    uintptr_t q = l->addr;
     uint64_t old;
-    if (y->addr == p) {   /* its free was not seen: the old block is gone */
-        forget(t, p, y->word);
+    if (q == BLOCK_EMPTY)
+        return;
+    if (young_slot(t, q)->addr == q) {
+        forget(t, q, l->word);
     } else {
-        switch (block_table_put(&t->blocks, y->addr, y->number, y->word, &old)) {
+        switch (block_table_put(&t->blocks, q, l->number, l->word, &old)) {
         case BLOCK_PUT_REPLACED:
-            forget(t, y->addr, old);
+            forget(t, q, old);
             break;
         case BLOCK_PUT_NO_MEMORY:
-            forget(t, y->addr, y->word);
+            forget(t, q, l->word);
             t->dropped++;
             break;
         case BLOCK_PUT_NEW:
             break;
         }
+    }
+    __atomic_store_n(&l->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Make room in a young slot for the block at `p`: the block there leaves
+ * (the one leaving before it settles first), copied before the slot is
+ * emptied. */
+COLD void vacate(struct heap_thread *t, struct block_slot *y, uintptr_t p)
+{
+    if (y->addr == p) {   /* its free was not seen: the old block is gone */
+        forget(t, p, y->word);
+    } else {
+        settle_leaving(t);
+        struct block_slot *l = leaving_slot(t);
+        __atomic_store_n(&l->number, y->number, __ATOMIC_RELAXED);
+        __atomic_store_n(&l->word, y->word, __ATOMIC_RELAXED);
+        __atomic_store_n(&l->addr, y->addr, __ATOMIC_RELEASE);
+        block_table_prefetch(&t->blocks, y->addr);
     }
     __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -632,7 +665,8 @@ static __attribute__((noinline)) void record_sampled(struct heap_thread *t, void
 static struct block_slot *held_slot(struct heap_thread *t, uintptr_t p)
 {
     struct block_slot *y = young_slot(t, p);
-    return y->addr == p ? y : block_table_find(&t->blocks, p);
+    struct block_slot *l = leaving_slot(t);
+    return y->addr == p ? y : l->addr == p ? l : block_table_find(&t->blocks, p);
 }
 
 /* A block its owner freed: gone from the peak's count too (out of line,
@@ -652,7 +686,7 @@ HOT void drop_young(struct heap_thread *t, struct block_slot *y)
 
 static void drop_held(struct heap_thread *t, struct block_slot *s)
 {
-    if (s >= t->young && s < t->young + YOUNG_SLOTS) {
+    if (s >= t->young && s < t->young + YOUNG_HELD) {
         drop_young(t, s);
     } else {
         if (heap.peak_tracking)
@@ -1327,7 +1361,7 @@ void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes)
     unsigned long count = 0, total = heap_ruby_bytes();
     for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         count += __atomic_load_n(&t->blocks.count, __ATOMIC_RELAXED);
-        for (size_t i = 0; i < YOUNG_SLOTS; i++)
+        for (size_t i = 0; i < YOUNG_HELD; i++)
             count += __atomic_load_n(&t->young[i].addr, __ATOMIC_RELAXED) != BLOCK_EMPTY;
         total += heap_thread_bytes(t);
     }

@@ -370,7 +370,7 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
         origins += v->origin_count;
         v->blocks = table_array(&t->blocks);
         v->freed = table_array(&t->freed);
-        slots += YOUNG_SLOTS + array_capacity(v->blocks) + array_capacity(v->freed);
+        slots += YOUNG_HELD + array_capacity(v->blocks) + array_capacity(v->freed);
     }
     struct site_stats *live = report_alloc(mem, origins * sizeof *live);
     uint32_t *chain = report_alloc(mem, origins * sizeof *chain);
@@ -384,7 +384,7 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
         live += view[i].origin_count;
         chain += view[i].origin_count;
         /* Young slots first: a block moves from there to the older table. */
-        n += read_slots(view[i].thread->young, YOUNG_SLOTS, (uint32_t)i, false, events + n);
+        n += read_slots(view[i].thread->young, YOUNG_HELD, (uint32_t)i, false, events + n);
         if (view[i].blocks)
             n += read_slots(view[i].blocks->slots, view[i].blocks->capacity, (uint32_t)i, false, events + n);
         if (view[i].freed)
@@ -639,7 +639,7 @@ static void where_locked(struct out *o, uintptr_t addr, bool *found)
     struct heap_thread *owner = NULL;
     for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         const struct block_slot *before = best;
-        best = holding_slot(t->young, YOUNG_SLOTS, addr, best);
+        best = holding_slot(t->young, YOUNG_HELD, addr, best);
         const struct block_array *a = table_array(&t->blocks);
         if (a)
             best = holding_slot(a->slots, a->capacity, addr, best);

@@ -58,6 +58,9 @@ struct origin_array {
 
 #define YOUNG_BITS 12
 #define YOUNG_SLOTS (1u << YOUNG_BITS)
+/* The young slots and, after them, the one of a block leaving for the older
+ * table (heap.c, vacate): every slot a reader scans as young. */
+#define YOUNG_HELD (YOUNG_SLOTS + 1)
 #define CALLER_CACHE 64
 
 struct caller_cache_entry {
@@ -79,7 +82,7 @@ struct heap_thread {
     pid_t tid;
     bool exited;
     char name[16];                     /* its name when it first allocated, then when it exited */
-    struct block_slot young[YOUNG_SLOTS];   /* newest blocks, word: BLOCK_WORD */
+    struct block_slot young[YOUNG_HELD];    /* newest blocks, word: BLOCK_WORD */
     struct block_table blocks;         /* older ones; a block is in one of them */
     struct block_table freed;          /* blocks it freed but did not hold */
     struct origin_array *origins;      /* published */
