@@ -70,7 +70,7 @@ static inline enum slot_put_result slot_map_put_near(struct slot_map *m, uintptr
                                                      uint32_t aux)
 {
     struct slot_page *p = m->last;
-    if (!p || p->base != slot_map_page_base(m, key))
+    if (__builtin_expect(!p || p->base != slot_map_page_base(m, key), 0))
         return slot_map_put(m, key, origin, aux);
     return slot_map_put_in(m, p, key, origin, aux);
 }

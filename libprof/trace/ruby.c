@@ -235,7 +235,7 @@ static bool sample_this(unsigned rate)
  * the GVL, and hooks never overlap; Ractors allocate in parallel. */
 static inline __attribute__((always_inline)) void lock_in_hook(struct ruby_tracer *t)
 {
-    if (__atomic_load_n(t->api.ruby_single_main_ractor, __ATOMIC_RELAXED))
+    if (__builtin_expect(__atomic_load_n(t->api.ruby_single_main_ractor, __ATOMIC_RELAXED) != 0, 1))
         spin_lock_serialized(&t->lock);
     else
         spin_lock(&t->lock);
@@ -329,7 +329,8 @@ static void record(VALUE obj)
     struct ruby_pc_cache_entry *cached = &t->pc_cache[(slot ^ slot >> 17) % RUBY_PC_CACHE_SIZE];
     if (pc) {
         lock_in_hook(t);
-        if (cached->pc == pc && cached->iseq == iseq && cached->gc_count == gc_count && cached->klass == klass) {
+        if (__builtin_expect(cached->pc == pc && cached->iseq == iseq && cached->gc_count == gc_count &&
+                                 cached->klass == klass, 1)) {
             origin = cached->origin;
             goto store;
         }

@@ -120,11 +120,11 @@ static inline const char *ruby_site_current_ec(void)
 static inline const VALUE **ruby_site_running_pc(void)
 {
     const char *ec = ruby_site_current_ec();
-    const char *cfp = ec ? *(const char *const *)(ec + RUBY_EC_CFP_OFFSET) : NULL;
-    if (!cfp || !ruby_cfp_is_ruby(cfp))
+    const char *cfp = __builtin_expect(ec != NULL, 1) ? *(const char *const *)(ec + RUBY_EC_CFP_OFFSET) : NULL;
+    if (__builtin_expect(!cfp || !ruby_cfp_is_ruby(cfp), 0))
         return NULL;
     const VALUE **pc = (const VALUE **)cfp;
-    return *pc ? pc : NULL;
+    return __builtin_expect(*pc != NULL, 1) ? pc : NULL;
 }
 
 /* A key for the pc cache when the site is the nearest Ruby frame: that
@@ -137,7 +137,7 @@ static inline const void *ruby_site_pc_key(const struct ruby_tracer *t, const vo
     /* Most allocations are the running Ruby frame's: no walk for those. */
     bool top = true;
     const char *frame = (const char *)ruby_site_running_pc();
-    if (!frame && !(frame = ruby_site_nearest_frame(&top)))
+    if (__builtin_expect(!frame, 0) && !(frame = ruby_site_nearest_frame(&top)))
         return NULL;
     /* A caller's pc points past its call, the running frame's at the
      * instruction allocating: the same address names different lines. */
