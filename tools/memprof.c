@@ -574,6 +574,9 @@ static int run_with_heap_report(char **argv, const char *output)
     if (frames)   /* --frames N: N frames per heap site */
         setenv("MEMPROF_HEAP_FRAMES", frames, 1);
     setenv("MEMPROF_HEAP_OUTPUT", raw, 1);
+    /* Every raw file of the run (COMMAND's, its children's RAW.PID.NAME, the
+     * peak's and the timeline's) is read back here at once: none is synced. */
+    setenv("MEMPROF_SCRATCH", raw, 1);
     setenv("MEMPROF_OUTPUT", "none", 1);
     if (*proto_output)   /* the profile's alloc_* count the sites whose blocks are freed too */
         setenv("MEMPROF_HEAP_FREED_SITES", "1", 1);
@@ -675,6 +678,7 @@ static int run_with_ruby_report(char **argv, const char *output)
             return fail("cannot create a temporary file in %s", tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
         close(fd);
         setenv("MEMPROF_RUBY_TABLE", table, 1);
+        setenv("MEMPROF_SCRATCH", table, 1);
     }
     struct timespec since;
     run_start_time(&since);

@@ -10,6 +10,7 @@
 #include "../trace/threads.h"
 #include "../util/atomic_file.h"
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -181,6 +182,12 @@ int report_to_fd(int fd, const struct report_request *r)
     return call_done(write_to_fd(fd, NULL, r), NULL);
 }
 
+bool report_path_is_scratch(const char *path)
+{
+    const char *prefix = getenv("MEMPROF_SCRATCH");
+    return prefix && *prefix && strncmp(path, prefix, strlen(prefix)) == 0;
+}
+
 /* Whole or not at all (util/atomic_file.c). */
 int report_to_file(const char *path, const struct report_request *r)
 {
@@ -188,6 +195,7 @@ int report_to_file(const char *path, const struct report_request *r)
     int err = atomic_file_open(&f, path);
     if (err)
         return call_done(io_error(path, err), NULL);
+    f.scratch = report_path_is_scratch(path);
     int status = write_to_fd(f.fd, path, r);
     if (status != MEMPROF_OK) {
         atomic_file_abort(&f);

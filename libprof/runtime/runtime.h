@@ -39,6 +39,9 @@ struct report_request {
  * by reports.c; each sets the call's status and text (call_done). */
 int report_to_fd(int fd, const struct report_request *r);
 int report_to_file(const char *path, const struct report_request *r);
+/* Whether `path` is one of `memprof run`'s scratch files (MEMPROF_SCRATCH: a
+ * prefix), which it reads back as soon as the process ends: not synced. */
+bool report_path_is_scratch(const char *path);
 int report_to_text(const struct report_request *r);
 
 /* --- api.c: the tracers started and stopped as the API does ---------------- */

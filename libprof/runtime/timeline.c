@@ -145,6 +145,7 @@ void timeline_init(unsigned long interval_ms)
         say("memprof: cannot write the timeline to ", path, ": ", strerror(err), (char *)NULL);
         return;
     }
+    tl.file.scratch = report_path_is_scratch(path);
     if (!(tl.objects = pages_alloc(MAX_OBJECTS * sizeof *tl.objects))) {
         atomic_file_abort(&tl.file);
         return;

@@ -71,6 +71,7 @@ int atomic_file_open(struct atomic_file *f, const char *path)
         return err;
     memcpy(f->path, path, n + 1);
     f->in_place = false;
+    f->scratch = false;
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return EISDIR;
@@ -115,7 +116,7 @@ int atomic_file_commit(struct atomic_file *f)
         f->fd = -1;
         return err;
     }
-    if (fsync(f->fd) != 0)
+    if (!f->scratch && fsync(f->fd) != 0)
         err = errno;
     if (!err)
         err = refuse_symlink(f->path);

@@ -1,5 +1,6 @@
 /* Reports reach disk whole or not at all: written to a temporary file in the
- * target's directory (mode 0600, O_EXCL|O_NOFOLLOW), synced, then renamed over
+ * target's directory (mode 0600, O_EXCL|O_NOFOLLOW), synced (unless marked a
+ * scratch file, which another process reads back at once), then renamed over
  * the target. A target that is a symlink is refused, never followed. A target
  * that is a device or a FIFO (/dev/null, a pipe) is written in place: renaming
  * over it would replace the device node with a file. */
@@ -13,6 +14,7 @@ struct atomic_file {
     char path[PATH_MAX];
     char temp[PATH_MAX];
     bool in_place;   /* a device or FIFO: no temporary file, no rename */
+    bool scratch;    /* set after open: no fsync before the rename */
 };
 
 /* 0, or an errno (ELOOP: the target is a symlink; EISDIR: a directory). */
