@@ -151,9 +151,12 @@ static int note_callee(void *ctx, uintptr_t pc, const struct insn *insn)
 /* The functions a wrapper calls or jumps to in its own object (the static
  * helpers that call malloc), to CALLEE_DEPTH, their extent from the unwind
  * tables. */
-static void add_callees(struct build *b, const struct elf_object *o, uintptr_t start, uintptr_t end, int depth)
+static void add_callees(struct build *b, const struct elf_object *o, uintptr_t start, uintptr_t end, int depth);
+
+/* The same, whether or not `start` was seen: for a wrapper claimed first. */
+static void add_callees_of(struct build *b, const struct elf_object *o, uintptr_t start, uintptr_t end, int depth)
 {
-    if (depth == 0 || !b->have_maps || seen_before(b, start, depth))
+    if (depth == 0 || !b->have_maps)
         return;
     struct callees c = { .b = b, .o = o };
     struct code_range code = { start, end - start };
@@ -169,9 +172,20 @@ static void add_callees(struct build *b, const struct elf_object *o, uintptr_t s
     }
 }
 
+static void add_callees(struct build *b, const struct elf_object *o, uintptr_t start, uintptr_t end, int depth)
+{
+    if (depth > 0 && !seen_before(b, start, depth))
+        add_callees_of(b, o, start, end, depth);
+}
+
+static bool is_function(const ElfW(Sym) *sym)
+{
+    return sym->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym->st_info) == STT_FUNC && sym->st_size;
+}
+
 static void add_symbol(struct build *b, const struct elf_object *o, const ElfW(Sym) *sym)
 {
-    if (sym->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sym->st_info) != STT_FUNC || !sym->st_size)
+    if (!is_function(sym))
         return;
     uintptr_t start = o->base + sym->st_value;
     add(b, start, start + sym->st_size);
@@ -192,12 +206,22 @@ static void add_exported(struct build *b, const struct elf_object *o)
             b->allocators[b->allocator_count++] = at;
     }
     /* The built-in names through the object's hash table, as the loader
-     * finds them: a few lookups rather than a pass over every symbol. */
+     * finds them: a few lookups rather than a pass over every symbol. All
+     * are claimed at full depth before any is decoded, so that one another
+     * calls (vasprintf from asprintf) or an alias (__strdup) is decoded once. */
+    const ElfW(Sym) *claimed[sizeof builtin / sizeof *builtin];
+    size_t claimed_count = 0;
     for (size_t k = 0; k < sizeof builtin / sizeof *builtin; k++) {
         const ElfW(Sym) *sym = elf_object_lookup(o, builtin[k]);
-        if (sym)
-            add_symbol(b, o, sym);
+        if (!sym || !is_function(sym))
+            continue;
+        add(b, o->base + sym->st_value, o->base + sym->st_value + sym->st_size);
+        if (!seen_before(b, o->base + sym->st_value, CALLEE_DEPTH))
+            claimed[claimed_count++] = sym;
     }
+    for (size_t k = 0; k < claimed_count; k++)
+        add_callees_of(b, o, o->base + claimed[k]->st_value, o->base + claimed[k]->st_value + claimed[k]->st_size,
+                       CALLEE_DEPTH);
     if (!b->pattern_count)
         return;
     size_t n = elf_object_symbol_count(o);
@@ -228,7 +252,9 @@ static int disk_function(void *ctx, const char *name, uintptr_t address, size_t 
 static int by_start(const void *x, const void *y)
 {
     const struct heap_wrapper_range *a = x, *b = y;
-    return (a->start > b->start) - (a->start < b->start);
+    if (a->start != b->start)
+        return (a->start > b->start) - (a->start < b->start);
+    return (a->end > b->end) - (a->end < b->end);   /* a range added twice: side by side */
 }
 
 bool heap_wrappers_build(const char *patterns, char *message, size_t size)
@@ -283,6 +309,14 @@ bool heap_wrappers_build(const char *patterns, char *message, size_t size)
         maps_release(&b.maps);
 
     qsort(next->ranges, next->count, sizeof *next->ranges, by_start);
+    /* A function reached by two paths was added twice: once is enough, and
+     * the lookup's look-back then sees more of the ranges around a pc. */
+    size_t kept = 0;
+    for (size_t i = 0; i < next->count; i++)
+        if (!kept || next->ranges[i].start != next->ranges[kept - 1].start ||
+            next->ranges[i].end != next->ranges[kept - 1].end)
+            next->ranges[kept++] = next->ranges[i];
+    next->count = kept;
     __atomic_store_n(&heap_wrappers_published, next, __ATOMIC_RELEASE);
     __atomic_add_fetch(&heap_wrappers_generations, 1, __ATOMIC_RELEASE);
 
