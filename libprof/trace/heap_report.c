@@ -30,29 +30,49 @@ struct thread_view {
     const struct heap_origin *origins;
     size_t origin_count;
     const struct block_array *blocks, *freed;   /* as loaded once: sized and read */
+    size_t first_event, events;     /* its run of the report's events[] */
     struct site_stats *live;        /* [origin_count]: live_count, live_bytes */
     uint32_t *chain;                /* [origin_count]: canonical chain id + 1, 0: not yet */
     struct site_stats sum;          /* the thread's own line */
 };
 
 /* An event at an address: a block a thread holds (even order) or a free of
- * one it did not hold (odd). */
+ * one it did not hold (odd). Whose it is follows from where it lies: each
+ * thread's events are one run of the report's array. */
 struct event {
     uintptr_t addr;
     uint64_t order;                 /* number * 2 + is_free */
     uint64_t word;
-    uint32_t view;
 };
 
-/* Whether `a` comes after `b` at their address. */
-static bool event_later(const struct event *a, const struct event *b)
+/* How many events each bucket of addresses has: 0, 1, or 2 for more, in two
+ * bits. An address alone in its bucket has one event, which decides it. */
+struct bucket_counts {
+    uint8_t *bits;
+    unsigned shift;                 /* 64 - log2(buckets) */
+};
+
+static size_t bucket_of(const struct bucket_counts *c, uintptr_t addr)
 {
-    return a->order != b->order ? a->order > b->order : a->view > b->view;
+    return (size_t)((addr * 0x9E3779B97F4A7C15ull) >> c->shift);
 }
 
-/* Copy a table's entries, each whole: a slot whose address changed while it
- * was read is being rewritten by its owner, and is read again. */
-static size_t read_slots(const struct block_slot *slots, size_t count, uint32_t view, bool freed,
+static unsigned bucket_count(const struct bucket_counts *c, size_t b)
+{
+    return (c->bits[b >> 2] >> ((b & 3) * 2)) & 3u;
+}
+
+static void bucket_add(struct bucket_counts *c, uintptr_t addr)
+{
+    size_t b = bucket_of(c, addr);
+    if (bucket_count(c, b) < 2)
+        c->bits[b >> 2] = (uint8_t)(c->bits[b >> 2] + (1u << ((b & 3) * 2)));
+}
+
+/* Copy a table's entries, each whole, counted by bucket: a slot whose
+ * address changed while it was read is being rewritten by its owner, and is
+ * read again. */
+static size_t read_slots(const struct block_slot *slots, size_t count, bool freed, struct bucket_counts *counts,
                          struct event *out)
 {
     size_t n = 0;
@@ -66,7 +86,8 @@ static size_t read_slots(const struct block_slot *slots, size_t count, uint32_t 
             uint64_t word = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
             __atomic_thread_fence(__ATOMIC_ACQUIRE);
             if (__atomic_load_n(&s->addr, __ATOMIC_RELAXED) == addr) {
-                out[n++] = (struct event){ addr, number * 2 + freed, word, view };
+                out[n++] = (struct event){ addr, number * 2 + freed, word };
+                bucket_add(counts, addr);
                 break;
             }
         }
@@ -251,16 +272,23 @@ struct report_memory {
     unsigned count;
 };
 
-static void *report_alloc(struct report_memory *m, size_t bytes)
+/* `filled`: every page mapped now (an array about to be written through);
+ * else each page when first touched (an array that may stay mostly unused). */
+static void *report_alloc_as(struct report_memory *m, size_t bytes, bool filled)
 {
     if (m->count == REPORT_PARTS)
         return NULL;
-    void *p = pages_alloc_filled(bytes ? bytes : 1);
+    void *p = filled ? pages_alloc_filled(bytes ? bytes : 1) : pages_alloc(bytes ? bytes : 1);
     if (p) {
         m->parts[m->count].p = p;
         m->parts[m->count++].bytes = bytes ? bytes : 1;
     }
     return p;
+}
+
+static void *report_alloc(struct report_memory *m, size_t bytes)
+{
+    return report_alloc_as(m, bytes, true);
 }
 
 static void report_free(struct report_memory *m)
@@ -269,56 +297,77 @@ static void report_free(struct report_memory *m)
         pages_free(m->parts[m->count].p, m->parts[m->count].bytes);
 }
 
-/* Which events decide their address. Most addresses have one event (a block
- * in one table of one thread): a 2-bit count per bucket of addresses finds
- * them, and they decide alone. Only the events of buckets seen twice or more
- * (another event at that address, or a bucket shared) go through an
- * open-addressed map from address to its latest event: over every event, its
- * random reads and writes took 13 of the 18 ms of an exit report of 160,000
- * blocks (3 ms now). Returns how many of events[] decide, their indexes in
- * *deciding; NULL when out of memory. */
-static uint32_t *deciding_events(const struct event *events, size_t n, size_t *count, struct report_memory *mem)
+/* The thread of events[e]. */
+static struct thread_view *view_of(struct thread_view *view, size_t views, size_t e)
 {
-    size_t buckets = 4096;   /* four per event: few buckets shared */
-    while (buckets < n * 4)
-        buckets *= 2;
-    uint8_t *seen = report_alloc(mem, buckets / 4);
-    uint32_t *deciding = report_alloc(mem, (n ? n : 1) * sizeof *deciding);
-    if (!seen || !deciding)
-        return NULL;
-    unsigned shift = 64 - (unsigned)__builtin_ctzll(buckets);
-#define BUCKET(addr) ((size_t)(((addr) * 0x9E3779B97F4A7C15ull) >> shift))
-#define SEEN(b) ((seen[(b) >> 2] >> (((b) & 3) * 2)) & 3u)
-    for (size_t e = 0; e < n; e++) {
-        size_t b = BUCKET(events[e].addr);
-        if (SEEN(b) < 2)
-            seen[b >> 2] = (uint8_t)(seen[b >> 2] + (1u << ((b & 3) * 2)));
+    size_t lo = 0, hi = views;   /* the last view whose run starts at or before e */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (view[mid].first_event <= e)
+            lo = mid;
+        else
+            hi = mid;
     }
-    size_t alone = 0, shared = n;   /* shared ones from the end, down */
-    for (size_t e = 0; e < n; e++)
-        deciding[SEEN(BUCKET(events[e].addr)) == 1 ? alone++ : --shared] = (uint32_t)e;
-#undef SEEN
-#undef BUCKET
+    return &view[lo];
+}
+
+/* Whether events[a] comes after events[b] at their address: a later number,
+ * else a later thread (in one thread's run, the first read stays). */
+static bool event_later(const struct event *events, size_t a, size_t b, struct thread_view *view, size_t views)
+{
+    if (events[a].order != events[b].order)
+        return events[a].order > events[b].order;
+    return view_of(view, views, a) > view_of(view, views, b);
+}
+
+/* The latest event at each of the addresses shared[] has events at: an
+ * open-addressed map from address to its latest event (index + 1) so far;
+ * its capacity in *capacity. Over every event, its random reads and writes
+ * took 13 of the 18 ms of an exit report of 160,000 blocks; only the events
+ * of buckets with more than one come here. NULL when out of memory. */
+static uint32_t *latest_events(const struct event *events, const uint32_t *shared, size_t n,
+                               struct thread_view *view, size_t views, size_t *capacity, struct report_memory *mem)
+{
     size_t cap = 1024;
-    while (cap < (n - shared) * 2)
+    while (cap < n * 2)
         cap *= 2;
     uint32_t *map = report_alloc(mem, cap * sizeof *map);
     if (!map)
         return NULL;
-    for (size_t k = shared; k < n; k++) {
-        size_t e = deciding[k];
+    for (size_t k = 0; k < n; k++) {
+        size_t e = shared[k];
         size_t i = (size_t)((events[e].addr * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
         while (map[i] && events[map[i] - 1].addr != events[e].addr)
             i = (i + 1) & (cap - 1);
-        if (!map[i] || event_later(&events[e], &events[map[i] - 1]))
+        if (!map[i] || event_later(events, e, map[i] - 1, view, views))
             map[i] = (uint32_t)e + 1;
     }
-    /* The latest of each shared address, after those alone. */
-    for (size_t i = 0; i < cap; i++)
-        if (map[i])
-            deciding[alone++] = map[i] - 1;
-    *count = alone;
-    return deciding;
+    *capacity = cap;
+    return map;
+}
+
+/* The live blocks counted so far, by origin in each view's live[] and in all. */
+struct live_sum {
+    uint64_t sample;                /* heap_tracer_sample_bytes() */
+    size_t blocks;
+    uint64_t bytes;
+};
+
+/* The event that decides its address: a block held is live. */
+static void count_live(struct thread_view *v, const struct event *ev, struct live_sum *sum)
+{
+    if (ev->order & 1)
+        return;
+    uint32_t origin = BLOCK_WORD_ORIGIN(ev->word);
+    if (origin >= v->origin_count)
+        return;   /* newer than what the report read of the thread */
+    /* Sampled blocks stand for more (heap_sample.h): their weights are
+     * summed in fixed point, rounded per origin. */
+    uint64_t size = BLOCK_WORD_SIZE(ev->word), bytes = sample_scaled_bytes(size, sum->sample);
+    v->live[origin].live_count += sum->sample ? sample_weight(size, sum->sample) : 1;
+    v->live[origin].live_bytes += bytes;
+    sum->blocks++;
+    sum->bytes += bytes;
 }
 
 /* google-pprof's heap profile (the text format of gperftools' heap
@@ -403,10 +452,15 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
         v->freed = table_array(&t->freed);
         slots += YOUNG_HELD + array_capacity(v->blocks) + array_capacity(v->freed);
     }
+    /* Four buckets an event: few addresses share one. */
+    size_t buckets = 4096;
+    while (buckets < slots * 4)
+        buckets *= 2;
+    struct bucket_counts counts = { report_alloc(mem, buckets / 4), 64 - (unsigned)__builtin_ctzll(buckets) };
     struct site_stats *live = report_alloc(mem, origins * sizeof *live);
     uint32_t *chain = report_alloc(mem, origins * sizeof *chain);
     struct event *events = report_alloc(mem, slots * sizeof *events);
-    if (!live || !chain || !events)
+    if (!counts.bits || !live || !chain || !events)
         return MEMPROF_NO_MEMORY;
     size_t n = 0;
     for (i = 0; i < views; i++) {
@@ -414,45 +468,44 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
         view[i].chain = chain;
         live += view[i].origin_count;
         chain += view[i].origin_count;
+        view[i].first_event = n;
         /* Young slots first: a block moves from there to the older table. */
-        n += read_slots(view[i].thread->young, YOUNG_HELD, (uint32_t)i, false, events + n);
+        n += read_slots(view[i].thread->young, YOUNG_HELD, false, &counts, events + n);
         if (view[i].blocks)
-            n += read_slots(view[i].blocks->slots, view[i].blocks->capacity, (uint32_t)i, false, events + n);
+            n += read_slots(view[i].blocks->slots, view[i].blocks->capacity, false, &counts, events + n);
         if (view[i].freed)
-            n += read_slots(view[i].freed->slots, view[i].freed->capacity, (uint32_t)i, true, events + n);
+            n += read_slots(view[i].freed->slots, view[i].freed->capacity, true, &counts, events + n);
+        view[i].events = n - view[i].first_event;
     }
 
-    /* The last event at each address decides. */
-    size_t deciding_count;
-    uint32_t *deciding = deciding_events(events, n, &deciding_count, mem);
-    if (!deciding)
+    /* The last event at each address decides: the only one in its bucket
+     * at once, the others through the map. */
+    struct live_sum sum = { .sample = heap_tracer_sample_bytes() };
+    uint32_t *shared = report_alloc_as(mem, (n ? n : 1) * sizeof *shared, false);
+    if (!shared)
         return MEMPROF_NO_MEMORY;
-    /* Sampled blocks stand for more (heap_sample.h): their weights are
-     * summed in fixed point, rounded per origin. */
-    uint64_t sample = heap_tracer_sample_bytes();
-    size_t live_blocks = 0;
-    uint64_t live_bytes = 0;
-    for (size_t d = 0; d < deciding_count; d++) {
-        const struct event *ev = &events[deciding[d]];
-        if (ev->order & 1)
-            continue;
-        struct thread_view *v = &view[ev->view];
-        uint32_t origin = BLOCK_WORD_ORIGIN(ev->word);
-        if (origin >= v->origin_count)
-            continue;   /* newer than what the report read of the thread */
-        uint64_t size = BLOCK_WORD_SIZE(ev->word), bytes = sample_scaled_bytes(size, sample);
-        v->live[origin].live_count += sample ? sample_weight(size, sample) : 1;
-        v->live[origin].live_bytes += bytes;
-        live_blocks++;
-        live_bytes += bytes;
-    }
-    for (i = 0; sample && i < views; i++)
+    size_t shared_count = 0;
+    for (i = 0; i < views; i++)
+        for (size_t e = view[i].first_event; e < view[i].first_event + view[i].events; e++) {
+            if (bucket_count(&counts, bucket_of(&counts, events[e].addr)) == 1)
+                count_live(&view[i], &events[e], &sum);
+            else
+                shared[shared_count++] = (uint32_t)e;
+        }
+    size_t map_capacity;
+    uint32_t *last = latest_events(events, shared, shared_count, view, views, &map_capacity, mem);
+    if (!last)
+        return MEMPROF_NO_MEMORY;
+    for (size_t m = 0; m < map_capacity; m++)
+        if (last[m])
+            count_live(view_of(view, views, last[m] - 1), &events[last[m] - 1], &sum);
+    for (i = 0; sum.sample && i < views; i++)
         for (size_t id = 0; id < view[i].origin_count; id++)
             view[i].live[id].live_count = (view[i].live[id].live_count + SAMPLE_WEIGHT_ONE / 2) / SAMPLE_WEIGHT_ONE;
     *view_out = view;
     *views_out = views;
-    *live_blocks_out = live_blocks;
-    *live_bytes_out = live_bytes;
+    *live_blocks_out = sum.blocks;
+    *live_bytes_out = sum.bytes;
     return MEMPROF_OK;
 }
 
