@@ -29,7 +29,7 @@ bool ruby_recording;
 static bool safe_point_job_done;
 static void (*exit_callback)(void);
 
-static void record(VALUE obj);
+static VALUE record(VALUE obj);
 
 /* Every hooked allocator, once. Each hook is declared with the allocator's
  * own function type, so a prototype mismatch is a compile error. */
@@ -54,9 +54,7 @@ static void record(VALUE obj);
     static fn_type hook_##name;                  \
     static VALUE hook_##name params              \
     {                                            \
-        VALUE obj = next_##name args;            \
-        record(obj);                             \
-        return obj;                              \
+        return record(next_##name args);         \
     }
 RUBY_ALLOCATOR_HOOKS(DEFINE_HOOK)
 
@@ -80,9 +78,7 @@ struct wrapped_allocator {
     static ruby_alloc_func *original_##var;         \
     static VALUE allocate_##var(VALUE klass)        \
     {                                               \
-        VALUE obj = original_##var(klass);          \
-        record(obj);                                \
-        return obj;                                 \
+        return record(original_##var(klass));       \
     }
 RUBY_WRAPPED_ALLOCATORS(DEFINE_WRAPPER)
 static struct wrapped_allocator allocators[] = {
@@ -302,11 +298,38 @@ static __attribute__((noinline)) uint32_t begin_epoch(struct ruby_tracer *t, siz
     return e;
 }
 
-static void record(VALUE obj)
+/* Where the pc cache keeps an instruction's origin for objects of `klass`
+ * (hashed with the class: one line often makes objects of several). */
+static inline struct ruby_pc_cache_entry *pc_cache_slot(struct ruby_tracer *t, const void *pc, VALUE klass)
 {
-    if (!__atomic_load_n(&ruby_recording, __ATOMIC_RELAXED) || !obj || !reentry_enter())
-        return;
+    uintptr_t slot = ((uintptr_t)pc ^ (uintptr_t)klass * 0x9E3779B97F4A7C15ull) >> 3;
+    return &t->pc_cache[(slot ^ slot >> 17) % RUBY_PC_CACHE_SIZE];
+}
+
+/* The GC's count, in place when it was found. */
+static inline size_t gc_count_now(const struct ruby_tracer *t)
+{
+    return t->gc_count_word ? *t->gc_count_word : t->api.rb_gc_count();
+}
+
+/* When the fast path may run: recording every object, each at its nearest
+ * frame's line, with the GC's count found. */
+static void choose_path(struct ruby_tracer *t)
+{
+    const struct ruby_config *c = &t->config;
+    bool fast = ruby_recording && c->sample == 1 && c->site == RUBY_SITE_NEAREST && c->frames == 1;
+    __atomic_store_n(&t->fast_gc_count, fast ? t->gc_count_word : NULL, __ATOMIC_RELAXED);
+}
+
+/* Any record, the whole way, after reentry_enter. */
+static __attribute__((noinline)) VALUE record_entered(VALUE obj)
+{
     struct ruby_tracer *t = &ruby_tracer;
+    if (__builtin_expect(!t->gc_count_looked, 0) && *t->api.ruby_current_vm_ptr) {
+        t->gc_count_looked = true;
+        t->gc_count_word = ruby_gc_count_locate(&t->api);
+        choose_path(t);
+    }
     unsigned rate = t->config.sample;
     if (rate > 1 && !sample_this(rate)) {
         /* Not sampled, but an older record at this address is now dead. */
@@ -314,7 +337,7 @@ static void record(VALUE obj)
         slot_map_remove(&t->objects, obj);
         spin_unlock(&t->lock);
         reentry_leave();
-        return;
+        return obj;
     }
     const struct ruby_basic *basic = (const struct ruby_basic *)obj;
     unsigned type = (unsigned)(basic->flags & RUBY_T_MASK);
@@ -323,10 +346,8 @@ static void record(VALUE obj)
 
     const void *iseq = NULL;
     const void *pc = ruby_site_pc_key(t, &iseq);
-    size_t gc_count = t->api.rb_gc_count();
-    /* Hashed with the class: one line often makes objects of several. */
-    uintptr_t slot = ((uintptr_t)pc ^ (uintptr_t)klass * 0x9E3779B97F4A7C15ull) >> 3;
-    struct ruby_pc_cache_entry *cached = &t->pc_cache[(slot ^ slot >> 17) % RUBY_PC_CACHE_SIZE];
+    size_t gc_count = gc_count_now(t);
+    struct ruby_pc_cache_entry *cached = pc_cache_slot(t, pc, klass);
     if (pc) {
         lock_in_hook(t);
         if (__builtin_expect(cached->pc == pc && cached->iseq == iseq && cached->gc_count == gc_count &&
@@ -347,6 +368,52 @@ store:
         t->dropped++;
     spin_unlock(&t->lock);
     reentry_leave();
+    return obj;
+}
+
+static __attribute__((noinline)) VALUE record_slow(VALUE obj)
+{
+    if (!__atomic_load_n(&ruby_recording, __ATOMIC_RELAXED) || !obj || !reentry_enter())
+        return obj;
+    return record_entered(obj);
+}
+
+/* The common record: the running Ruby frame's instruction again (the pc
+ * cache names its origin), in this GC generation, with one Ractor, in the
+ * slot map's page used last. It makes no call but a tail call to the whole
+ * way for anything else, so it keeps no register: the call to rb_gc_count
+ * and the registers kept across it were a fifth of a record's instructions. */
+static VALUE record(VALUE obj)
+{
+    struct ruby_tracer *t = &ruby_tracer;
+    const size_t *gc_word = __atomic_load_n(&t->fast_gc_count, __ATOMIC_RELAXED);
+    const VALUE **running = ruby_site_running_pc();
+    struct slot_page *page = t->objects.last;
+    if (__builtin_expect(!gc_word || !running || !obj || !page ||
+                             !__atomic_load_n(t->api.ruby_single_main_ractor, __ATOMIC_RELAXED) ||
+                             page->base != slot_map_page_base(&t->objects, obj),
+                         0))
+        return record_slow(obj);
+    if (!reentry_enter())
+        return obj;
+    const struct ruby_basic *basic = (const struct ruby_basic *)obj;
+    unsigned type = (unsigned)(basic->flags & RUBY_T_MASK);
+    VALUE klass = type == RUBY_T_IMEMO ? 0 : basic->klass;
+    const void *pc = *running;
+    const void *iseq = *(const void *const *)((const char *)running + RUBY_CFP_ISEQ_OFFSET);
+    size_t gc_count = *gc_word;
+    struct ruby_pc_cache_entry *cached = pc_cache_slot(t, pc, klass);
+    spin_lock_serialized(&t->lock);
+    if (__builtin_expect(cached->pc != pc || cached->iseq != iseq || cached->gc_count != gc_count ||
+                             cached->klass != klass || gc_count != t->epoch_gc_now,
+                         0)) {
+        spin_unlock(&t->lock);
+        return record_entered(obj);
+    }
+    slot_map_put_in(&t->objects, page, obj, cached->origin, RUBY_AUX(type, t->epoch));
+    spin_unlock(&t->lock);
+    reentry_leave();
+    return obj;
 }
 
 /* --- heap pages given back ------------------------------------------------
@@ -406,6 +473,7 @@ enum memprof_status ruby_tracer_start(void (*at_exit)(void))
     }
     wrap_allocators();
     __atomic_store_n(&ruby_recording, true, __ATOMIC_RELEASE);
+    choose_path(&ruby_tracer);
     /* Already inside a running VM (loaded by require or from GDB): the safe
      * point job is asked for at the next allocation by Ruby code. */
     return MEMPROF_OK;
@@ -416,6 +484,7 @@ void ruby_tracer_stop(void)
     if (!ruby_recording)
         return;
     __atomic_store_n(&ruby_recording, false, __ATOMIC_RELEASE);
+    choose_path(&ruby_tracer);
     ruby_tracer.gc_count_at_stop = ruby_tracer.api.rb_gc_count();
     unwrap_allocators();
     got_hooks_remove(hooks, HOOK_COUNT);
@@ -477,6 +546,7 @@ enum memprof_status ruby_tracer_configure(const struct ruby_config *c)
         return MEMPROF_BUSY;
     bool new_rate = c->sample != t->config.sample;
     t->config = *c;
+    choose_path(t);
     memset(t->pc_cache, 0, sizeof t->pc_cache);
     spin_unlock(&t->lock);
     return new_rate ? ruby_tracer_reset() : MEMPROF_OK;

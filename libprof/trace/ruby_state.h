@@ -59,6 +59,13 @@ struct ruby_tracer {
      * NUL-separated. */
     char hidden_files[4096];
     size_t hidden_len;
+    /* The GC's count in place (ruby_gc_count_locate), once the VM runs;
+     * NULL: not found, or not looked for yet (gc_count_looked). */
+    const size_t *gc_count_word;
+    bool gc_count_looked;
+    /* gc_count_word while the record's fast path may run (every object
+     * recorded, at its nearest frame's line), else NULL. */
+    const size_t *fast_gc_count;
 };
 
 extern struct ruby_tracer ruby_tracer;
@@ -145,6 +152,10 @@ static inline const void *ruby_site_pc_key(const struct ruby_tracer *t, const vo
     *iseq = *(const void *const *)(frame + RUBY_CFP_ISEQ_OFFSET);
     return (const void *)(top ? pc : pc | 1);
 }
+/* Where rb_gc_count() reads the GC's count, found from its code while the
+ * VM exists; NULL when its code is not the loads it is in CRuby 3.1. */
+const size_t *ruby_gc_count_locate(const struct ruby_api *api);
+
 /* Parse MEMPROF_LIBRARY_PATHS (extra "not the user's code" prefixes). */
 void ruby_site_configure(void);
 

@@ -1,7 +1,9 @@
 /* Walks a file of machine code (all instructions, then 8 bytes of data)
  * with the decoder, as if it ran at 0x400000: one line per instruction,
  * "offset length kind target field_offset" in hex (kind: call, jmp, branch,
- * ret, store, rip, other), and for a store the register and width. emit.test compares the walk with objdump's. */
+ * ret, store, rip, other), and for a store the register and width; then, for
+ * a 64-bit register load, "load DEST BASE DISP" (BASE 16: rip, DISP then the
+ * address from the code's start; in decimal). emit.test compares the walk with objdump's. */
 #include "arch/x86_64/decode.h"
 #include <stdio.h>
 
@@ -32,6 +34,10 @@ int main(int argc, char **argv)
             printf(" %u %u", in.store_register, in.store_width);
         if (in.stores_immediate)
             printf(" %lld %u", (long long)in.store_immediate, in.store_width);
+        struct insn_load load;
+        if (decode_load(code + at, end - at, PC + at, &load))
+            printf(" load %u %u %lld", load.dest, load.base,
+                   (long long)(load.base == INSN_BASE_RIP ? load.address - PC : load.address));
         printf("\n");
         at += in.length;
     }

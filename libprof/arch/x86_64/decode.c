@@ -82,6 +82,33 @@ bool decode_insn(const void *code, size_t avail, uintptr_t pc, struct insn *out)
     return true;
 }
 
+bool decode_load(const void *code, size_t avail, uintptr_t pc, struct insn_load *out)
+{
+    ZydisDecoder decoder;
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (!ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) ||
+        !ZYAN_SUCCESS(ZydisDecoderDecodeFull(&decoder, code, avail, &in, ops)))
+        return false;
+    if (in.mnemonic != ZYDIS_MNEMONIC_MOV || in.operand_count_visible != 2 ||
+        ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER || ops[1].type != ZYDIS_OPERAND_TYPE_MEMORY ||
+        ZydisRegisterGetClass(ops[0].reg.value) != ZYDIS_REGCLASS_GPR64 || ops[1].size != 64 ||
+        ops[1].mem.index != ZYDIS_REGISTER_NONE ||
+        (ops[1].mem.segment != ZYDIS_REGISTER_DS && ops[1].mem.segment != ZYDIS_REGISTER_SS))
+        return false;
+    *out = (struct insn_load){ .length = in.length, .dest = (uint8_t)ZydisRegisterGetId(ops[0].reg.value) };
+    if (ops[1].mem.base == ZYDIS_REGISTER_RIP) {
+        out->base = INSN_BASE_RIP;
+        out->address = pc + in.length + (uintptr_t)ops[1].mem.disp.value;
+    } else if (ZydisRegisterGetClass(ops[1].mem.base) == ZYDIS_REGCLASS_GPR64) {
+        out->base = (uint8_t)ZydisRegisterGetId(ops[1].mem.base);
+        out->address = (uintptr_t)ops[1].mem.disp.value;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 int decode_ranges_in(const struct maps *maps, const struct code_range *ranges, size_t n, size_t margin,
                      decode_visit_fn *visit, void *ctx)
 {

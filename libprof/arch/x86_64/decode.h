@@ -40,6 +40,20 @@ struct insn {
     int64_t store_immediate;
 };
 
+/* A 64-bit load of a general register from memory, `mov disp(%base),
+ * %dest`: register ids 0-15 (rax to r15), or INSN_BASE_RIP for [rip + disp32],
+ * whose `address` is then the one it names; else `address` is disp. */
+#define INSN_BASE_RIP 16
+struct insn_load {
+    uint8_t length, dest, base;
+    uintptr_t address;
+};
+/* Decode the instruction at `code` (at most `avail` bytes readable, running
+ * at `pc`) as such a load: false if it is anything else (another width, an
+ * index register, a segment override, not a mov). A full decode: for a few
+ * instructions, not for walking code. */
+bool decode_load(const void *code, size_t avail, uintptr_t pc, struct insn_load *out);
+
 /* A piece of code in memory: a function, or a copy of one inlined into
  * another. */
 struct code_range {
