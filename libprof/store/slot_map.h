@@ -53,16 +53,29 @@ static inline size_t slot_map_index(const struct slot_map *m, uintptr_t key)
 {
     return (size_t)(((uint64_t)(key & (m->page_size - 1)) * m->slot_reciprocal) >> 32);
 }
-/* The record of `key` in its page `p`, written (slot_map_put's last step). */
-static inline enum slot_put_result slot_map_put_in(struct slot_map *m, struct slot_page *p, uintptr_t key,
-                                                   uint32_t origin, uint32_t aux)
+static inline enum slot_put_result slot_map_write(struct slot_map *m, struct slot_record *r, uint32_t origin,
+                                                  uint32_t aux)
 {
-    struct slot_record *r = &p->records[slot_map_index(m, key)];
     enum slot_put_result result = r->origin_plus_one ? SLOT_PUT_REPLACED : SLOT_PUT_NEW;
     if (result == SLOT_PUT_NEW)
         m->count++;
     *r = (struct slot_record){ origin + 1, aux };
     return result;
+}
+/* The record of `key` in its page `p`, written (slot_map_put's last step). */
+static inline enum slot_put_result slot_map_put_in(struct slot_map *m, struct slot_page *p, uintptr_t key,
+                                                   uint32_t origin, uint32_t aux)
+{
+    return slot_map_write(m, &p->records[slot_map_index(m, key)], origin, aux);
+}
+/* The same for a map whose geometry the caller knows when it is compiled
+ * (the map's own): the division by a constant is then a multiplication the
+ * compiler picks, with no load. */
+static inline enum slot_put_result slot_map_put_in_fixed(struct slot_map *m, struct slot_page *p, uintptr_t key,
+                                                         uint32_t origin, uint32_t aux, size_t page_size,
+                                                         size_t slot_size)
+{
+    return slot_map_write(m, &p->records[(key & (page_size - 1)) / slot_size], origin, aux);
 }
 /* slot_map_put, inlined for a key in the page used last (an allocator's
  * next object usually is). */

@@ -302,8 +302,9 @@ static __attribute__((noinline)) uint32_t begin_epoch(struct ruby_tracer *t, siz
  * (hashed with the class: one line often makes objects of several). */
 static inline struct ruby_pc_cache_entry *pc_cache_slot(struct ruby_tracer *t, const void *pc, VALUE klass)
 {
-    uintptr_t slot = ((uintptr_t)pc ^ (uintptr_t)klass * 0x9E3779B97F4A7C15ull) >> 3;
-    return &t->pc_cache[(slot ^ slot >> 17) % RUBY_PC_CACHE_SIZE];
+    _Static_assert((RUBY_PC_CACHE_SIZE & (RUBY_PC_CACHE_SIZE - 1)) == 0, "a power of two");
+    uint64_t mixed = ((uintptr_t)pc ^ (uintptr_t)klass) * 0x9E3779B97F4A7C15ull;
+    return &t->pc_cache[mixed >> (64 - __builtin_ctz(RUBY_PC_CACHE_SIZE))];
 }
 
 /* The GC's count, in place when it was found. */
@@ -317,7 +318,8 @@ static inline size_t gc_count_now(const struct ruby_tracer *t)
 static void choose_path(struct ruby_tracer *t)
 {
     const struct ruby_config *c = &t->config;
-    bool fast = ruby_recording && c->sample == 1 && c->site == RUBY_SITE_NEAREST && c->frames == 1;
+    bool fast = ruby_recording && c->sample == 1 && c->site == RUBY_SITE_NEAREST && c->frames == 1 &&
+                ruby_site_ec_tls_known;
     __atomic_store_n(&t->fast_gc_count, fast ? t->gc_count_word : NULL, __ATOMIC_RELAXED);
 }
 
@@ -387,11 +389,15 @@ static VALUE record(VALUE obj)
 {
     struct ruby_tracer *t = &ruby_tracer;
     const size_t *gc_word = __atomic_load_n(&t->fast_gc_count, __ATOMIC_RELAXED);
-    const VALUE **running = ruby_site_running_pc();
+    if (__builtin_expect(!gc_word, 0))
+        return record_slow(obj);
+    /* (ruby_site_ec_tls_known, with the fast path.) */
+    const char *ec = *(const char *const *)(ruby_site_thread_pointer() + ruby_site_ec_tls_offset);
+    const VALUE **running = ruby_site_running_pc_of(ec);
     struct slot_page *page = t->objects.last;
-    if (__builtin_expect(!gc_word || !running || !obj || !page ||
+    if (__builtin_expect(!running || !obj || !page ||
                              !__atomic_load_n(t->api.ruby_single_main_ractor, __ATOMIC_RELAXED) ||
-                             page->base != slot_map_page_base(&t->objects, obj),
+                             page->base != (obj & ~(RUBY_HEAP_PAGE_ALIGN - 1)),
                          0))
         return record_slow(obj);
     if (!reentry_enter())
@@ -410,7 +416,8 @@ static VALUE record(VALUE obj)
         spin_unlock(&t->lock);
         return record_entered(obj);
     }
-    slot_map_put_in(&t->objects, page, obj, cached->origin, RUBY_AUX(type, t->epoch));
+    slot_map_put_in_fixed(&t->objects, page, obj, cached->origin, RUBY_AUX(type, t->epoch), RUBY_HEAP_PAGE_ALIGN,
+                          RUBY_SLOT_SIZE);
     spin_unlock(&t->lock);
     reentry_leave();
     return obj;

@@ -123,15 +123,21 @@ static inline const char *ruby_site_current_ec(void)
                : NULL;
 }
 
-/* The saved pc of the running frame when it is a Ruby frame, else NULL. */
-static inline const VALUE **ruby_site_running_pc(void)
+/* The saved pc of the running frame of the execution context `ec` when it
+ * is a Ruby frame, else NULL. */
+static inline const VALUE **ruby_site_running_pc_of(const char *ec)
 {
-    const char *ec = ruby_site_current_ec();
     const char *cfp = __builtin_expect(ec != NULL, 1) ? *(const char *const *)(ec + RUBY_EC_CFP_OFFSET) : NULL;
     if (__builtin_expect(!cfp || !ruby_cfp_is_ruby(cfp), 0))
         return NULL;
     const VALUE **pc = (const VALUE **)cfp;
     return __builtin_expect(*pc != NULL, 1) ? pc : NULL;
+}
+
+/* The same for this thread's. */
+static inline const VALUE **ruby_site_running_pc(void)
+{
+    return ruby_site_running_pc_of(ruby_site_current_ec());
 }
 
 /* A key for the pc cache when the site is the nearest Ruby frame: that
