@@ -140,6 +140,26 @@ static inline const VALUE **ruby_site_running_pc(void)
     return ruby_site_running_pc_of(ruby_site_current_ec());
 }
 
+/* The common cases of ruby_site_nearest_frame, inline: the running frame of
+ * `ec` when it is a Ruby frame with a pc (*below 0), or the frame right below
+ * a C method's, a C method called from Ruby code (*below 1); else NULL. */
+static inline const char *ruby_site_near_frame_of(const char *ec, uintptr_t *below)
+{
+    const char *cfp = __builtin_expect(ec != NULL, 1) ? *(const char *const *)(ec + RUBY_EC_CFP_OFFSET) : NULL;
+    if (__builtin_expect(!cfp, 0))
+        return NULL;
+    *below = !ruby_cfp_is_ruby(cfp);
+    if (*below) {
+        const char *stack = *(const char *const *)(ec + RUBY_EC_VM_STACK_OFFSET);
+        size_t words = *(const size_t *)(ec + RUBY_EC_VM_STACK_SIZE_OFFSET);
+        cfp += RUBY_CFP_SIZE;
+        if (cfp < stack || words > ((size_t)1 << 30) || cfp + RUBY_CFP_SIZE > stack + words * sizeof(VALUE) ||
+            !ruby_cfp_is_ruby(cfp))
+            return NULL;
+    }
+    return *(const VALUE *const *)cfp ? cfp : NULL;
+}
+
 /* A key for the pc cache when the site is the nearest Ruby frame: that
  * frame's pc, tagged when a C method runs above it, and its iseq. NULL
  * otherwise. */
