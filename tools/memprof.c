@@ -557,18 +557,56 @@ static char peak_output[PATH_MAX];
 /* --timeline FILE.svg|FILE.csv, resolved; "" when not asked for. */
 static char timeline_output[PATH_MAX];
 
+/* The run's scratch directory, made in TMPDIR (mode 0700): the raw files
+ * COMMAND and the processes it starts write, read back at once. Other
+ * processes' reports are looked for in it alone (not in the whole of
+ * TMPDIR), and none of its names needs reserving with a file of its own
+ * (which made each report a rename over it). 0, or EXIT_USAGE said. */
+static int scratch_make(char *dir, size_t size)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    const char *base = tmpdir && *tmpdir ? tmpdir : "/tmp";
+    if ((size_t)snprintf(dir, size, "%s/memprof.XXXXXX", base) >= size || !mkdtemp(dir))
+        return fail("cannot create a temporary directory in %s", base, strerror(errno ? errno : ENAMETOOLONG));
+    return 0;
+}
+
+/* The scratch directory gone, with whatever is left in it. */
+static void scratch_remove(const char *dir)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            unlinkat(dirfd(d), e->d_name, 0);
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+static int run_heap_in(char **argv, const char *output, const char *dir, pid_t *pid_out, int *status_out);
+
 /* --heap: run COMMAND, then name the sites of each profiled process's raw
  * heap report: COMMAND's own to stderr or `output`, any other process's to
  * stderr or OUTPUT.PID.NAME. */
 static int run_with_heap_report(char **argv, const char *output)
 {
-    const char *tmpdir = getenv("TMPDIR");
-    char raw[PATH_MAX];
-    snprintf(raw, sizeof raw, "%s/memprof-heap.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    int fd = mkstemp(raw);
-    if (fd < 0)
-        return fail("cannot create a temporary file in %s", tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
-    close(fd);
+    char dir[PATH_MAX];
+    int rc = scratch_make(dir, sizeof dir);
+    if (rc)
+        return rc;
+    pid_t pid = 0;
+    int status = 0;
+    rc = run_heap_in(argv, output, dir, &pid, &status);
+    scratch_remove(dir);   /* before exit_like, which may raise COMMAND's signal */
+    return pid < 0 ? EXIT_USAGE : exit_like(status, rc);
+}
+
+/* The run itself, in `dir`: COMMAND's pid (0: it could not be run, -1: no
+ * fork) and status, and 0 or the reports' failure. */
+static int run_heap_in(char **argv, const char *output, const char *dir, pid_t *pid_out, int *status_out)
+{
+    char raw[PATH_MAX + 8];
+    snprintf(raw, sizeof raw, "%s/heap", dir);
     setenv("MEMPROF_HEAP", "1", 1);
     const char *frames = getenv("MEMPROF_FRAMES");
     if (frames)   /* --frames N: N frames per heap site */
@@ -580,22 +618,21 @@ static int run_with_heap_report(char **argv, const char *output)
     setenv("MEMPROF_OUTPUT", "none", 1);
     if (*proto_output)   /* the profile's alloc_* count the sites whose blocks are freed too */
         setenv("MEMPROF_HEAP_FREED_SITES", "1", 1);
-    char peak_raw[PATH_MAX + 8];
+    char peak_raw[PATH_MAX + 16];
     snprintf(peak_raw, sizeof peak_raw, "%s.peak", raw);
     if (*peak_output)
         setenv("MEMPROF_PEAK_REPORT", peak_raw, 1);
-    char timeline_raw[PATH_MAX + 16];
+    char timeline_raw[PATH_MAX + 24];
     snprintf(timeline_raw, sizeof timeline_raw, "%s.timeline", raw);
     if (*timeline_output)
         setenv("MEMPROF_TIMELINE", timeline_raw, 1);
     struct timespec since;
     run_start_time(&since);
     int status;
-    pid_t pid = run_command(argv, &status);
-    if (pid <= 0) {
-        unlink(raw);
-        return pid < 0 ? EXIT_USAGE : exit_like(status, 0);
-    }
+    pid_t pid = *pid_out = run_command(argv, &status);
+    *status_out = status;
+    if (pid <= 0)
+        return 0;
     const char *top = getenv("MEMPROF_TOP"), *filter = getenv("MEMPROF_FILTER");
     struct heap_report_options opt = { top ? strtoul(top, NULL, 10) : 0, filter && *filter ? filter : NULL, NULL };
     char **others;
@@ -641,11 +678,6 @@ static int run_with_heap_report(char **argv, const char *output)
             fprintf(stderr, "memprof: %s (pid %ld) wrote no timeline: it %s\n", argv[0], (long)pid,
                     WIFSIGNALED(status) ? "was killed by a signal" : "ended without running its exit handlers (_exit)");
         }
-        char **extra;
-        size_t extra_count = reports_beside(timeline_raw, &since, &extra);
-        for (size_t i = 0; i < extra_count; i++)
-            unlink(extra[i]);
-        free_names(extra, extra_count);
     }
     if (*peak_output) {
         /* COMMAND's own peak, named; those of the processes it started are
@@ -656,12 +688,8 @@ static int run_with_heap_report(char **argv, const char *output)
         if (!reported)
             fprintf(stderr, "memprof: %s (pid %ld) wrote no peak report: its heap never held a live block\n",
                     argv[0], (long)pid);
-        n = reports_beside(peak_raw, &since, &others);
-        for (size_t i = 0; i < n; i++)
-            unlink(others[i]);
-        free_names(others, n);
     }
-    return exit_like(status, rc);
+    return rc;
 }
 
 /* Ruby: run COMMAND; then say where the reports of other profiled
@@ -669,14 +697,12 @@ static int run_with_heap_report(char **argv, const char *output)
 static int run_with_ruby_report(char **argv, const char *output)
 {
     /* --pprof-proto: the runtime also writes its whole table, with bytes. */
-    char table[PATH_MAX] = "";
+    char dir[PATH_MAX], table[PATH_MAX + 8] = "";
     if (*proto_output) {
-        const char *tmpdir = getenv("TMPDIR");
-        snprintf(table, sizeof table, "%s/memprof-table.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-        int fd = mkstemp(table);
-        if (fd < 0)
-            return fail("cannot create a temporary file in %s", tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
-        close(fd);
+        int made = scratch_make(dir, sizeof dir);
+        if (made)
+            return made;
+        snprintf(table, sizeof table, "%s/table", dir);
         setenv("MEMPROF_RUBY_TABLE", table, 1);
         setenv("MEMPROF_SCRATCH", table, 1);
     }
@@ -696,12 +722,7 @@ static int run_with_ruby_report(char **argv, const char *output)
         }
         if (in)
             fclose(in);
-        char **others;
-        size_t n = reports_beside(table, &since, &others);
-        for (size_t i = 0; i < n; i++)
-            unlink(others[i]);
-        free_names(others, n);
-        unlink(table);
+        scratch_remove(dir);
     }
     if (pid <= 0)
         return pid < 0 ? EXIT_USAGE : exit_like(status, 0);
