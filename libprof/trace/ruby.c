@@ -406,9 +406,8 @@ static VALUE record(VALUE obj)
     const struct ruby_basic *basic = (const struct ruby_basic *)obj;
     unsigned type = (unsigned)(basic->flags & RUBY_T_MASK);
     VALUE klass = type == RUBY_T_IMEMO ? 0 : basic->klass;
-    /* ruby_site_pc_key's key: a caller's pc tagged (it points past its call). */
-    const void *pc = (const void *)(*(const uintptr_t *)frame | below);
-    const void *iseq = *(const void *const *)(frame + RUBY_CFP_ISEQ_OFFSET);
+    const void *iseq;
+    const void *pc = ruby_site_frame_key(frame, below, &iseq);
     size_t gc_count = *gc_word;
     struct ruby_pc_cache_entry *cached = pc_cache_slot(t, pc, klass);
     spin_lock_serialized(&t->lock);

@@ -123,21 +123,15 @@ static inline const char *ruby_site_current_ec(void)
                : NULL;
 }
 
-/* The saved pc of the running frame of the execution context `ec` when it
- * is a Ruby frame, else NULL. */
-static inline const VALUE **ruby_site_running_pc_of(const char *ec)
+/* The saved pc of the running frame when it is a Ruby frame, else NULL. */
+static inline const VALUE **ruby_site_running_pc(void)
 {
+    const char *ec = ruby_site_current_ec();
     const char *cfp = __builtin_expect(ec != NULL, 1) ? *(const char *const *)(ec + RUBY_EC_CFP_OFFSET) : NULL;
     if (__builtin_expect(!cfp || !ruby_cfp_is_ruby(cfp), 0))
         return NULL;
     const VALUE **pc = (const VALUE **)cfp;
     return __builtin_expect(*pc != NULL, 1) ? pc : NULL;
-}
-
-/* The same for this thread's. */
-static inline const VALUE **ruby_site_running_pc(void)
-{
-    return ruby_site_running_pc_of(ruby_site_current_ec());
 }
 
 /* The common cases of ruby_site_nearest_frame, inline: the running frame of
@@ -160,23 +154,33 @@ static inline const char *ruby_site_near_frame_of(const char *ec, uintptr_t *bel
     return *(const VALUE *const *)cfp ? cfp : NULL;
 }
 
-/* A key for the pc cache when the site is the nearest Ruby frame: that
- * frame's pc, tagged when a C method runs above it, and its iseq. NULL
- * otherwise. */
+/* The pc cache's key of the nearest Ruby frame `frame`: its pc, tagged when
+ * a C method runs above it (`below`), and its iseq. A caller's pc points past
+ * its call, the running frame's at the instruction allocating: the same
+ * address names different lines. */
+static inline const void *ruby_site_frame_key(const char *frame, uintptr_t below, const void **iseq)
+{
+    *iseq = *(const void *const *)(frame + RUBY_CFP_ISEQ_OFFSET);
+    return (const void *)(*(const uintptr_t *)frame | below);
+}
+
+/* A key for the pc cache when the site is the nearest Ruby frame (see
+ * ruby_site_frame_key). NULL otherwise. */
 static inline const void *ruby_site_pc_key(const struct ruby_tracer *t, const void **iseq)
 {
     if (t->config.site != RUBY_SITE_NEAREST || t->config.frames != 1)
         return NULL;
-    /* Most allocations are the running Ruby frame's: no walk for those. */
-    bool top = true;
-    const char *frame = (const char *)ruby_site_running_pc();
-    if (__builtin_expect(!frame, 0) && !(frame = ruby_site_nearest_frame(&top)))
-        return NULL;
-    /* A caller's pc points past its call, the running frame's at the
-     * instruction allocating: the same address names different lines. */
-    uintptr_t pc = (uintptr_t)*(const VALUE *const *)frame;
-    *iseq = *(const void *const *)(frame + RUBY_CFP_ISEQ_OFFSET);
-    return (const void *)(top ? pc : pc | 1);
+    /* Most allocations are the running Ruby frame's or its C method's: no
+     * walk for those. */
+    uintptr_t below;
+    const char *frame = ruby_site_near_frame_of(ruby_site_current_ec(), &below);
+    if (__builtin_expect(!frame, 0)) {
+        bool top = true;
+        if (!(frame = ruby_site_nearest_frame(&top)))
+            return NULL;
+        below = !top;
+    }
+    return ruby_site_frame_key(frame, below, iseq);
 }
 /* Where rb_gc_count() reads the GC's count, found from its code while the
  * VM exists; NULL when its code is not the loads it is in CRuby 3.1. */
