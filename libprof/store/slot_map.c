@@ -8,9 +8,11 @@
  * to the previous one, so clearing the map frees them all. */
 struct chunk { struct chunk *prev; size_t bytes; };
 
+struct slot_page slot_map_no_page = { .base = UINTPTR_MAX };   /* not a multiple of any page size */
+
 void slot_map_init(struct slot_map *m, size_t page_size, size_t slot_size)
 {
-    *m = (struct slot_map){ .page_size = page_size, .slot_size = slot_size,
+    *m = (struct slot_map){ .page_size = page_size, .slot_size = slot_size, .last = &slot_map_no_page,
                             .slots_per_page = (page_size - 1) / slot_size + 1,
                             .slot_reciprocal = (((uint64_t)1 << 32) + slot_size - 1) / slot_size };
 }
@@ -30,7 +32,7 @@ static uintptr_t slot_address(const struct slot_map *m, uintptr_t base, size_t i
 
 static struct slot_page *find_page(const struct slot_map *m, uintptr_t base)
 {
-    if (m->last && m->last->base == base)
+    if (m->last->base == base)
         return m->last;
     if (!m->pages)
         return NULL;
@@ -83,7 +85,7 @@ static bool reserve_page(struct slot_map *m)
     pages_free(m->pages, cap * sizeof *m->pages);
     m->pages = n;
     m->page_mask = ncap - 1;
-    m->last = NULL;
+    m->last = &slot_map_no_page;
     return true;
 }
 

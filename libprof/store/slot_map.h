@@ -30,12 +30,17 @@ struct slot_map {
     struct slot_page *pages;      /* open-addressed by base */
     size_t page_mask, page_count;
     size_t count;                 /* records held */
-    struct slot_page *last;       /* the page used last: usually the next one */
+    struct slot_page *last;       /* the page used last: usually the next one;
+                                     never NULL (slot_map_no_page) */
     void *chunks;                 /* mmap'd chunks the record arrays come from */
     size_t chunk_used, chunk_bytes, chunk_total;
 };
 
 enum slot_put_result { SLOT_PUT_NEW, SLOT_PUT_REPLACED, SLOT_PUT_NO_MEMORY };
+
+/* The page `last` is before one is used: its base is no page's, so a hook
+ * compares bases without testing for NULL first. */
+extern struct slot_page slot_map_no_page;
 
 /* An empty map for pages of `page_size` bytes (a power of two) holding slots
  * of `slot_size` bytes. */
@@ -83,7 +88,7 @@ static inline enum slot_put_result slot_map_put_near(struct slot_map *m, uintptr
                                                      uint32_t aux)
 {
     struct slot_page *p = m->last;
-    if (__builtin_expect(!p || p->base != slot_map_page_base(m, key), 0))
+    if (__builtin_expect(p->base != slot_map_page_base(m, key), 0))
         return slot_map_put(m, key, origin, aux);
     return slot_map_put_in(m, p, key, origin, aux);
 }

@@ -22,7 +22,8 @@
 #include <pthread.h>
 #include <string.h>
 
-struct ruby_tracer ruby_tracer = { .config = { .site = RUBY_SITE_NEAREST, .frames = 1, .sample = 1 } };
+struct ruby_tracer ruby_tracer = { .config = { .site = RUBY_SITE_NEAREST, .frames = 1, .sample = 1 },
+                                    .objects = { .last = &slot_map_no_page } };
 
 static bool api_resolved, api_present;
 bool ruby_recording;
@@ -252,11 +253,34 @@ static void name_origin(struct ruby_tracer *t, uint32_t origin, VALUE klass)
     t->origin_names[origin] = name == STRING_NONE ? 0 : name + 1;
 }
 
+/* An entry of the pc cache filled (with the lock held). */
+static void pc_cache_fill(struct ruby_tracer *t, struct ruby_pc_cache_entry *slot, struct ruby_pc_cache_entry entry)
+{
+    *slot = entry;
+    unsigned n = t->pc_cache_filled_count;
+    if (n < RUBY_PC_CACHE_FILLED_MAX)
+        t->pc_cache_filled[n] = (uint16_t)(slot - t->pc_cache);
+    if (n <= RUBY_PC_CACHE_FILLED_MAX)
+        t->pc_cache_filled_count = n + 1;
+}
+
+/* Every entry of the pc cache emptied (with the lock held). */
+static void pc_cache_clear(struct ruby_tracer *t)
+{
+    unsigned n = t->pc_cache_filled_count;
+    if (n > RUBY_PC_CACHE_FILLED_MAX)
+        memset(t->pc_cache, 0, sizeof t->pc_cache);
+    else
+        for (unsigned i = 0; i < n; i++)
+            t->pc_cache[t->pc_cache_filled[i]] = (struct ruby_pc_cache_entry){ 0 };
+    t->pc_cache_filled_count = 0;
+}
+
 /* The slow path of a record: walk the stack, intern the site and the origin.
  * Returns holding the lock. Apart so that the hook's fast path does not set
  * up the 1 KiB frame buffer. */
 static __attribute__((noinline)) uint32_t new_origin(struct ruby_tracer *t, const void *pc, const void *iseq,
-                                                     size_t gc_count, VALUE klass,
+                                                     VALUE klass,
                                                      struct ruby_pc_cache_entry *cached)
 {
     struct ruby_frame frames[RUBY_MAX_FRAMES];
@@ -279,11 +303,12 @@ static __attribute__((noinline)) uint32_t new_origin(struct ruby_tracer *t, cons
     /* Not line 0: a frame that has run nothing yet, whose iseq may still get
      * its path (the main script's goes from "<main>" to "ruby" to its name). */
     if (pc && depth > 0 && frames[0].line != 0 && origin != INTERN_NONE)
-        *cached = (struct ruby_pc_cache_entry){ pc, iseq, gc_count, klass, origin };
+        pc_cache_fill(t, cached, (struct ruby_pc_cache_entry){ pc, iseq, klass, origin });
     return origin;
 }
 
-/* A new epoch in GC generation `gc` (with the lock held). */
+/* A new epoch in GC generation `gc` (with the lock held). The pc cache's
+ * origins were the last epoch's: it starts empty. */
 static __attribute__((noinline)) uint32_t begin_epoch(struct ruby_tracer *t, size_t gc)
 {
     uint32_t e = t->epoch + 1;
@@ -294,7 +319,9 @@ static __attribute__((noinline)) uint32_t begin_epoch(struct ruby_tracer *t, siz
     else if (t->epoch_gc && (size_t)e * sizeof *t->epoch_gc < t->epoch_gc_bytes)
         t->epoch_gc[e] = RUBY_GENERATION_UNKNOWN;   /* (after a wrap: not an old epoch's) */
     t->epoch_gc_now = gc;
+    t->epoch_aux = RUBY_AUX(0, e);
     __atomic_store_n(&t->epoch, e, __ATOMIC_RELAXED);
+    pc_cache_clear(t);
     return e;
 }
 
@@ -320,6 +347,7 @@ static void choose_path(struct ruby_tracer *t)
     const struct ruby_config *c = &t->config;
     bool fast = ruby_recording && c->sample == 1 && c->site == RUBY_SITE_NEAREST && c->frames == 1 &&
                 ruby_site_ec_tls_known;
+    t->fast_ec_tls_offset = ruby_site_ec_tls_offset;
     __atomic_store_n(&t->fast_gc_count, fast ? t->gc_count_word : NULL, __ATOMIC_RELAXED);
 }
 
@@ -352,21 +380,23 @@ static __attribute__((noinline)) VALUE record_entered(VALUE obj)
     struct ruby_pc_cache_entry *cached = pc_cache_slot(t, pc, klass);
     if (pc) {
         lock_in_hook(t);
-        if (__builtin_expect(cached->pc == pc && cached->iseq == iseq && cached->gc_count == gc_count &&
-                                 cached->klass == klass, 1)) {
+        if (__builtin_expect(gc_count != t->epoch_gc_now, 0))
+            begin_epoch(t, gc_count);
+        if (__builtin_expect(cached->pc == pc && cached->iseq == iseq && cached->klass == klass, 1)) {
             origin = cached->origin;
             goto store;
         }
         spin_unlock(&t->lock);
     }
 
-    origin = new_origin(t, pc, iseq, gc_count, klass, cached);   /* takes the lock */
-store:
+    origin = new_origin(t, pc, iseq, klass, cached);   /* takes the lock */
+    /* (A new epoch empties the cache, this entry with the rest.) */
     if (__builtin_expect(gc_count != t->epoch_gc_now, 0))
         begin_epoch(t, gc_count);
+store:
     /* An address already tracked means its previous object died: replaced. */
     if (origin == INTERN_NONE ||
-        slot_map_put_near(&t->objects, obj, origin, RUBY_AUX(type, t->epoch)) == SLOT_PUT_NO_MEMORY)
+        slot_map_put_near(&t->objects, obj, origin, t->epoch_aux | type) == SLOT_PUT_NO_MEMORY)
         t->dropped++;
     spin_unlock(&t->lock);
     reentry_leave();
@@ -392,12 +422,12 @@ static VALUE record(VALUE obj)
     if (__builtin_expect(!gc_word, 0))
         return record_slow(obj);
     /* (ruby_site_ec_tls_known, with the fast path.) */
-    const char *ec = *(const char *const *)(ruby_site_thread_pointer() + ruby_site_ec_tls_offset);
+    const char *ec = ruby_site_tls_word(t->fast_ec_tls_offset);
     uintptr_t below;
     const char *frame = ruby_site_near_frame_of(ec, &below);
+    /* (No page is at 0: an obj of 0 goes the whole way, where it is let go.) */
     struct slot_page *page = t->objects.last;
-    if (__builtin_expect(!frame || !obj || !page ||
-                             !__atomic_load_n(t->api.ruby_single_main_ractor, __ATOMIC_RELAXED) ||
+    if (__builtin_expect(!frame || !__atomic_load_n(t->api.ruby_single_main_ractor, __ATOMIC_RELAXED) ||
                              page->base != (obj & ~(RUBY_HEAP_PAGE_ALIGN - 1)),
                          0))
         return record_slow(obj);
@@ -410,14 +440,15 @@ static VALUE record(VALUE obj)
     const void *pc = ruby_site_frame_key(frame, below, &iseq);
     size_t gc_count = *gc_word;
     struct ruby_pc_cache_entry *cached = pc_cache_slot(t, pc, klass);
+    __asm__("" : "+r"(cached));   /* one register for the entry: GCC derived its address twice */
     spin_lock_serialized(&t->lock);
-    if (__builtin_expect(cached->pc != pc || cached->iseq != iseq || cached->gc_count != gc_count ||
-                             cached->klass != klass || gc_count != t->epoch_gc_now,
+    if (__builtin_expect(cached->pc != pc || cached->iseq != iseq || cached->klass != klass ||
+                             gc_count != t->epoch_gc_now,
                          0)) {
         spin_unlock(&t->lock);
         return record_entered(obj);
     }
-    slot_map_put_in_fixed(&t->objects, page, obj, cached->origin, RUBY_AUX(type, t->epoch), RUBY_HEAP_PAGE_ALIGN,
+    slot_map_put_in_fixed(&t->objects, page, obj, cached->origin, t->epoch_aux | type, RUBY_HEAP_PAGE_ALIGN,
                           RUBY_SLOT_SIZE);
     spin_unlock(&t->lock);
     reentry_leave();
@@ -525,7 +556,7 @@ enum memprof_status ruby_tracer_reset(void)
     if (!spin_trylock_report(&t->lock))
         return MEMPROF_BUSY;
     slot_map_clear(&t->objects);
-    memset(t->pc_cache, 0, sizeof t->pc_cache);
+    pc_cache_clear(t);
     intern_free(&t->origins);
     sites_free(&t->sites);
     strings_free(&t->class_names);
@@ -555,7 +586,7 @@ enum memprof_status ruby_tracer_configure(const struct ruby_config *c)
     bool new_rate = c->sample != t->config.sample;
     t->config = *c;
     choose_path(t);
-    memset(t->pc_cache, 0, sizeof t->pc_cache);
+    pc_cache_clear(t);
     spin_unlock(&t->lock);
     return new_rate ? ruby_tracer_reset() : MEMPROF_OK;
 }

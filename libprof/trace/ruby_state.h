@@ -23,15 +23,20 @@
  * few instructions, and their pc names the site without computing a line.
  * The nearest Ruby frame's pc (a C method may run above it) and iseq: one
  * iseq's instructions can be freed and their memory given to another's
- * without a GC starting (seen with rubocop). Valid until the next GC. */
+ * without a GC starting (seen with rubocop). Valid in the epoch it was made
+ * in: a new epoch (each GC) empties the cache. 32 bytes: an index is a shift. */
 struct ruby_pc_cache_entry {
     const void *pc;
     const void *iseq;
-    size_t gc_count;
     VALUE klass;
     uint32_t origin;
 };
+_Static_assert(sizeof(struct ruby_pc_cache_entry) == 32, "a pc cache entry is 32 bytes");
 #define RUBY_PC_CACHE_SIZE 1024
+/* The entries filled in an epoch, listed to be emptied one by one when a new
+ * epoch begins (most programs fill a few between GCs); past this many, the
+ * whole cache is. */
+#define RUBY_PC_CACHE_FILLED_MAX 64
 
 struct ruby_tracer {
     struct ruby_api api;
@@ -49,11 +54,14 @@ struct ruby_tracer {
     unsigned long compactions;    /* GC compactions followed */
     unsigned long unfollowed;     /* compactions that could not be followed */
     uint32_t epoch;               /* current epoch (Memprof.track, and each GC) */
+    uint32_t epoch_aux;           /* RUBY_AUX(0, epoch): a record's aux but its type */
     size_t epoch_gc_now;          /* rb_gc_count() when the epoch began */
     uint64_t *epoch_gc;           /* [epoch]: rb_gc_count() in that epoch */
     size_t epoch_gc_bytes;
     size_t gc_count_at_stop;      /* rb_gc_count() when recording stopped */
     struct ruby_pc_cache_entry pc_cache[RUBY_PC_CACHE_SIZE];
+    uint16_t pc_cache_filled[RUBY_PC_CACHE_FILLED_MAX];
+    unsigned pc_cache_filled_count;   /* > RUBY_PC_CACHE_FILLED_MAX: too many to list */
     /* Files whose rows reports leave out: memprof's own Ruby API and the
      * Fiddle code it calls, which allocate while a report is asked for.
      * NUL-separated. */
@@ -66,6 +74,7 @@ struct ruby_tracer {
     /* gc_count_word while the record's fast path may run (every object
      * recorded, at its nearest frame's line), else NULL. */
     const size_t *fast_gc_count;
+    intptr_t fast_ec_tls_offset;  /* ruby_site_ec_tls_offset, beside it */
 };
 
 extern struct ruby_tracer ruby_tracer;
@@ -116,10 +125,17 @@ static inline uintptr_t ruby_site_thread_pointer(void)
     __asm__("mov %%fs:0, %0" : "=r"(tp));
     return tp;
 }
+/* The word at `offset` in this thread's static TLS. */
+static inline const char *ruby_site_tls_word(intptr_t offset)
+{
+    const char *word;
+    __asm__("mov %%fs:(%1), %0" : "=r"(word) : "r"(offset));
+    return word;
+}
 static inline const char *ruby_site_current_ec(void)
 {
     return ruby_site_ec_tls_known
-               ? *(const char *const *)(ruby_site_thread_pointer() + ruby_site_ec_tls_offset)
+               ? ruby_site_tls_word(ruby_site_ec_tls_offset)
                : NULL;
 }
 
