@@ -171,7 +171,12 @@ static uint32_t origin_put(struct heap_thread *t, uint64_t key, uint64_t link)
 
 /* The owner's running figures for an origin: plain read-modify-writes, as
  * only the owner writes them; a report reads them whole (aligned words). */
-#define OWNER_ADD(field, v) __atomic_store_n(&(field), (field) + (v), __ATOMIC_RELAXED)
+static inline void owner_add(uint64_t *field, uint64_t v)
+{
+    __asm__("" : "+r"(field));   /* one address: GCC derived it twice, for the load and the store */
+    __atomic_store_n(field, *field + v, __ATOMIC_RELAXED);
+}
+#define OWNER_ADD(field, v) owner_add(&(field), (uint64_t)(v))
 
 /* --- backtraces ------------------------------------------------------------ */
 
@@ -591,11 +596,11 @@ HOT void store_young(struct heap_thread *t, struct block_slot *y, uintptr_t p, u
     __atomic_store_n(&y->word, BLOCK_WORD(stored, origin), __ATOMIC_RELAXED);
     __atomic_store_n(&y->addr, p, __ATOMIC_RELEASE);
     struct heap_origin *r = &t->origins->records[origin];
-    uint64_t live = r->live_bytes + bytes;
-    OWNER_ADD(r->total_count, blocks);
-    OWNER_ADD(r->total_bytes, bytes);
-    __atomic_store_n(&r->live_bytes, live, __ATOMIC_RELAXED);
+    uint64_t count = r->total_count + blocks, total = r->total_bytes + bytes, live = r->live_bytes + bytes;
     uint64_t peak = r->peak_bytes;   /* no jump: live mostly grows past it */
+    __atomic_store_n(&r->total_count, count, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->total_bytes, total, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->live_bytes, live, __ATOMIC_RELAXED);
     __atomic_store_n(&r->peak_bytes, live > peak ? live : peak, __ATOMIC_RELAXED);
 }
 
