@@ -930,11 +930,14 @@ static void *hook_malloc(size_t size)
  * charge: sample_left 0) takes the body, which decides from the count. */
 static void *malloc_sampling(size_t size)
 {
-    uint64_t left = (uint64_t)sample_left;
-    if (__builtin_expect(left > size, 1)) {
-        sample_left = (int64_t)(left - size);
-        return next_malloc(size);
-    }
+    /* One subtraction in place, whose borrow or zero says "not short of
+     * it" (left <= size): GCC's own code loaded, compared and stored. */
+    /* (An input and "memory", as the kernel's RMWcc does: GCC 12 dropped
+     * the label's code when the count was an asm goto's output.) */
+    __asm__ goto("subq %1, %0\n\tjbe %l[at_point]" : : "m"(sample_left), "r"(size) : "cc", "memory" : at_point);
+    return next_malloc(size);
+at_point:
+    sample_left += (int64_t)size;   /* the body counts this allocation itself */
     return malloc_sampled(size, __builtin_return_address(0));
 }
 
@@ -1068,8 +1071,10 @@ static void free_short_peak(void *p)
  * the filter, and the hook passes them on. */
 static void free_sampling(void *p)
 {
-    if (__builtin_expect(!__atomic_load_n(filter_entry((uintptr_t)p), __ATOMIC_RELAXED), 1))
-        return next_free(p);
+    /* The entry compared in place (GCC loads and tests an atomic byte). */
+    __asm__ goto("cmpb $0, %0\n\tjne %l[recorded]" : : "m"(*filter_entry((uintptr_t)p)) : "cc" : recorded);
+    return next_free(p);
+recorded:
     free_noted(p);
 }
 
