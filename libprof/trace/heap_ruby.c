@@ -96,7 +96,7 @@ uint32_t heap_ruby_line(struct heap_ruby_cache *cache)
     if (!*api->ruby_current_vm_ptr || __atomic_load_n(&hr.ended, __ATOMIC_ACQUIRE))
         return 0;
     bool top = false;
-    const char *frame = ruby_site_nearest_frame(&top);
+    const char *frame = ruby_site_nearest_frame(&top, NULL);
     if (!frame)
         return 0;
     if (!__atomic_load_n(&hr.started, __ATOMIC_RELAXED) &&
@@ -124,7 +124,7 @@ bool heap_ruby_current_site(struct out *o)
     if (!*api->ruby_current_vm_ptr || __atomic_load_n(&hr.ended, __ATOMIC_ACQUIRE) || api->rb_during_gc())
         return false;
     bool top = false;
-    const char *frame = ruby_site_nearest_frame(&top);
+    const char *frame = ruby_site_nearest_frame(&top, NULL);
     if (!frame)
         return false;
     const char *file = api->rb_sourcefile();

@@ -302,7 +302,8 @@ static __attribute__((noinline)) uint32_t new_origin(struct ruby_tracer *t, cons
         name_origin(t, origin, klass);
     /* Not line 0: a frame that has run nothing yet, whose iseq may still get
      * its path (the main script's goes from "<main>" to "ruby" to its name). */
-    if (pc && depth > 0 && frames[0].line != 0 && origin != INTERN_NONE)
+    bool no_frame = pc == RUBY_PC_KEY_NO_FRAME;
+    if (origin != INTERN_NONE && (no_frame ? depth == 0 : pc && depth > 0 && frames[0].line != 0))
         pc_cache_fill(t, cached, (struct ruby_pc_cache_entry){ pc, iseq, klass, origin });
     return origin;
 }

@@ -37,7 +37,7 @@ void ruby_site_find_ec(void)
         find_ec_slot();
 }
 
-const char *ruby_site_nearest_frame(bool *top)
+const char *ruby_site_nearest_frame(bool *top, bool *none)
 {
     const char *ec = ruby_site_current_ec();
     if (!ec)
@@ -57,6 +57,8 @@ const char *ruby_site_nearest_frame(bool *top)
             return *(const VALUE *const *)frame ? frame : NULL;   /* a pc, so a line */
         }
     }
+    if (none)
+        *none = true;
     return NULL;
 }
 
