@@ -126,8 +126,11 @@ bool slot_map_get(const struct slot_map *m, uintptr_t key, struct slot_entry *ou
 bool slot_map_remove(struct slot_map *m, uintptr_t key)
 {
     struct slot_page *p = find_page(m, slot_map_page_base(m, key));
-    struct slot_record *r = p ? &p->records[slot_map_index(m, key)] : NULL;
-    if (!r || !r->origin_plus_one)
+    if (!p)
+        return false;
+    m->last = p;   /* the next allocations are in it too */
+    struct slot_record *r = &p->records[slot_map_index(m, key)];
+    if (!r->origin_plus_one)
         return false;
     r->origin_plus_one = 0;
     m->count--;

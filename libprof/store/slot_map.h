@@ -95,7 +95,22 @@ static inline enum slot_put_result slot_map_put_near(struct slot_map *m, uintptr
     return slot_map_put_in(m, p, key, origin, aux);
 }
 bool slot_map_get(const struct slot_map *m, uintptr_t key, struct slot_entry *out);
+/* Forget the record of `key`, if any; its page becomes the one used last. */
 bool slot_map_remove(struct slot_map *m, uintptr_t key);
+/* slot_map_remove, inlined for a key in the page used last. */
+static inline void slot_map_remove_near(struct slot_map *m, uintptr_t key)
+{
+    struct slot_page *p = m->last;
+    if (__builtin_expect(p->base != slot_map_page_base(m, key), 0)) {
+        slot_map_remove(m, key);
+        return;
+    }
+    struct slot_record *r = &p->records[slot_map_index(m, key)];
+    if (r->origin_plus_one) {
+        r->origin_plus_one = 0;
+        m->count--;
+    }
+}
 /* Forget the records of every page inside [lo, hi): memory given back to
  * the system, whose addresses may next hold anything. */
 void slot_map_drop_pages(struct slot_map *m, uintptr_t lo, uintptr_t hi);

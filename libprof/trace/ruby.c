@@ -409,8 +409,21 @@ store:
 
 static __attribute__((noinline)) VALUE record_slow(VALUE obj)
 {
+    struct ruby_tracer *t = &ruby_tracer;
     if (!__atomic_load_n(&ruby_recording, __ATOMIC_RELAXED) || !obj || !reentry_enter())
         return obj;
+    /* Sampling's common case, not sampled, kept short: the countdown, and the
+     * record of an older object at this address forgotten (it died), in the
+     * page used last when it is there (81 -> 45 instructions an object at 1 in 100). */
+    if (t->config.sample > 1 && sampler.countdown > 1 &&
+        __atomic_load_n(t->api.ruby_single_main_ractor, __ATOMIC_RELAXED)) {
+        sampler.countdown--;
+        spin_lock_serialized(&t->lock);
+        slot_map_remove_near(&t->objects, obj);
+        spin_unlock(&t->lock);
+        reentry_leave();
+        return obj;
+    }
     return record_entered(obj);
 }
 
