@@ -129,22 +129,13 @@ bool slot_map_remove(struct slot_map *m, uintptr_t key)
     if (!p)
         return false;
     m->last = p;   /* the next allocations are in it too */
-    struct slot_record *r = &p->records[slot_map_index(m, key)];
-    if (!r->origin_plus_one)
-        return false;
-    r->origin_plus_one = 0;
-    m->count--;
-    return true;
+    return slot_map_forget(m, &p->records[slot_map_index(m, key)]);
 }
 
 static void drop_page(struct slot_map *m, struct slot_page *p)
 {
-    for (size_t s = 0; s < m->slots_per_page; s++) {
-        if (p->records[s].origin_plus_one) {
-            p->records[s].origin_plus_one = 0;
-            m->count--;
-        }
-    }
+    for (size_t s = 0; s < m->slots_per_page; s++)
+        slot_map_forget(m, &p->records[s]);
 }
 
 void slot_map_drop_pages(struct slot_map *m, uintptr_t lo, uintptr_t hi)

@@ -95,21 +95,25 @@ static inline enum slot_put_result slot_map_put_near(struct slot_map *m, uintptr
     return slot_map_put_in(m, p, key, origin, aux);
 }
 bool slot_map_get(const struct slot_map *m, uintptr_t key, struct slot_entry *out);
+/* The record in `r` forgotten, if it holds one. */
+static inline bool slot_map_forget(struct slot_map *m, struct slot_record *r)
+{
+    if (!r->origin_plus_one)
+        return false;
+    r->origin_plus_one = 0;
+    m->count--;
+    return true;
+}
 /* Forget the record of `key`, if any; its page becomes the one used last. */
 bool slot_map_remove(struct slot_map *m, uintptr_t key);
 /* slot_map_remove, inlined for a key in the page used last. */
 static inline void slot_map_remove_near(struct slot_map *m, uintptr_t key)
 {
     struct slot_page *p = m->last;
-    if (__builtin_expect(p->base != slot_map_page_base(m, key), 0)) {
+    if (__builtin_expect(p->base != slot_map_page_base(m, key), 0))
         slot_map_remove(m, key);
-        return;
-    }
-    struct slot_record *r = &p->records[slot_map_index(m, key)];
-    if (r->origin_plus_one) {
-        r->origin_plus_one = 0;
-        m->count--;
-    }
+    else
+        slot_map_forget(m, &p->records[slot_map_index(m, key)]);
 }
 /* Forget the records of every page inside [lo, hi): memory given back to
  * the system, whose addresses may next hold anything. */
