@@ -930,10 +930,9 @@ static void *hook_malloc(size_t size)
  * charge: sample_left 0) takes the body, which decides from the count. */
 static void *malloc_sampling(size_t size)
 {
-    /* One subtraction in place, whose borrow or zero says "not short of
-     * it" (left <= size): GCC's own code loaded, compared and stored. */
-    /* (An input and "memory", as the kernel's RMWcc does: GCC 12 dropped
-     * the label's code when the count was an asm goto's output.) */
+    /* One subtraction in place, its borrow or zero meaning left <= size (GCC
+     * loaded, compared and stored). The count is an input with "memory", as
+     * the kernel's RMWcc: as an asm goto output, GCC 12 dropped the label's code. */
     __asm__ goto("subq %1, %0\n\tjbe %l[at_point]" : : "m"(sample_left), "r"(size) : "cc", "memory" : at_point);
     return next_malloc(size);
 at_point:
