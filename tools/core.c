@@ -6,6 +6,7 @@
  * registry or the runtime's state (core_threads.c). */
 #include "commands.h"
 #include "core_image.h"
+#include "input.h"
 #include "output.h"
 #include "pprof.h"
 #include <inttypes.h>
@@ -167,7 +168,8 @@ static bool core_of_gdb_target(char *path, size_t size)
 {
     char line[PATH_MAX + 64];
     bool next = false, found = false;
-    while (fgets(line, sizeof line, stdin)) {
+    FILE *in = input_stdin();
+    while (fgets(line, sizeof line, in)) {
         if (strncmp(line, "Local core dump file:", 21) == 0) {
             next = true;
         } else if (next && !found) {

@@ -6,6 +6,7 @@
  *   memprof keep --dir DIR NAME < TEXT
  *       keep a snapshot in GDB's own directory, for memprof-diff. */
 #include "commands.h"
+#include "input.h"
 #include "util/atomic_file.h"
 #include <errno.h>
 #include <regex.h>
@@ -29,6 +30,7 @@ static const char unsafe_function[] =
  * frame's number + 1; 0 when there is none (250 at most: a shell's status). */
 int cmd_safe_point(int argc, char **argv)
 {
+    FILE *in = input_stdin();
     long one_thread = -1;
     if (argc == 2 && strcmp(argv[0], "--thread") == 0) {
         char *end;
@@ -49,7 +51,7 @@ int cmd_safe_point(int argc, char **argv)
     char line[4096], thread[32] = "?";
     bool hit = false;
     int code = 0;
-    while (fgets(line, sizeof line, stdin)) {
+    while (fgets(line, sizeof line, in)) {
         char first[64] = "", second[512] = "", third[64] = "", fourth[512] = "";
         int words = sscanf(line, "%63s %511s %63s %511s", first, second, third, fourth);
         if (words >= 2 && strcmp(first, "Thread") == 0) {
@@ -76,13 +78,9 @@ int cmd_safe_point(int argc, char **argv)
     return code;
 }
 
-/* Read the rest of stdin (GDB's pipe must not see a broken pipe) and say
- * why nothing was kept. */
+/* Say why nothing was kept (the rest of stdin is read at exit: input.h). */
 static int keep_failed(const char *dir, bool made, const char *why, const char *what, int err)
 {
-    char buf[4096];
-    while (fread(buf, 1, sizeof buf, stdin) > 0) {
-    }
     if (made)
         rmdir(dir);
     fprintf(stderr, "memprof: cannot keep the snapshot: %s%s%s\n", why, what ? what : "",
@@ -95,6 +93,7 @@ static int keep_failed(const char *dir, bool made, const char *why, const char *
  * where the file goes. NAME is written whole or not at all. */
 int cmd_keep(int argc, char **argv)
 {
+    FILE *in = input_stdin();
     if (argc != 3 || strcmp(argv[0], "--dir") != 0) {
         fputs("memprof: usage: memprof keep --dir DIR NAME < TEXT\n", stderr);
         return 2;
@@ -131,7 +130,7 @@ int cmd_keep(int argc, char **argv)
         return keep_failed(dir, made, why, NULL, err);
     char buf[65536];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, stdin)) > 0) {
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0) {
         for (size_t done = 0; done < n;) {
             ssize_t w = write(f.fd, buf + done, n - done);
             if (w < 0 && errno == EINTR)
@@ -144,9 +143,9 @@ int cmd_keep(int argc, char **argv)
             done += (size_t)w;
         }
     }
-    err = ferror(stdin) ? EIO : atomic_file_commit(&f);
+    err = ferror(in) ? EIO : atomic_file_commit(&f);
     if (err) {
-        if (ferror(stdin))
+        if (ferror(in))
             atomic_file_abort(&f);
         return keep_failed(dir, made, why, NULL, err);
     }

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "grow.h"
 #include "heap_raw.h"
+#include "input.h"
 #include "objfile/symbolizer.h"
 #include "trace/heap_wrapper_names.h"
 #include <fnmatch.h>
@@ -400,7 +401,7 @@ int cmd_heap_table(int argc, char **argv)
             return 2;
         }
     }
-    FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    FILE *in = input_open(path);
     if (!in) {
         fprintf(stderr, "memprof: cannot read %s: %s\n", path, strerror(errno));
         return 2;
@@ -409,14 +410,12 @@ int cmd_heap_table(int argc, char **argv)
     if (first != '#') {   /* not a report: the runtime's reason, as it is */
         for (int c = first; c != EOF; c = getc(in))
             putchar(c);
-        if (in != stdin)
-            fclose(in);
+        input_close(in);
         return 1;
     }
     ungetc(first, in);
     int rc = heap_report_symbolize(in, stdout, 0, &opt);
-    if (in != stdin)
-        fclose(in);
+    input_close(in);
     return rc == 0 ? 0 : 1;
 }
 
@@ -471,9 +470,10 @@ int name_sites(FILE *in, FILE *out)
 int cmd_name_sites(int argc, char **argv)
 {
     (void)argv;
+    FILE *in = input_stdin();
     if (argc != 0) {
         fputs("memprof: usage: memprof name-sites < TEXT\n", stderr);
         return 2;
     }
-    return name_sites(stdin, stdout);
+    return name_sites(in, stdout);
 }

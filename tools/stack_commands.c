@@ -3,6 +3,7 @@
  * other tools read, or compared. */
 #include "commands.h"
 #include "flamegraph.h"
+#include "input.h"
 #include "output.h"
 #include "pprof.h"
 #include "speedscope.h"
@@ -47,6 +48,8 @@ static int parse(const char *command, const char *usage, int inputs, int argc, c
             return usage_error(command, usage, "unknown option %s", a);
         } else if (o->input_count < inputs) {
             o->inputs[o->input_count++] = a;
+            if (strcmp(a, "-") == 0)
+                input_stdin();   /* read to its end even if the other input fails */
         } else {
             return usage_error(command, usage, "one input too many ('%s')", a);
         }
@@ -59,14 +62,13 @@ static int parse(const char *command, const char *usage, int inputs, int argc, c
 /* Read one input ("-": stdin): 0, or 1 after a message. */
 static int load(const char *path, struct stacks *s)
 {
-    FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    FILE *in = input_open(path);
     if (!in) {
         fprintf(stderr, "memprof: cannot read %s: %s\n", path, strerror(errno));
         return 1;
     }
     int rc = stacks_read(in, path, s);
-    if (in != stdin)
-        fclose(in);
+    input_close(in);
     return rc ? 1 : 0;
 }
 
@@ -156,7 +158,7 @@ int cmd_proto(int argc, char **argv)
     if (!o.output && isatty(STDOUT_FILENO))
         return usage_error("proto", "[-o FILE.pb.gz] REPORT", "%s", "a profile is binary: give -o FILE, or a pipe");
     const char *path = o.inputs[0];
-    FILE *in = strcmp(path, "-") == 0 ? rewindable(stdin) : fopen(path, "r");
+    FILE *in = strcmp(path, "-") == 0 ? rewindable(input_stdin()) : fopen(path, "r");
     if (!in) {
         fprintf(stderr, "memprof: cannot read %s: %s\n", path, strerror(errno));
         return 1;
@@ -197,14 +199,13 @@ int cmd_timeline(int argc, char **argv)
     if (rc)
         return rc;
     const char *path = o.inputs[0];
-    FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    FILE *in = input_open(path);
     if (!in) {
         fprintf(stderr, "memprof: cannot read %s: %s\n", path, strerror(errno));
         return 1;
     }
     rc = timeline_convert(in, path, o.output);
-    if (in != stdin)
-        fclose(in);
+    input_close(in);
     return rc;
 }
 
