@@ -223,8 +223,10 @@ static const struct raw_thread *thread_named(const struct raw_thread *t, size_t 
 
 int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt)
 {
+    /* Only entries below `opened` are read: zeroing the 260 KB cache would
+     * cost the run's report 65 page faults for nothing. */
     static struct naming naming;
-    memset(&naming, 0, sizeof naming);
+    naming.opened = 0;
     struct raw_report report;
     if (heap_raw_read(raw, &report) != 0) {
         fprintf(out, "memprof: out of memory reading the heap report\n");
