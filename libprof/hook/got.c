@@ -128,7 +128,7 @@ static bool patchable(const struct elf_object *obj, const struct elf_object *sel
 }
 
 struct patch_pass {
-    const struct maps *maps;
+    struct slot_writer writer;
     int error;
 };
 
@@ -151,7 +151,7 @@ static int patch_slot(const struct elf_object *obj, const char *name, uintptr_t 
             return 1;
         }
     }
-    int err = slot_write(pass->maps, slot, want);
+    int err = slot_writer_put(&pass->writer, slot, want);
     if (err)
         pass->error = err;
     return 0;
@@ -193,10 +193,14 @@ static int patch_all_locked(bool new_only)
     int err = maps_load(&maps);
     if (err)
         return err;
-    struct patch_pass pass = { .maps = &maps };
+    struct patch_pass pass = { 0 };
+    slot_writer_begin(&pass.writer, &maps);
     for (size_t i = 0; i < n && !pass.error; i++)
         if (wanted[i])
             elf_object_each_slot(&objects[i], patch_slot, &pass);
+    err = slot_writer_end(&pass.writer);
+    if (!pass.error)
+        pass.error = err;
     maps_release(&maps);
     if (!patched_bases)
         patched_bases = pages_alloc(MAX_OBJECTS * sizeof *patched_bases);
@@ -239,6 +243,8 @@ static void retarget_locked(struct got_hook *const *gone, size_t n)
         if (sym)
             affected[sym - symbols] = true;
     }
+    struct slot_writer writer;
+    slot_writer_begin(&writer, &maps);
     size_t kept = 0;
     for (size_t i = 0; i < slot_count; i++) {
         struct patched_slot s = slots[i];
@@ -251,9 +257,9 @@ static void retarget_locked(struct got_hook *const *gone, size_t n)
             if (!loaded || !was_ours(sym, have, gone, n))
                 keep = false;
             else if (sym->top)
-                slot_write(&maps, s.slot, (uintptr_t)sym->top->replacement);
+                slot_writer_put(&writer, s.slot, (uintptr_t)sym->top->replacement);
             else {
-                slot_write(&maps, s.slot, s.original);
+                slot_writer_put(&writer, s.slot, s.original);
                 keep = false;
             }
         }
@@ -261,6 +267,7 @@ static void retarget_locked(struct got_hook *const *gone, size_t n)
             slots[kept++] = s;
     }
     slot_count = kept;
+    slot_writer_end(&writer);
     maps_release(&maps);
 }
 
@@ -407,15 +414,20 @@ static int rewrite_slots_locked(const struct hooked_symbol *const *syms, void *c
     int err = maps_load(&maps);
     if (err)
         return err;
+    struct slot_writer writer;
+    slot_writer_begin(&writer, &maps);
     for (size_t i = 0; i < slot_count && !err; i++) {
         uintptr_t *slot = slots[i].slot;
         for (size_t k = 0; k < n && !err; k++)
             if (syms[k] && &symbols[slots[i].symbol] == syms[k] &&
                 maps_readable(&maps, (uintptr_t)slot, sizeof *slot) &&
                 __atomic_load_n(slot, __ATOMIC_ACQUIRE) == (uintptr_t)old[k])
-                err = slot_write(&maps, slot, (uintptr_t)entries[k]);
+                err = slot_writer_put(&writer, slot, (uintptr_t)entries[k]);
     }
+    int end = slot_writer_end(&writer);
     maps_release(&maps);
+    if (!err)
+        err = end;
     return err;
 }
 
