@@ -93,6 +93,19 @@
         twos r11, rax
         twos rdx, r10
         twos r13, r14
+        sub %rdi, %fs:0x10
+        sub %r9, %fs:-0x28
+        add %rdi, %fs:0x10
+        add %r9, %fs:-0x28
+        imul $0x9e3779b1, %edi, %eax
+        imul $5, %r9d, %r10d
+        imul $-0x100, %eax, %r11d
+        shr $17, %eax
+        shr $1, %r10d
+        cmpb $0x0, (%rdx,%rax,1)
+        cmpb $0x0, (%r13,%r8,1)
+        cmpb $0x0, (%rax,%r12,1)
+        cmpb $0x0, (%rbp,%rcx,1)
         call .+0x1239
         jmp .-0x1000
         .irp cc, o, no, b, ae, e, ne, be, a, s, ns, p, np, l, ge, le, g

@@ -505,6 +505,58 @@ void emit_imul(struct emitter *e, enum reg dst, enum reg src)
         rex(e, true, dst, src), byte(e, 0x0F), byte(e, 0xAF), modrm_reg(e, dst, src), book_write(e, dst);
 }
 
+/* op %src, %fs:disp: the segment prefix, then [disp32] with neither base
+ * nor index (a SIB byte; ModRM's rm 101 alone is rip-relative here). */
+static void fs_arith(struct emitter *e, uint8_t opcode, int32_t disp, enum reg src)
+{
+    if (room(e, 10))
+        byte(e, 0x64), rex(e, true, src, 0), byte(e, opcode), byte(e, (uint8_t)((src & 7) << 3 | 4)), byte(e, 0x25),
+            imm32(e, disp);
+}
+
+void emit_sub_fs(struct emitter *e, int32_t disp, enum reg src) { fs_arith(e, 0x29, disp, src); }
+void emit_add_fs(struct emitter *e, int32_t disp, enum reg src) { fs_arith(e, 0x01, disp, src); }
+
+void emit_imul32_imm(struct emitter *e, enum reg dst, enum reg src, int32_t imm)
+{
+    if (!room(e, 7))
+        return;
+    rex(e, false, dst, src);
+    if (fits_int8(imm))
+        byte(e, 0x6B), modrm_reg(e, dst, src), byte(e, (uint8_t)(int8_t)imm);
+    else
+        byte(e, 0x69), modrm_reg(e, dst, src), imm32(e, imm);
+    book_write(e, dst);
+}
+
+void emit_shr32_imm(struct emitter *e, enum reg dst, uint8_t imm)
+{
+    if (!room(e, 4))
+        return;
+    rex(e, false, 0, dst);
+    if (imm == 1)
+        byte(e, 0xD1), modrm_reg(e, 5, dst);
+    else
+        byte(e, 0xC1), modrm_reg(e, 5, dst), byte(e, imm);
+    book_write(e, dst);
+}
+
+void emit_cmpb_zero_indexed(struct emitter *e, enum reg base, enum reg index)
+{
+    if (!room(e, 6))
+        return;
+    uint8_t r = (uint8_t)(0x40 | ((index >> 3) & 1) << 1 | ((base >> 3) & 1));
+    if (r != 0x40)
+        byte(e, r);
+    /* rbp or r13 as a base needs a displacement: a zero disp8. */
+    bool disp8 = (base & 7) == 5;
+    byte(e, 0x80), byte(e, (uint8_t)((disp8 ? 1 : 0) << 6 | 7 << 3 | 4)),
+        byte(e, (uint8_t)((index & 7) << 3 | (base & 7)));
+    if (disp8)
+        byte(e, 0);
+    byte(e, 0);
+}
+
 /* One-operand forms: opcode /ext on %dst. */
 static void unary(struct emitter *e, uint8_t opcode, unsigned ext, enum reg dst)
 {

@@ -116,6 +116,16 @@ void emit_and(struct emitter *e, enum reg dst, enum reg src);
 void emit_or(struct emitter *e, enum reg dst, enum reg src);
 void emit_xor(struct emitter *e, enum reg dst, enum reg src);
 void emit_imul(struct emitter *e, enum reg dst, enum reg src);
+/* A static thread-local variable `disp` bytes from the thread pointer:
+ * op %src, %fs:disp. */
+void emit_sub_fs(struct emitter *e, int32_t disp, enum reg src);
+void emit_add_fs(struct emitter *e, int32_t disp, enum reg src);
+/* 32-bit forms, the upper half of %dst zeroed: imul $imm, %src, %dst and
+ * shr $imm, %dst. */
+void emit_imul32_imm(struct emitter *e, enum reg dst, enum reg src, int32_t imm);
+void emit_shr32_imm(struct emitter *e, enum reg dst, uint8_t imm);
+/* cmpb $0, (%base,%index,1); `index` is not rsp. */
+void emit_cmpb_zero_indexed(struct emitter *e, enum reg base, enum reg index);
 /* Shifts of %dst by %cl (shl, shr: logical, sar: arithmetic); neg and not. */
 void emit_shl_cl(struct emitter *e, enum reg dst);
 void emit_shr_cl(struct emitter *e, enum reg dst);
