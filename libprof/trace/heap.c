@@ -25,6 +25,7 @@
 #include "heap_sample.h"
 #include "heap_peak.h"
 #include "heap_wrappers.h"
+#include "heap_sample_sites.h"
 #include "../hook/got.h"
 #include "../util/pages.h"
 #include "../util/reentry.h"
@@ -304,7 +305,7 @@ static bool tracing(void)
  * apart share an entry: a rare false "maybe", never a miss. */
 HOT uint8_t *filter_entry(uintptr_t p)
 {
-    return &heap.sampled_filter[(uint32_t)((uint32_t)p * 0x9E3779B1u) >> (32 - SAMPLED_FILTER_BITS)];
+    return &heap.sampled_filter[(uint32_t)((uint32_t)p * SAMPLED_FILTER_MULTIPLIER) >> (32 - SAMPLED_FILTER_BITS)];
 }
 
 /* The next sample point, out of line: the hooks' common path stays short. */
@@ -393,7 +394,7 @@ COLD struct block_weight count_sampled(struct heap_thread *t, uintptr_t p, uint6
 /* Hashed as filter_entry is: the low 32 bits, one multiply by an immediate. */
 HOT struct block_slot *young_slot(struct heap_thread *t, uintptr_t p)
 {
-    return &t->young[(uint32_t)((uint32_t)p * 0x9E3779B1u) >> (32 - YOUNG_BITS)];
+    return &t->young[(uint32_t)((uint32_t)p * SAMPLED_FILTER_MULTIPLIER) >> (32 - YOUNG_BITS)];
 }
 
 /* The block on its way from a young slot to the older table: its table
@@ -801,9 +802,12 @@ static __attribute__((noinline)) void *malloc_sampled(size_t size, void *site)
 {
     PASS_THROUGH_IF_INSIDE(next_malloc(size));
     void *p = next_malloc(size);
+    uintptr_t ret = (uintptr_t)site;   /* the call's own return address (site may become a wrapper's caller) */
     struct heap_thread *t = recording_thread(p, size, &site);
-    if (t)
+    if (t) {
         record_sampled(t, p, size, site);
+        heap_sample_sites_offer(ret, SAMPLE_SITE_MALLOC);
+    }
     reentry_leave();
     return p;
 }
@@ -1072,13 +1076,23 @@ static void free_short_peak(void *p)
 
 /* Sampling: most frees are of blocks never recorded, one failed lookup in
  * the filter, and the hook passes them on. */
+/* A free the filter may know, and its call site offered a stub. */
+static __attribute__((noinline)) void free_maybe_sampled(void *p, void *ret)
+{
+    free_noted(p);
+    if (reentry_enter()) {
+        heap_sample_sites_offer((uintptr_t)ret, SAMPLE_SITE_FREE);
+        reentry_leave();
+    }
+}
+
 static void free_sampling(void *p)
 {
     /* The entry compared in place (GCC loads and tests an atomic byte). */
     __asm__ goto("cmpb $0, %0\n\tjne %l[recorded]" : : "m"(*filter_entry((uintptr_t)p)) : "cc" : recorded);
     return next_free(p);
 recorded:
-    free_noted(p);
+    free_maybe_sampled(p, __builtin_return_address(0));
 }
 
 static void hook_free(void *p)
@@ -1128,6 +1142,13 @@ static struct got_hook *hook_named(const char *symbol)
     return NULL;
 }
 
+/* MEMPROF_SAMPLE_STUBS=no: sampled call sites keep their PLT calls. */
+static bool sample_sites_wanted(void)
+{
+    const char *v = getenv("MEMPROF_SAMPLE_STUBS");
+    return !v || (strcmp(v, "no") != 0 && strcmp(v, "0") != 0);
+}
+
 /* malloc's and free's hooks for the mode of the moment. A call already in
  * the hook of the mode before finishes there: each hook checks again, on
  * its slower paths, what it assumed. */
@@ -1135,6 +1156,9 @@ static void choose_hooks(unsigned paths)
 {
     static pthread_mutex_t choosing = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&choosing);
+    /* Call sites pointed at sampling's stubs go back to their PLT entries
+     * first: the stubs would keep sampling's fast path past a new hook. */
+    heap_sample_sites_restore();
     bool sampling = heap.sample_bytes && __atomic_load_n(&heap.running, __ATOMIC_ACQUIRE);
     bool peak = __atomic_load_n(&heap.peak_tracking, __ATOMIC_ACQUIRE);
     struct got_hook *const chosen[] = { hook_named("malloc"), hook_named("free") };
@@ -1147,7 +1171,16 @@ static void choose_hooks(unsigned paths)
         : sampling         ? (void *)free_sampling
                            : (void *)hook_free,
     };
-    got_hooks_retarget(chosen, entries, 2);
+    if (got_hooks_retarget(chosen, entries, 2) == 0 && entries[0] == (void *)malloc_sampling &&
+        entries[1] == (void *)free_sampling && sample_sites_wanted())
+        heap_sample_sites_enable(&(struct sample_stub_targets){
+            .count_offset = (int32_t)((char *)&sample_left - (char *)__builtin_thread_pointer()),
+            .filter = heap.sampled_filter,
+            .next_malloc = (uintptr_t)next_malloc,
+            .next_free = (uintptr_t)next_free,
+            .malloc_hook = (uintptr_t)malloc_sampling,
+            .free_hook = (uintptr_t)free_sampling,
+        });
     pthread_mutex_unlock(&choosing);
 }
 
@@ -1293,6 +1326,7 @@ void heap_tracer_stop(void)
 {
     if (!heap.running)
         return;
+    heap_sample_sites_restore();
     __atomic_store_n(&heap.running, false, __ATOMIC_RELEASE);
     heap_cxx_stop();
     got_hooks_remove(hooks, HOOK_COUNT);
@@ -1310,6 +1344,7 @@ void heap_tracer_after_fork(void)
      * is gone with it. The other threads' tables stay: their blocks are in
      * this process's heap too. */
     spin_reset(&heap.report_lock);
+    heap_sample_sites_after_fork();
     heap_peak_after_fork();
     readers_after_fork();
     heap_ruby_after_fork();

@@ -4,6 +4,7 @@
  * post-handler, which sees the returned address) records the block in the
  * heap tracer's tables with the caller of the function as its site. */
 #include "heap_custom.h"
+#include "heap_sample_sites.h"
 #include "heap.h"
 #include "../objfile/disk_symbols.h"
 #include "../hook/callsite.h"
@@ -510,6 +511,11 @@ enum memprof_status heap_custom_hook(const char *spec, char *message, size_t mes
         slot->got = (struct got_hook){ .symbol = slot->name, .replacement = (void *)stub.entry,
                                        .next = stub.original };
         size_t before = got_patched_slot_count();
+        /* A hook on malloc or free: sampled call sites pointed past the GOT
+         * would not reach it. They go back, and stay (the slots no longer
+         * hold sampling's hooks). */
+        if (strcmp(h.name, "malloc") == 0 || strcmp(h.name, "free") == 0)
+            heap_sample_sites_restore();
         if (got_hook_install(&slot->got) != 0) {
             /* The stub stays (a pool never gives code back); the id is reused. */
             snprintf(message, message_size, "memprof: cannot hook %s", got_error());

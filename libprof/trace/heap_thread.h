@@ -125,6 +125,10 @@ struct heap_thread {
  * miss). A count that reaches 255 stays there: only more frees look further. */
 #define SAMPLED_FILTER_BITS 15
 #define SAMPLED_FILTER_STUCK 255
+/* An address's low 32 bits times this, the top bits kept: the filter's
+ * index (and the young slots'), in the hooks and in the stubs at sampled
+ * call sites (heap_sample_sites.c). */
+#define SAMPLED_FILTER_MULTIPLIER 0x9E3779B1u
 
 struct heap_state {
     bool running;
