@@ -300,12 +300,10 @@ static bool tracing(void)
 
 /* --- sampling by bytes (heap_sample.h) ------------------------------------- */
 
-/* The address's low 32 bits hashed: one multiply by an immediate (the
- * 64-bit constant took a move of its own on every free). Blocks 4 GiB
- * apart share an entry: a rare false "maybe", never a miss. */
+/* Blocks 512 KiB apart share an entry: a false "maybe", never a miss. */
 HOT uint8_t *filter_entry(uintptr_t p)
 {
-    return &heap.sampled_filter[(uint32_t)((uint32_t)p * SAMPLED_FILTER_MULTIPLIER) >> (32 - SAMPLED_FILTER_BITS)];
+    return &heap.sampled_filter[SAMPLED_FILTER_INDEX(p)];
 }
 
 /* The next sample point, out of line: the hooks' common path stays short. */
@@ -391,10 +389,12 @@ COLD struct block_weight count_sampled(struct heap_thread *t, uintptr_t p, uint6
     return (struct block_weight){ counted_bytes(stored), counted_blocks(t, stored) };
 }
 
-/* Hashed as filter_entry is: the low 32 bits, one multiply by an immediate. */
+/* By granule, as filter_entry: a block freed and handed out again finds
+ * the slot its last owner left in the cache. Blocks 64 KiB apart share one
+ * (the older of two goes to the older table). */
 HOT struct block_slot *young_slot(struct heap_thread *t, uintptr_t p)
 {
-    return &t->young[(uint32_t)((uint32_t)p * SAMPLED_FILTER_MULTIPLIER) >> (32 - YOUNG_BITS)];
+    return &t->young[((uint32_t)p >> ADDRESS_GRANULE_SHIFT) & (YOUNG_SLOTS - 1)];
 }
 
 /* The block on its way from a young slot to the older table: its table

@@ -148,8 +148,10 @@ static bool write_stubs(const struct code_chunk *c, struct stub_pair *out)
     uintptr_t free_maybe = emit_here(&e);
     emit_jmp_rip(&e, free_hook);
     out->free_entry = emit_here(&e);
-    emit_imul32_imm(&e, RAX, RDI, (int32_t)SAMPLED_FILTER_MULTIPLIER);
-    emit_shr32_imm(&e, RAX, 32 - SAMPLED_FILTER_BITS);
+    /* SAMPLED_FILTER_INDEX: the 16-byte granule, modulo the filter. */
+    emit_mov(&e, RAX, RDI);
+    emit_shr32_imm(&e, RAX, ADDRESS_GRANULE_SHIFT);
+    emit_and_imm(&e, RAX, (int32_t)((1u << SAMPLED_FILTER_BITS) - 1));
     emit_mov_load_rip(&e, RDX, filter);
     emit_cmpb_zero_indexed(&e, RDX, RAX);
     emit_jcc(&e, CC_NE, free_maybe);

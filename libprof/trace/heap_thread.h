@@ -125,10 +125,14 @@ struct heap_thread {
  * miss). A count that reaches 255 stays there: only more frees look further. */
 #define SAMPLED_FILTER_BITS 15
 #define SAMPLED_FILTER_STUCK 255
-/* An address's low 32 bits times this, the top bits kept: the filter's
- * index (and the young slots'), in the hooks and in the stubs at sampled
- * call sites (heap_sample_sites.c). */
-#define SAMPLED_FILTER_MULTIPLIER 0x9E3779B1u
+/* Where an address falls in the filter (and in the young slots): its
+ * 16-byte granule, modulo the table. Not a hash: the blocks an allocator
+ * hands out again and again sit close together, and so do their entries,
+ * which then stay in the nearest cache (a hash sent every free to a line
+ * of its own: a miss on most). The hooks and the stubs at sampled call
+ * sites (heap_sample_sites.c) compute the same. */
+#define ADDRESS_GRANULE_SHIFT 4
+#define SAMPLED_FILTER_INDEX(p) (((uint32_t)(p) >> ADDRESS_GRANULE_SHIFT) & ((1u << SAMPLED_FILTER_BITS) - 1))
 
 struct heap_state {
     bool running;

@@ -73,14 +73,11 @@ static void emit_all(struct emitter *e)
         emit_neg(e, dst);
         emit_not(e, dst);
     }
-    /* Thread-local arithmetic and the 32-bit forms a sampled free's filter takes. */
+    /* Thread-local arithmetic, and what a sampled free's filter index takes. */
     emit_sub_fs(e, 0x10, RDI);
     emit_sub_fs(e, -0x28, R9);
     emit_add_fs(e, 0x10, RDI);
     emit_add_fs(e, -0x28, R9);
-    emit_imul32_imm(e, RAX, RDI, (int32_t)0x9e3779b1u);
-    emit_imul32_imm(e, R10, R9, 5);
-    emit_imul32_imm(e, R11, RAX, -0x100);
     emit_shr32_imm(e, RAX, 17);
     emit_shr32_imm(e, R10, 1);
     emit_cmpb_zero_indexed(e, RDX, RAX);

@@ -97,9 +97,6 @@
         sub %r9, %fs:-0x28
         add %rdi, %fs:0x10
         add %r9, %fs:-0x28
-        imul $0x9e3779b1, %edi, %eax
-        imul $5, %r9d, %r10d
-        imul $-0x100, %eax, %r11d
         shr $17, %eax
         shr $1, %r10d
         cmpb $0x0, (%rdx,%rax,1)

@@ -517,18 +517,6 @@ static void fs_arith(struct emitter *e, uint8_t opcode, int32_t disp, enum reg s
 void emit_sub_fs(struct emitter *e, int32_t disp, enum reg src) { fs_arith(e, 0x29, disp, src); }
 void emit_add_fs(struct emitter *e, int32_t disp, enum reg src) { fs_arith(e, 0x01, disp, src); }
 
-void emit_imul32_imm(struct emitter *e, enum reg dst, enum reg src, int32_t imm)
-{
-    if (!room(e, 7))
-        return;
-    rex(e, false, dst, src);
-    if (fits_int8(imm))
-        byte(e, 0x6B), modrm_reg(e, dst, src), byte(e, (uint8_t)(int8_t)imm);
-    else
-        byte(e, 0x69), modrm_reg(e, dst, src), imm32(e, imm);
-    book_write(e, dst);
-}
-
 void emit_shr32_imm(struct emitter *e, enum reg dst, uint8_t imm)
 {
     if (!room(e, 4))

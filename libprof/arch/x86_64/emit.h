@@ -120,9 +120,7 @@ void emit_imul(struct emitter *e, enum reg dst, enum reg src);
  * op %src, %fs:disp. */
 void emit_sub_fs(struct emitter *e, int32_t disp, enum reg src);
 void emit_add_fs(struct emitter *e, int32_t disp, enum reg src);
-/* 32-bit forms, the upper half of %dst zeroed: imul $imm, %src, %dst and
- * shr $imm, %dst. */
-void emit_imul32_imm(struct emitter *e, enum reg dst, enum reg src, int32_t imm);
+/* shr $imm, %dst in 32 bits (the upper half of %dst zeroed). */
 void emit_shr32_imm(struct emitter *e, enum reg dst, uint8_t imm);
 /* cmpb $0, (%base,%index,1); `index` is not rsp. */
 void emit_cmpb_zero_indexed(struct emitter *e, enum reg base, enum reg index);
