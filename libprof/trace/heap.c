@@ -1074,8 +1074,6 @@ static void free_short_peak(void *p)
     free_short_with(p, true);
 }
 
-/* Sampling: most frees are of blocks never recorded, one failed lookup in
- * the filter, and the hook passes them on. */
 /* A free the filter may know, and its call site offered a stub. */
 static __attribute__((noinline)) void free_maybe_sampled(void *p, void *ret)
 {
@@ -1086,6 +1084,8 @@ static __attribute__((noinline)) void free_maybe_sampled(void *p, void *ret)
     }
 }
 
+/* Sampling: most frees are of blocks never recorded, one failed lookup in
+ * the filter, and the hook passes them on. */
 static void free_sampling(void *p)
 {
     /* The entry compared in place (GCC loads and tests an atomic byte). */

@@ -239,8 +239,10 @@ void heap_sample_sites_restore(void)
                 code_patch_undo(&state.sites[i], 1);
     }
     state.site_count = 0;
-    memset(state.counted, 0, sizeof state.counted);
-    state.counted_count = 0;
+    if (state.counted_count) {   /* (each choice of hooks comes here: at start, three times) */
+        memset(state.counted, 0, sizeof state.counted);
+        state.counted_count = 0;
+    }
     release();
 }
 
