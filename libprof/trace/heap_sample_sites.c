@@ -159,21 +159,23 @@ static bool write_stubs(const struct code_chunk *c, struct stub_pair *out)
     return emit_finish(&e) == EMIT_OK && pool_publish(c, e.len) == 0;
 }
 
+static uintptr_t entry_of(const struct stub_pair *pair, enum sample_site_kind kind)
+{
+    return kind == SAMPLE_SITE_FREE ? pair->free_entry : pair->malloc_entry;
+}
+
 /* The entry of `kind` in stubs a rel32 at `from` reaches, made if none. */
 static uintptr_t stub_near(uintptr_t from, enum sample_site_kind kind)
 {
-    for (size_t i = 0; i < state.stub_count; i++) {
-        uintptr_t entry = kind == SAMPLE_SITE_FREE ? state.stubs[i].free_entry : state.stubs[i].malloc_entry;
-        if (emit_rel32_reaches(from, entry))
-            return entry;
-    }
+    for (size_t i = 0; i < state.stub_count; i++)
+        if (emit_rel32_reaches(from, entry_of(&state.stubs[i], kind)))
+            return entry_of(&state.stubs[i], kind);
     struct code_chunk chunk;
     struct stub_pair made;
     if (state.stub_count == MAX_STUBS || pool_reserve(from, STUB_BYTES, &chunk) != 0 || !write_stubs(&chunk, &made))
         return 0;
     state.stubs[state.stub_count++] = made;
-    uintptr_t entry = kind == SAMPLE_SITE_FREE ? made.free_entry : made.malloc_entry;
-    return emit_rel32_reaches(from, entry) ? entry : 0;
+    return emit_rel32_reaches(from, entry_of(&made, kind)) ? entry_of(&made, kind) : 0;
 }
 
 static void change_site(uintptr_t ret, enum sample_site_kind kind)
