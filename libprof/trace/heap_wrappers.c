@@ -5,6 +5,7 @@
 #include "heap_wrappers.h"
 #include "heap_hooks.h"
 #include "heap_wrapper_names.h"
+#include "../arch/x86_64/call_scan.h"
 #include "../arch/x86_64/decode.h"
 #include "../objfile/disk_symbols.h"
 #include "../objfile/hash.h"
@@ -44,10 +45,10 @@ struct build {
     char patterns[MAX_PATTERNS][128];
     bool matched[MAX_PATTERNS];
     size_t pattern_count;
-    struct maps maps;               /* read once: every wrapper's code is decoded */
+    struct maps maps;               /* read once: every wrapper's code is scanned */
     bool have_maps;
     /* Functions whose callees were looked at, and to what depth: a helper
-     * many wrappers call is decoded once. */
+     * many wrappers call is scanned once. */
     struct { uintptr_t start; int depth; } seen[256];
     size_t seen_count;
     uintptr_t allocators[16];       /* the object's malloc, free...: hooked, never looked into */
@@ -136,15 +137,19 @@ static bool is_plt_entry(const struct elf_object *o, uintptr_t pc)
     return false;
 }
 
-struct callees { struct build *b; const struct elf_object *o; uintptr_t found[64]; size_t count; };
+struct callees { const struct elf_object *o; uintptr_t start, end; uintptr_t found[64]; size_t count; };
 
-static int note_callee(void *ctx, uintptr_t pc, const struct insn *insn)
+/* A call or jump to another function's first byte in the same object (a
+ * byte that only looks like a call, inside another instruction, would have
+ * to name one exactly: call_scan.h). */
+static int note_callee(void *ctx, uintptr_t pc, uintptr_t target)
 {
     (void)pc;
     struct callees *c = ctx;
-    if ((insn->kind == INSN_CALL_REL32 || insn->kind == INSN_JMP_REL32) && c->count < 64 &&
-        insn->target >= c->o->start && insn->target < c->o->end)
-        c->found[c->count++] = insn->target;
+    uintptr_t from, to;
+    if (c->count < sizeof c->found / sizeof *c->found && target >= c->o->start && target < c->o->end &&
+        (target < c->start || target >= c->end) && cfi_function_at(target, &from, &to) && from == target)
+        c->found[c->count++] = target;
     return 0;
 }
 
@@ -158,13 +163,14 @@ static void add_callees_of(struct build *b, const struct elf_object *o, uintptr_
 {
     if (depth == 0 || !b->have_maps)
         return;
-    struct callees c = { .b = b, .o = o };
-    struct code_range code = { start, end - start };
-    decode_ranges_in(&b->maps, &code, 1, 0, note_callee, &c);
+    struct callees c = { .o = o, .start = start, .end = end };
+    if (!maps_readable(&b->maps, start, end - start))
+        return;
+    call_scan(start, end, note_callee, &c);
     for (size_t i = 0; i < c.count; i++) {
         uintptr_t from, to;
-        if ((c.found[i] >= start && c.found[i] < end) || is_allocator(b, c.found[i]))
-            continue;   /* a branch within the wrapper, or the allocator itself */
+        if (is_allocator(b, c.found[i]))
+            continue;   /* the allocator itself */
         if (is_plt_entry(o, c.found[i]) || !cfi_function_at(c.found[i], &from, &to) || to - from > 1 << 20)
             continue;
         add(b, from, to);
@@ -207,8 +213,8 @@ static void add_exported(struct build *b, const struct elf_object *o)
     }
     /* The built-in names through the object's hash table, as the loader
      * finds them: a few lookups rather than a pass over every symbol. All
-     * are claimed at full depth before any is decoded, so that one another
-     * calls (vasprintf from asprintf) or an alias (__strdup) is decoded once. */
+     * are claimed at full depth before any is scanned, so that one another
+     * calls (vasprintf from asprintf) or an alias (__strdup) is scanned once. */
     const ElfW(Sym) *claimed[sizeof builtin / sizeof *builtin];
     size_t claimed_count = 0;
     for (size_t k = 0; k < sizeof builtin / sizeof *builtin; k++) {

@@ -1,0 +1,25 @@
+/* Calls and jumps found by their opcode bytes (see call_scan.h). */
+#include "call_scan.h"
+#include <string.h>
+
+enum {
+    OPCODE_CALL_REL32 = 0xE8,
+    OPCODE_JMP_REL32 = 0xE9,
+    REL32_INSN_LENGTH = 5,   /* the opcode and its 32-bit displacement */
+};
+
+int call_scan(uintptr_t start, uintptr_t end, call_scan_visit_fn *visit, void *ctx)
+{
+    const uint8_t *code = (const uint8_t *)start;
+    for (size_t at = 0; end - start >= REL32_INSN_LENGTH && at <= end - start - REL32_INSN_LENGTH; at++) {
+        if (code[at] != OPCODE_CALL_REL32 && code[at] != OPCODE_JMP_REL32)
+            continue;
+        int32_t displacement;
+        memcpy(&displacement, code + at + 1, sizeof displacement);
+        uintptr_t next = start + at + REL32_INSN_LENGTH;
+        int rc = visit(ctx, start + at, next + (uintptr_t)(intptr_t)displacement);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
