@@ -186,24 +186,40 @@ static inline void owner_add(uint64_t *field, uint64_t v)
  * at start when more than one frame is asked for. memprof's own unwinder
  * (unwind/backtrace.h) answers first, with the same frames, a cache of
  * rules per thread; libunwind where it cannot say (a signal frame), or for
- * every stack with MEMPROF_UNWIND=libunwind. */
+ * every stack with MEMPROF_UNWIND=libunwind. With one frame only an
+ * allocation wrapper's caller is walked to, a few frames up: memprof's own
+ * unwinder alone (libunwind and liblzma loaded cost a traced start 0.5 ms). */
 static int (*libunwind_backtrace)(void **frames, int size);
 static bool own_unwinder = true;
 static uintptr_t self_start, self_end;   /* memprof's own code: not a frame */
 
+static int own_backtrace(struct heap_thread *t, void **frames, int size)
+{
+    uint64_t generation = got_objects_generation();
+    int n = t->entry_pc ? unwind_backtrace_from(t->unwind, generation, t->entry_pc, t->entry_cfa, t->entry_bp,
+                                                frames, size)
+                        : -1;
+    return n >= 0 ? n : unwind_backtrace(t->unwind, generation, frames, size);
+}
+
 static int backtrace_of(struct heap_thread *t, void **frames, int size)
 {
-    if (own_unwinder && t && (t->unwind || (t->unwind = pages_alloc(sizeof *t->unwind)))) {
-        uint64_t generation = got_objects_generation();
-        int n = t->entry_pc ? unwind_backtrace_from(t->unwind, generation, t->entry_pc, t->entry_cfa,
-                                                    t->entry_bp, frames, size)
-                            : -1;
-        if (n < 0)
-            n = unwind_backtrace(t->unwind, generation, frames, size);
-        if (n >= 0)
-            return n;
-    }
-    return libunwind_backtrace(frames, size);
+    bool own = own_unwinder && t && (t->unwind || (t->unwind = pages_alloc(sizeof *t->unwind)));
+    int n = own ? own_backtrace(t, frames, size) : -1;
+    if (n >= 0)
+        return n;
+    if (libunwind_backtrace)
+        return libunwind_backtrace(frames, size);
+    /* No libunwind (one frame): the frames below the one it could not say
+     * (a signal frame, code without unwind tables), where a wrapper's
+     * caller usually is. */
+    return own ? t->unwind->frames_said : 0;
+}
+
+/* Stacks can be walked: memprof's own unwinder, or libunwind. */
+static bool can_walk(void)
+{
+    return own_unwinder || libunwind_backtrace;
 }
 
 /* The callers above `site`: heap.frames - 1 of them, or, for a site in an
@@ -236,7 +252,7 @@ static uint32_t callers_of(struct heap_thread *t, uintptr_t site, uintptr_t *cal
 
 uintptr_t heap_caller_outside_wrappers(uintptr_t site)
 {
-    if (!libunwind_backtrace || !heap_wrappers_contain(site))
+    if (!can_walk() || !heap_wrappers_contain(site))
         return site;
     uintptr_t pcs[HEAP_MAX_FRAMES - 1];
     uint32_t n = callers_of(my_thread, site, pcs, true);
@@ -497,7 +513,7 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
     if (remembered != UINT32_MAX)
         return remembered;
     uint64_t link = 0;
-    if (libunwind_backtrace && (heap.frames > 1 || wrapped)) {
+    if (can_walk() && (heap.frames > 1 || wrapped)) {
         link = caller_link(t, site, wrapped);
         OWNER_ADD(t->stacks_walked, 1);
     }
@@ -1256,9 +1272,8 @@ static void prepare_backtraces(void)
     }
     const char *unwinder = getenv("MEMPROF_UNWIND");
     own_unwinder = !unwinder || strcmp(unwinder, "libunwind") != 0;
-    if (libunwind_backtrace)
+    if (libunwind_backtrace || (heap.frames == 1 && own_unwinder))
         return;
-    /* Also for one frame: an allocation wrapper's caller is found by unwinding. */
     void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     *(void **)&libunwind_backtrace = lib ? dlsym(lib, "unw_backtrace") : NULL;
     if (!libunwind_backtrace) {

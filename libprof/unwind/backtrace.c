@@ -61,14 +61,14 @@ static inline __attribute__((always_inline)) int walk(struct unwind_cache *cache
         /* A return address is looked up at its call: the byte before. */
         const struct cfi_rule *rule = rule_for(cache, returned ? pc - 1 : pc, n + returned);
         if (rule->cfa_base == CFI_UNKNOWN)
-            return -1;
+            return cache->frames_said = n, -1;
         if (rule->outermost)
             break;
         if (memo && rule->cfa_base == CFI_RBP)
             memo->uses_bp = true;
         uintptr_t cfa = (rule->cfa_base == CFI_RSP ? sp : bp) + (uintptr_t)rule->cfa_offset;
         if (cfa <= sp || cfa - sp > MAX_FRAME_BYTES)
-            return -1;
+            return cache->frames_said = n, -1;
         pc = read_word(memo, cfa - 8, false);
         if (rule->rbp_offset)
             bp = read_word(memo, cfa + (intptr_t)rule->rbp_offset, true);

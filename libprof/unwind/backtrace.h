@@ -40,6 +40,7 @@ struct unwind_memo {
 
 struct unwind_cache {
     uint64_t generation;    /* of the objects its rules were read from */
+    int frames_said;        /* a walk that returned -1: the frames it had returned first */
     struct unwind_memo memos[UNWIND_MEMOS];   /* of the last walks from entries */
     /* The last stack's rules by depth, in a few cache lines: stacks repeat. */
     struct unwind_cache_entry recent[UNWIND_RECENT];
@@ -47,7 +48,8 @@ struct unwind_cache {
 };
 
 /* As unw_backtrace: the return addresses from this function's to the
- * outermost frame's, at most `max`; how many, or -1. `generation`
+ * outermost frame's, at most `max`; how many, or -1 (those it could say
+ * are in `frames`, cache->frames_said of them). `generation`
  * changes whenever objects were loaded since (the cache is emptied: a new
  * object may sit where an unloaded one was). */
 int unwind_backtrace(struct unwind_cache *cache, uint64_t generation, void **frames, int max);

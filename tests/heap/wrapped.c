@@ -3,6 +3,7 @@
  * must charge a block, not libc's, GLib's or the wrapper's own line. */
 #define _GNU_SOURCE
 #include <glib.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +38,21 @@ static __attribute__((noinline)) void make_all(const char *path)
     sink[7] = checked_alloc(444);                          /* WRAPPED:checked_alloc */
 }
 
+/* A wrapper in a signal handler: the walk to its caller stops short of the
+ * signal frame (with one frame, memprof's own unwinder alone). */
+static void on_signal(int sig)
+{
+    (void)sig;
+    sink[8] = strdup("strdup in a signal handler, 41 bytes....");  /* WRAPPED:signal */
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     make_all(argv[1]);
+    struct sigaction sa = { .sa_handler = on_signal };
+    sigaction(SIGUSR1, &sa, NULL);
+    raise(SIGUSR1);
     puts("wrapped: done");
     return 0;
 }
