@@ -43,6 +43,11 @@
 struct heap_state heap = { .frames = 1 };
 
 static __thread struct heap_thread *my_thread __attribute__((tls_model("initial-exec")));
+/* The same for the short paths, never NULL: a thread with no record yet
+ * has the empty one, whose last site and young slots match no call and no
+ * block (it is only read), so those paths test nothing more. */
+static struct heap_thread no_record;
+static __thread struct heap_thread *short_path_thread __attribute__((tls_model("initial-exec"))) = &no_record;
 /* Bytes to this thread's next sample point (heap_sample.h), apart from its
  * record so that sampling's common case reads nothing else; 0 until the
  * thread's first recorded allocation sets it, and while a C++ new's charge
@@ -84,6 +89,7 @@ static struct heap_thread *this_thread(void)
     do
         t->next = top;
     while (!__atomic_compare_exchange_n(&heap.threads, &top, t, true, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE));
+    short_path_thread = t;
     return my_thread = t;
 }
 
@@ -923,8 +929,8 @@ static void *malloc_short(size_t size)
  * the plain pair takes 38). */
 HOT void *malloc_sites_with(size_t size, void *site, bool peak)
 {
-    struct heap_thread *t = my_thread;
-    if (__builtin_expect(t != NULL, 1) && __builtin_expect(t->last_site == (uintptr_t)site, 1)) {
+    struct heap_thread *t = short_path_thread;
+    if (__builtin_expect(t->last_site == (uintptr_t)site, 1)) {
         uint32_t origin = t->last_origin;
         return record_known_here(t, next_malloc(size), size, origin, peak);
     }
@@ -1010,6 +1016,14 @@ HOT struct block_slot *young_unnumbered(struct heap_thread *t, void *p)
                                                                                                            : NULL;
 }
 
+/* The same for short_path_thread (never NULL). */
+HOT struct block_slot *young_unnumbered_short(struct heap_thread *t, void *p)
+{
+    struct block_slot *y = young_slot(t, (uintptr_t)p);
+    __asm__("" : "+r"(y));   /* one address: GCC derived another for the slot's store */
+    return p && y->addr == (uintptr_t)p && y->number == read_number() ? y : NULL;
+}
+
 /* A free that is not the common case: an older block, another thread's,
  * or a number taken since the allocation. */
 COLD void free_planned(void *p)
@@ -1069,8 +1083,8 @@ static __attribute__((cold, noinline)) void free_elsewhere(void *p)
  * since its allocation, dropped here before a jump to the real free. */
 HOT void free_short_with(void *p, bool peak)
 {
-    struct heap_thread *t = my_thread;
-    struct block_slot *y = young_unnumbered(t, p);
+    struct heap_thread *t = short_path_thread;
+    struct block_slot *y = young_unnumbered_short(t, p);
     if (__builtin_expect(!y, 0) || __builtin_expect(!reentry_enter(), 0))
         return free_elsewhere(p);
     if (peak)
