@@ -15,8 +15,10 @@
 #include "../util/tasks.h"
 #include "heap_sample.h"
 #include "../objfile/object.h"
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Per-site figures. */
@@ -90,6 +92,59 @@ static size_t read_slots(const struct block_slot *slots, size_t count, bool free
                 bucket_add(counts, addr);
                 break;
             }
+        }
+    }
+    return n;
+}
+
+/* Nothing changes the tables while the report reads them: each thread with
+ * a record is this one (inside the runtime, its hooks pass through) or gone
+ * (its task no longer exists), as at the exit of a program whose threads
+ * were joined. A thread that frees without a record yet makes one, later
+ * than the report's list, which it would not read either way. */
+static bool tables_at_rest(const struct heap_thread *newest)
+{
+    pid_t self = gettid(), process = getpid();
+    for (const struct heap_thread *t = newest; t; t = t->next)
+        if (t->tid != self && !(syscall(SYS_tgkill, process, t->tid, 0) != 0 && errno == ESRCH))
+            return false;
+    return true;
+}
+
+/* At rest, a table's addresses counted by bucket before its blocks are
+ * read: a block alone at its address is counted at once, and only the rest
+ * become events (an exit report of 160,000 live blocks wrote 4 MB of events,
+ * half its time in mapping them). */
+static void add_addresses(const struct block_slot *slots, size_t count, struct bucket_counts *counts)
+{
+    for (size_t i = 0; i < count; i++) {
+        uintptr_t addr = __atomic_load_n(&slots[i].addr, __ATOMIC_RELAXED);
+        if (BLOCK_IS_LIVE(addr))
+            bucket_add(counts, addr);
+    }
+}
+
+struct live_sum;
+static void count_live(struct thread_view *v, const struct event *ev, struct live_sum *sum);
+
+/* The entries alone in their buckets counted into `v`, the others copied to
+ * out[] (and their places to shared[]); how many were copied. */
+static size_t count_or_copy(struct thread_view *v, const struct block_slot *slots, size_t count, bool freed,
+                            const struct bucket_counts *counts, struct live_sum *sum, struct event *out,
+                            size_t first, uint32_t *shared, size_t *shared_count)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        uintptr_t addr = __atomic_load_n(&slots[i].addr, __ATOMIC_RELAXED);
+        if (!BLOCK_IS_LIVE(addr))
+            continue;
+        struct event ev = { addr, slots[i].number * 2 + freed, slots[i].word };
+        if (bucket_count(counts, bucket_of(counts, addr)) == 1) {
+            count_live(v, &ev, sum);
+        } else {
+            out[n] = ev;
+            shared[(*shared_count)++] = (uint32_t)(first + n);
+            n++;
         }
     }
     return n;
@@ -424,6 +479,59 @@ static void write_pprof(struct out *o, const struct report_row *rows, size_t sho
         close(fd);
 }
 
+/* The tables at rest: their addresses by bucket, then each block alone in
+ * its bucket counted from its slot, the others copied as events. */
+static void read_at_rest(struct thread_view *view, size_t views, struct bucket_counts *counts, struct live_sum *sum,
+                         struct event *events, uint32_t *shared, size_t *shared_count)
+{
+    for (size_t i = 0; i < views; i++) {
+        add_addresses(view[i].thread->young, YOUNG_HELD, counts);
+        if (view[i].blocks)
+            add_addresses(view[i].blocks->slots, view[i].blocks->capacity, counts);
+        if (view[i].freed)
+            add_addresses(view[i].freed->slots, view[i].freed->capacity, counts);
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < views; i++) {
+        struct thread_view *v = &view[i];
+        v->first_event = n;
+        n += count_or_copy(v, v->thread->young, YOUNG_HELD, false, counts, sum, events + n, n, shared, shared_count);
+        if (v->blocks)
+            n += count_or_copy(v, v->blocks->slots, v->blocks->capacity, false, counts, sum, events + n, n, shared,
+                               shared_count);
+        if (v->freed)
+            n += count_or_copy(v, v->freed->slots, v->freed->capacity, true, counts, sum, events + n, n, shared,
+                               shared_count);
+        v->events = n - v->first_event;
+    }
+}
+
+/* The tables as their owners may change them: each slot copied whole as an
+ * event and its address counted by bucket, then the events alone in their
+ * buckets counted, the others' places to shared[]. */
+static void read_running(struct thread_view *view, size_t views, struct bucket_counts *counts,
+                         struct live_sum *sum, struct event *events, uint32_t *shared, size_t *shared_count)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < views; i++) {
+        view[i].first_event = n;
+        /* Young slots first: a block moves from there to the older table. */
+        n += read_slots(view[i].thread->young, YOUNG_HELD, false, counts, events + n);
+        if (view[i].blocks)
+            n += read_slots(view[i].blocks->slots, view[i].blocks->capacity, false, counts, events + n);
+        if (view[i].freed)
+            n += read_slots(view[i].freed->slots, view[i].freed->capacity, true, counts, events + n);
+        view[i].events = n - view[i].first_event;
+    }
+    for (size_t i = 0; i < views; i++)
+        for (size_t e = view[i].first_event; e < view[i].first_event + view[i].events; e++) {
+            if (bucket_count(counts, bucket_of(counts, events[e].addr)) == 1)
+                count_live(&view[i], &events[e], sum);
+            else
+                shared[(*shared_count)++] = (uint32_t)e;
+        }
+}
+
 /* What every thread had published, and which of its blocks are live now:
  * *view[views] with each origin's live count and bytes, *live_blocks and
  * *live_bytes in all. */
@@ -459,39 +567,27 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
     struct bucket_counts counts = { report_alloc(mem, buckets / 4), 64 - (unsigned)__builtin_ctzll(buckets) };
     struct site_stats *live = report_alloc(mem, origins * sizeof *live);
     uint32_t *chain = report_alloc(mem, origins * sizeof *chain);
-    struct event *events = report_alloc(mem, slots * sizeof *events);
-    if (!counts.bits || !live || !chain || !events)
+    bool at_rest = tables_at_rest(newest);
+    /* At rest only the blocks that share a bucket become events: mapped as
+     * they are written. */
+    struct event *events = report_alloc_as(mem, slots * sizeof *events, !at_rest);
+    uint32_t *shared = report_alloc_as(mem, (slots ? slots : 1) * sizeof *shared, false);
+    if (!counts.bits || !live || !chain || !events || !shared)
         return MEMPROF_NO_MEMORY;
-    size_t n = 0;
     for (i = 0; i < views; i++) {
         view[i].live = live;
         view[i].chain = chain;
         live += view[i].origin_count;
         chain += view[i].origin_count;
-        view[i].first_event = n;
-        /* Young slots first: a block moves from there to the older table. */
-        n += read_slots(view[i].thread->young, YOUNG_HELD, false, &counts, events + n);
-        if (view[i].blocks)
-            n += read_slots(view[i].blocks->slots, view[i].blocks->capacity, false, &counts, events + n);
-        if (view[i].freed)
-            n += read_slots(view[i].freed->slots, view[i].freed->capacity, true, &counts, events + n);
-        view[i].events = n - view[i].first_event;
     }
-
     /* The last event at each address decides: the only one in its bucket
      * at once, the others through the map. */
     struct live_sum sum = { .sample = heap_tracer_sample_bytes() };
-    uint32_t *shared = report_alloc_as(mem, (n ? n : 1) * sizeof *shared, false);
-    if (!shared)
-        return MEMPROF_NO_MEMORY;
     size_t shared_count = 0;
-    for (i = 0; i < views; i++)
-        for (size_t e = view[i].first_event; e < view[i].first_event + view[i].events; e++) {
-            if (bucket_count(&counts, bucket_of(&counts, events[e].addr)) == 1)
-                count_live(&view[i], &events[e], &sum);
-            else
-                shared[shared_count++] = (uint32_t)e;
-        }
+    if (at_rest)
+        read_at_rest(view, views, &counts, &sum, events, shared, &shared_count);
+    else
+        read_running(view, views, &counts, &sum, events, shared, &shared_count);
     size_t map_capacity;
     uint32_t *last = latest_events(events, shared, shared_count, view, views, &map_capacity, mem);
     if (!last)
