@@ -137,6 +137,7 @@ static bool origins_make_room(struct heap_thread *t)
         if (a)
             memcpy(b->records, a->records, n * sizeof a->records[0]);
         __atomic_store_n(&t->origins, b, __ATOMIC_SEQ_CST);
+        t->last_record = &b->records[t->last_origin];   /* never the old copy's */
         if (a)
             readers_retire(&t->origins_retired, a, origin_array_bytes(a->capacity));
         a = b;
@@ -549,6 +550,7 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
         t->last_key = key;
         t->last_site = site;
         t->last_origin = id;
+        t->last_record = &t->origins->records[id];
     }
     return id;
 }
@@ -616,13 +618,12 @@ void heap_charge_end(void)
 
 /* A block recorded in its young slot `y`, found empty, and counted for its
  * origin: `blocks` and `bytes` (scaled when sampled; `stored` is its size). */
-HOT void store_young(struct heap_thread *t, struct block_slot *y, uintptr_t p, uint64_t number, uint64_t stored,
-                     uint32_t origin, uint64_t blocks, uint64_t bytes)
+HOT void store_young(struct block_slot *y, uintptr_t p, uint64_t number, uint64_t stored, uint32_t origin,
+                     struct heap_origin *r, uint64_t blocks, uint64_t bytes)
 {
     __atomic_store_n(&y->number, number, __ATOMIC_RELAXED);
     __atomic_store_n(&y->word, BLOCK_WORD(stored, origin), __ATOMIC_RELAXED);
     __atomic_store_n(&y->addr, p, __ATOMIC_RELEASE);
-    struct heap_origin *r = &t->origins->records[origin];
     uint64_t count = r->total_count + blocks, total = r->total_bytes + bytes, live = r->live_bytes + bytes;
     uint64_t peak = r->peak_bytes;   /* no jump: live mostly grows past it */
     __atomic_store_n(&r->total_count, count, __ATOMIC_RELAXED);
@@ -656,7 +657,7 @@ HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, u
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
         vacate(t, y, (uintptr_t)p);
-    store_young(t, y, (uintptr_t)p, number, stored, origin, w.blocks, bytes);
+    store_young(y, (uintptr_t)p, number, stored, origin, &t->origins->records[origin], w.blocks, bytes);
     if (__builtin_expect(heap.peak_tracking, 0))   /* last: a snapshot has this block */
         heap_peak_grew(t, bytes);
 }
@@ -850,42 +851,45 @@ static __attribute__((cold, noinline)) void *unrecorded(void *p)
     return p;
 }
 
-/* The record in the empty young slot `y`, and the hook's end; `peak`: the
- * peak is tracked (a constant in the short hooks, chosen by mode). */
+/* The record in the empty young slot `y`, and the hook's end; `r`: the
+ * origin's record; `peak`: the peak is tracked (a constant in the short
+ * hooks, chosen by mode). */
 HOT void *record_known_in(struct heap_thread *t, struct block_slot *y, void *p, size_t size, uint32_t origin,
-                          bool peak)
+                          struct heap_origin *r, bool peak)
 {
-    store_young(t, y, (uintptr_t)p, read_number(), stored_size(size), origin, 1, stored_size(size));
+    store_young(y, (uintptr_t)p, read_number(), stored_size(size), origin, r, 1, stored_size(size));
     if (peak)
         return known_peak_grew(t, p, size);
     reentry_leave();
     return p;
 }
 
-COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, uint32_t origin)
+COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, uint32_t origin,
+                                 struct heap_origin *r)
 {
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     vacate(t, y, (uintptr_t)p);
-    return record_known_in(t, y, p, size, origin, heap.peak_tracking);
+    return record_known_in(t, y, p, size, origin, r, heap.peak_tracking);
 }
 
 /* The short path of an exact record (heap.short_paths): the origin known
  * before the call (the thread's last site again, or the stack its last walk
  * found), every block recorded. The record tail-calls when the young slot
  * is taken or the peak tracked, so that it saves no register for those. */
-HOT void *record_known_here(struct heap_thread *t, void *p, size_t size, uint32_t origin, bool peak)
+HOT void *record_known_here(struct heap_thread *t, void *p, size_t size, uint32_t origin, struct heap_origin *r,
+                           bool peak)
 {
     if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
         return unrecorded(p);
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
-        return record_known_vacating(t, p, size, origin);
-    return record_known_in(t, y, p, size, origin, peak);
+        return record_known_vacating(t, p, size, origin, r);
+    return record_known_in(t, y, p, size, origin, r, peak);
 }
 
 COLD void *record_known(struct heap_thread *t, void *p, size_t size, uint32_t origin)
 {
-    return record_known_here(t, p, size, origin, heap.peak_tracking);
+    return record_known_here(t, p, size, origin, &t->origins->records[origin], heap.peak_tracking);
 }
 
 COLD void *malloc_known(struct heap_thread *t, size_t size, uint32_t origin)
@@ -931,8 +935,10 @@ HOT void *malloc_sites_with(size_t size, void *site, bool peak)
 {
     struct heap_thread *t = short_path_thread;
     if (__builtin_expect(t->last_site == (uintptr_t)site, 1)) {
-        uint32_t origin = t->last_origin;
-        return record_known_here(t, next_malloc(size), size, origin, peak);
+        /* Its origin read after the call, from the line just read: kept
+         * across it, the two took registers saved on the stack. */
+        void *p = next_malloc(size);
+        return record_known_here(t, p, size, t->last_origin, t->last_record, peak);
     }
     return malloc_short(size);
 }

@@ -90,6 +90,7 @@ struct heap_thread {
      * one cache line. */
     uintptr_t last_site;               /* the site of last_key */
     uint32_t last_origin;
+    struct heap_origin *last_record;   /* last_origin's, in origins (moved when it grows) */
     size_t origin_count;               /* published after the record is whole */
     struct retired origins_retired;
     /* The owner's alone: */
