@@ -6,7 +6,7 @@
  * has exited too, the same heap is read at rest. The rows must be the same.
  * Exit status 0 when they are. */
 #include "memprof.h"
-#include <dlfcn.h>
+#include "runtime_api.h"
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
@@ -67,13 +67,10 @@ static char general[1 << 20], at_rest[1 << 20];
 
 int main(void)
 {
-    int (*report)(int, int, unsigned long, unsigned, const char *, const char *) =
-        (int (*)(int, int, unsigned long, unsigned, const char *, const char *))dlsym(RTLD_DEFAULT, "memprof_report");
-    const char *(*report_text)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "memprof_text");
-    if (!report || !report_text) {
-        fprintf(stderr, "at_rest: run me under memprof run --heap\n");
+    report_fn *report;
+    text_fn *report_text;
+    if (!runtime_api("at_rest", &report, &report_text))
         return 2;
-    }
     pthread_attr_t attr;
     size_t stack_size = 0;
     pthread_attr_init(&attr);

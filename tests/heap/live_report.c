@@ -5,7 +5,7 @@
  * 1000 blocks of 16 bytes, whole: a report reading a table its owner just
  * replaced must neither crash nor lose rows. Exit status 0 when all did. */
 #include "memprof.h"
-#include <dlfcn.h>
+#include "runtime_api.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,13 +54,10 @@ static void *worker(void *arg)
 
 int main(void)
 {
-    int (*report)(int, int, unsigned long, unsigned, const char *, const char *) =
-        (int (*)(int, int, unsigned long, unsigned, const char *, const char *))dlsym(RTLD_DEFAULT, "memprof_report");
-    const char *(*report_text)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "memprof_text");
-    if (!report || !report_text) {
-        fprintf(stderr, "live_report: run me under memprof run --heap\n");
+    report_fn *report;
+    text_fn *report_text;
+    if (!runtime_api("live_report", &report, &report_text))
         return 2;
-    }
     for (int i = 0; i < STABLE; i++)
         stable[i] = malloc(16);   /* LEAK:stable */
     pthread_t t[WORKERS];
