@@ -1013,21 +1013,20 @@ static void *hook_reallocarray(void *old, size_t n, size_t size)
     return p;
 }
 
-/* The young slot of a block `t` holds at `p` whose free needs no number
- * (none was taken since its allocation: see heap_thread.h), or NULL. */
-HOT struct block_slot *young_unnumbered(struct heap_thread *t, void *p)
-{
-    struct block_slot *y;
-    return p && t && (y = young_slot(t, (uintptr_t)p))->addr == (uintptr_t)p && y->number == read_number() ? y
-                                                                                                           : NULL;
-}
-
-/* The same for short_path_thread (never NULL). */
+/* The young slot of a block `t` (never NULL: short_path_thread) holds at
+ * `p` whose free needs no number (none was taken since its allocation: see
+ * heap_thread.h), or NULL. */
 HOT struct block_slot *young_unnumbered_short(struct heap_thread *t, void *p)
 {
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     __asm__("" : "+r"(y));   /* one address: GCC derived another for the slot's store */
     return p && y->addr == (uintptr_t)p && y->number == read_number() ? y : NULL;
+}
+
+/* The same for my_thread (NULL until the thread has a record). */
+HOT struct block_slot *young_unnumbered(struct heap_thread *t, void *p)
+{
+    return t ? young_unnumbered_short(t, p) : NULL;
 }
 
 /* A free that is not the common case: an older block, another thread's,
