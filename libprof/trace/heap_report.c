@@ -15,10 +15,8 @@
 #include "../util/tasks.h"
 #include "heap_sample.h"
 #include "../objfile/object.h"
-#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Per-site figures. */
@@ -104,9 +102,9 @@ static size_t read_slots(const struct block_slot *slots, size_t count, bool free
  * than the report's list, which it would not read either way. */
 static bool tables_at_rest(const struct heap_thread *newest)
 {
-    pid_t self = gettid(), process = getpid();
+    pid_t self = gettid();
     for (const struct heap_thread *t = newest; t; t = t->next)
-        if (t->tid != self && !(syscall(SYS_tgkill, process, t->tid, 0) != 0 && errno == ESRCH))
+        if (t->tid != self && !tasks_gone(t->tid))
             return false;
     return true;
 }
@@ -479,29 +477,41 @@ static void write_pprof(struct out *o, const struct report_row *rows, size_t sho
         close(fd);
 }
 
+/* A thread's tables as the report reads them: young slots first (a block
+ * moves from there to the older table), the older, the freed. */
+struct table_part {
+    const struct block_slot *slots;
+    size_t count;
+    bool freed;
+};
+
+static size_t view_tables(const struct thread_view *v, struct table_part parts[3])
+{
+    size_t n = 0;
+    parts[n++] = (struct table_part){ v->thread->young, YOUNG_HELD, false };
+    if (v->blocks)
+        parts[n++] = (struct table_part){ v->blocks->slots, v->blocks->capacity, false };
+    if (v->freed)
+        parts[n++] = (struct table_part){ v->freed->slots, v->freed->capacity, true };
+    return n;
+}
+
 /* The tables at rest: their addresses by bucket, then each block alone in
  * its bucket counted from its slot, the others copied as events. */
 static void read_at_rest(struct thread_view *view, size_t views, struct bucket_counts *counts, struct live_sum *sum,
                          struct event *events, uint32_t *shared, size_t *shared_count)
 {
-    for (size_t i = 0; i < views; i++) {
-        add_addresses(view[i].thread->young, YOUNG_HELD, counts);
-        if (view[i].blocks)
-            add_addresses(view[i].blocks->slots, view[i].blocks->capacity, counts);
-        if (view[i].freed)
-            add_addresses(view[i].freed->slots, view[i].freed->capacity, counts);
-    }
+    struct table_part parts[3];
+    for (size_t i = 0; i < views; i++)
+        for (size_t k = 0, m = view_tables(&view[i], parts); k < m; k++)
+            add_addresses(parts[k].slots, parts[k].count, counts);
     size_t n = 0;
     for (size_t i = 0; i < views; i++) {
         struct thread_view *v = &view[i];
         v->first_event = n;
-        n += count_or_copy(v, v->thread->young, YOUNG_HELD, false, counts, sum, events + n, n, shared, shared_count);
-        if (v->blocks)
-            n += count_or_copy(v, v->blocks->slots, v->blocks->capacity, false, counts, sum, events + n, n, shared,
-                               shared_count);
-        if (v->freed)
-            n += count_or_copy(v, v->freed->slots, v->freed->capacity, true, counts, sum, events + n, n, shared,
-                               shared_count);
+        for (size_t k = 0, m = view_tables(v, parts); k < m; k++)
+            n += count_or_copy(v, parts[k].slots, parts[k].count, parts[k].freed, counts, sum, events + n, n,
+                               shared, shared_count);
         v->events = n - v->first_event;
     }
 }
@@ -512,15 +522,12 @@ static void read_at_rest(struct thread_view *view, size_t views, struct bucket_c
 static void read_running(struct thread_view *view, size_t views, struct bucket_counts *counts,
                          struct live_sum *sum, struct event *events, uint32_t *shared, size_t *shared_count)
 {
+    struct table_part parts[3];
     size_t n = 0;
     for (size_t i = 0; i < views; i++) {
         view[i].first_event = n;
-        /* Young slots first: a block moves from there to the older table. */
-        n += read_slots(view[i].thread->young, YOUNG_HELD, false, counts, events + n);
-        if (view[i].blocks)
-            n += read_slots(view[i].blocks->slots, view[i].blocks->capacity, false, counts, events + n);
-        if (view[i].freed)
-            n += read_slots(view[i].freed->slots, view[i].freed->capacity, true, counts, events + n);
+        for (size_t k = 0, m = view_tables(&view[i], parts); k < m; k++)
+            n += read_slots(parts[k].slots, parts[k].count, parts[k].freed, counts, events + n);
         view[i].events = n - view[i].first_event;
     }
     for (size_t i = 0; i < views; i++)

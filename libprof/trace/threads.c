@@ -25,7 +25,6 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -329,7 +328,7 @@ bool threads_running(void)
 /* A thread memprof did not see start has no exit event: /proc tells. */
 static bool still_running(const struct memprof_thread *t)
 {
-    return t->tid > 0 && syscall(SYS_tgkill, getpid(), t->tid, 0) == 0;
+    return t->tid > 0 && !tasks_gone(t->tid);
 }
 
 static const char *state_name(const struct memprof_thread *t)

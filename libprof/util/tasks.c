@@ -1,6 +1,7 @@
 #include "tasks.h"
 #include "out.h"
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -64,4 +65,9 @@ bool tasks_alone(void)
 {
     int count = 0;
     return tasks_read(count_task, &count) == 0 && count == 1;
+}
+
+bool tasks_gone(pid_t tid)
+{
+    return syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
 }

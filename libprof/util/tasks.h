@@ -14,4 +14,7 @@ void tasks_each(void (*visit)(pid_t tid, void *ctx), void *ctx);
  * (false when /proc cannot be read): no other thread can run code it
  * changes. */
 bool tasks_alone(void);
+/* Whether thread `tid` of this process has gone: its task no longer exists
+ * (tgkill with no signal: ESRCH). */
+bool tasks_gone(pid_t tid);
 #endif
