@@ -1,5 +1,6 @@
 /* The C heap benchmark: 16M malloc/free pairs of 16-271 bytes over 2
- * threads, 1% of blocks kept (PAIRS sets the total). With the argument
+ * threads, 1% of blocks kept (PAIRS sets the total; KEEP=N keeps one block
+ * in N, KEEP=0 none: what the kept blocks cost apart). With the argument
  * "strdup", each block is a strdup of a string of that length instead: an
  * allocation wrapper memprof looks through to its caller. */
 #include <pthread.h>
@@ -7,20 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long pairs_per_thread;
+static long pairs_per_thread, keep_every = 100;
 static int through_strdup;
 static char text[272];
 
 static void *work(void *seed_arg)
 {
     uint64_t seed = (uint64_t)(uintptr_t)seed_arg * 2654435761u + 1;
-    long kept_count = pairs_per_thread / 100 + 1, k = 0;
-    void **kept = malloc((size_t)kept_count * sizeof *kept);
+    long kept_count = keep_every ? pairs_per_thread / keep_every + 1 : 0, k = 0;
+    void **kept = malloc((size_t)(kept_count + 1) * sizeof *kept);
     for (long i = 0; i < pairs_per_thread; i++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         size_t size = 16 + (size_t)(seed >> 56);
         void *p = through_strdup ? strdup(text + sizeof text - size) : malloc(size);
-        if (i % 100 == 0 && k < kept_count)
+        if (keep_every && i % keep_every == 0 && k < kept_count)
             kept[k++] = p;
         else
             free(p);
@@ -34,6 +35,9 @@ int main(int argc, char **argv)
     memset(text, 'x', sizeof text - 1);
     const char *env = getenv("PAIRS");
     pairs_per_thread = (env ? atol(env) : 16000000L) / 2;
+    const char *keep = getenv("KEEP");
+    if (keep && *keep)
+        keep_every = atol(keep) > 0 ? atol(keep) : 0;
     pthread_t t[2];
     for (long i = 0; i < 2; i++)
         pthread_create(&t[i], NULL, work, (void *)(i + 1));
