@@ -188,6 +188,11 @@ static inline void owner_add(uint64_t *field, uint64_t v)
 }
 #define OWNER_ADD(field, v) owner_add(&(field), (uint64_t)(v))
 
+static inline void owner_sub(uint64_t *field, uint64_t v)
+{
+    __asm__("subq %1, %0" : "+m"(*field) : "er"(v) : "cc");
+}
+
 /* --- backtraces ------------------------------------------------------------ */
 
 /* libunwind's unw_backtrace (it reads the unwind tables, so code built
@@ -376,7 +381,7 @@ HOT bool maybe_recorded(uintptr_t p)
  * hooks' common path would make them save registers on every call. */
 COLD void forget_sampled(struct heap_thread *t, uintptr_t p, uint64_t word)
 {
-    OWNER_ADD(t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, -counted_bytes(BLOCK_WORD_SIZE(word)));
+    owner_sub(&t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, counted_bytes(BLOCK_WORD_SIZE(word)));
     uint8_t *entry = filter_entry(p), n = __atomic_load_n(entry, __ATOMIC_RELAXED);
     while (n != SAMPLED_FILTER_STUCK && n != 0 &&
            !__atomic_compare_exchange_n(entry, &n, (uint8_t)(n - 1), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -385,7 +390,7 @@ COLD void forget_sampled(struct heap_thread *t, uintptr_t p, uint64_t word)
 
 HOT void forget_exact(struct heap_thread *t, uint64_t word)
 {
-    OWNER_ADD(t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, -BLOCK_WORD_SIZE(word));
+    owner_sub(&t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, BLOCK_WORD_SIZE(word));
 }
 
 /* The owner's live figures: the block at `p` it held is gone. */
