@@ -37,7 +37,7 @@ int main(int argc, char **argv)
     pairs_per_thread = (env ? atol(env) : 16000000L) / 2;
     const char *keep = getenv("KEEP");
     if (keep && *keep)
-        keep_every = atol(keep) > 0 ? atol(keep) : 0;
+        keep_every = atol(keep) > 0 ? atol(keep) : 0;   /* 0 or less: none kept */
     pthread_t t[2];
     for (long i = 0; i < 2; i++)
         pthread_create(&t[i], NULL, work, (void *)(i + 1));

@@ -188,6 +188,8 @@ static inline void owner_add(uint64_t *field, uint64_t v)
 }
 #define OWNER_ADD(field, v) owner_add(&(field), (uint64_t)(v))
 
+/* The same, taken off (a free's live bytes): GCC made an add of the
+ * negated size a neg and an add. */
 static inline void owner_sub(uint64_t *field, uint64_t v)
 {
     __asm__("subq %1, %0" : "+m"(*field) : "er"(v) : "cc");
