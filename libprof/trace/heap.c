@@ -177,16 +177,15 @@ static uint32_t origin_put(struct heap_thread *t, uint64_t key, uint64_t link)
     return id;
 }
 
-/* The owner's running figures for an origin: plain read-modify-writes, as
- * only the owner writes them; a report reads them whole (aligned words).
- * One add to memory, with no lock: GCC made a relaxed store of the sum a
- * load, an add and a store (two instructions more a field, on every
- * allocation's three and every free's one). */
+/* The owner's running figures (an origin's, its walk counts): plain
+ * read-modify-writes, as only the owner writes them; a report reads them
+ * whole (aligned words). One add to memory, with no lock: GCC made a
+ * relaxed store of the sum a load, an add and a store (two instructions
+ * more a field, on each of an allocation's three). */
 static inline void owner_add(uint64_t *field, uint64_t v)
 {
     __asm__("addq %1, %0" : "+m"(*field) : "er"(v) : "cc");
 }
-#define OWNER_ADD(field, v) owner_add(&(field), (uint64_t)(v))
 
 /* The same, taken off (a free's live bytes): GCC made an add of the
  * negated size a neg and an add. */
@@ -511,7 +510,7 @@ HOT uint32_t memo_origin(struct heap_thread *t, const struct heap_memo *memo, ui
         memo->generation != heap_wrappers_generation() ||
         !unwind_memo_holds(t->unwind, got_objects_generation(), pc, cfa, bp))
         return UINT32_MAX;
-    OWNER_ADD(t->stacks_remembered, 1);
+    owner_add(&t->stacks_remembered, 1);
     return memo->origin;
 }
 
@@ -531,7 +530,7 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
     uint64_t link = 0;
     if (can_walk() && (heap.frames > 1 || wrapped)) {
         link = caller_link(t, site, wrapped);
-        OWNER_ADD(t->stacks_walked, 1);
+        owner_add(&t->stacks_walked, 1);
     }
     if (heap_ruby_enabled())
         link |= (uint64_t)heap_ruby_line(&t->ruby_lines) << 32;
