@@ -1257,8 +1257,11 @@ bool heap_tracer_set_sample(uint64_t bytes, uint64_t seed)
     /* Blocks recorded with another scale would be counted wrong. */
     if (__atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE) || bytes > HEAP_SAMPLE_MAX)
         return false;
-    if (bytes && !heap.sampled_filter &&
-        !(heap.sampled_filter = pages_alloc(sizeof *heap.sampled_filter << SAMPLED_FILTER_BITS)))
+    /* Low, for the sampled sites' stubs (heap_sample_sites.c); anywhere else
+     * the hooks still work, without stubs. */
+    size_t filter_size = sizeof *heap.sampled_filter << SAMPLED_FILTER_BITS;
+    if (bytes && !heap.sampled_filter && !(heap.sampled_filter = pages_alloc_low(filter_size)) &&
+        !(heap.sampled_filter = pages_alloc(filter_size)))
         return false;
     if (!seed) {
         struct timespec now;

@@ -17,8 +17,7 @@
 /* What the stubs need, read when sampling's hooks are installed. */
 struct sample_stub_targets {
     int32_t count_offset;       /* the thread's byte count (heap.c's sample_left) from the thread pointer */
-    const uint8_t *filter;      /* the sampled blocks' filter */
-    unsigned filter_bits;
+    const uint8_t *filter;      /* the sampled blocks' filter: below 2 GiB, or no stubs are made */
     uintptr_t next_malloc, next_free;      /* the real functions */
     uintptr_t malloc_hook, free_hook;      /* the GOT hooks: their slots hold these */
 };

@@ -1,4 +1,5 @@
 #include "pages.h"
+#include <stdint.h>
 #include <sys/mman.h>
 
 static void *map(size_t size, int flags)
@@ -15,6 +16,16 @@ void *pages_alloc(size_t size)
 void *pages_alloc_filled(size_t size)
 {
     return map(size, MAP_POPULATE);
+}
+
+void *pages_alloc_low(size_t size)
+{
+    void *p = map(size, MAP_32BIT);
+    if (p && (uintptr_t)p + size > (uintptr_t)INT32_MAX + 1) {   /* a kernel that ignored the flag */
+        pages_free(p, size);
+        return NULL;
+    }
+    return p;
 }
 
 void *pages_resize(void *p, size_t old_size, size_t new_size)

@@ -11,6 +11,9 @@ void *pages_alloc(size_t size);                       /* zeroed; NULL on failure
  * throughout (a table's rebuild, a report's map). One call instead of a
  * fault per page, which under a hypervisor costs microseconds each. */
 void *pages_alloc_filled(size_t size);
+/* The same, in the lowest 2 GiB (MAP_32BIT): a table generated code reaches
+ * by a 32-bit address plus an index register. NULL when there is no room. */
+void *pages_alloc_low(size_t size);
 void *pages_resize(void *p, size_t old_size, size_t new_size); /* keeps contents */
 /* Room for `need` bytes in the array at *p (*bytes long; NULL and 0 at
  * first): the size doubles, from `first`, until it fits. False when out of

@@ -73,17 +73,20 @@ static void emit_all(struct emitter *e)
         emit_neg(e, dst);
         emit_not(e, dst);
     }
-    /* Thread-local arithmetic, and what a sampled free's filter index takes. */
+    /* Thread-local arithmetic, and a sampled free's filter: its index, its byte, its jump table. */
     emit_sub_fs(e, 0x10, RDI);
     emit_sub_fs(e, -0x28, R9);
     emit_add_fs(e, 0x10, RDI);
     emit_add_fs(e, -0x28, R9);
     emit_shr32_imm(e, RAX, 17);
     emit_shr32_imm(e, R10, 1);
-    emit_cmpb_zero_indexed(e, RDX, RAX);
-    emit_cmpb_zero_indexed(e, R13, R8);
-    emit_cmpb_zero_indexed(e, RAX, R12);
-    emit_cmpb_zero_indexed(e, RBP, RCX);
+    emit_movzbl_load_table(e, RAX, 0x40000000, RAX);
+    emit_movzbl_load_table(e, R9, 0x1234, R12);
+    emit_movzbl_load_table(e, RDX, 0x7fffffff, RBP);
+    emit_movzbl_load_table(e, R15, 0x10, R8);
+    emit_jmp_table(e, 0x40008000, RAX);
+    emit_jmp_table(e, 0x10, R13);
+    emit_jmp_table(e, 0x7ffffff8, RBP);
     /* Relative operands: targets given as offsets from the instruction's
      * start, as the reference writes them (". + N"). */
     emit_call(e, emit_here(e) + 0x1239);
@@ -149,6 +152,10 @@ int main(int argc, char **argv)
         emit_call(&e, PC + 5 + 0x7fffffffu);   /* the farthest reachable */
         emit_jmp(&e, emit_here(&e) + 5 + 0x80000000u);   /* one past */
         printf("out of reach: error %d, %zu bytes\n", (int)e.error, e.len);
+        emit_init(&e, code, sizeof code, PC);
+        emit_jmp_table(&e, 0x7ffffff8, RAX);   /* the highest table that fits */
+        emit_jmp_table(&e, 0x80000000u, RAX);  /* above 2 GiB */
+        printf("table out of reach: error %d, %zu bytes\n", (int)e.error, e.len);
         return 0;
     }
     if (argc == 3 && strcmp(argv[1], "label") == 0) {

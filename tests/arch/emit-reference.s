@@ -99,10 +99,13 @@
         add %r9, %fs:-0x28
         shr $17, %eax
         shr $1, %r10d
-        cmpb $0x0, (%rdx,%rax,1)
-        cmpb $0x0, (%r13,%r8,1)
-        cmpb $0x0, (%rax,%r12,1)
-        cmpb $0x0, (%rbp,%rcx,1)
+        movzbl 0x40000000(,%rax,1), %eax
+        movzbl 0x1234(,%r12,1), %r9d
+        movzbl 0x7fffffff(,%rbp,1), %edx
+        movzbl 0x10(,%r8,1), %r15d
+        jmp *0x40008000(,%rax,8)
+        jmp *0x10(,%r13,8)
+        jmp *0x7ffffff8(,%rbp,8)
         call .+0x1239
         jmp .-0x1000
         .irp cc, o, no, b, ae, e, ne, be, a, s, ns, p, np, l, ge, le, g

@@ -529,20 +529,45 @@ void emit_shr32_imm(struct emitter *e, enum reg dst, uint8_t imm)
     book_write(e, dst);
 }
 
-void emit_cmpb_zero_indexed(struct emitter *e, enum reg base, enum reg index)
+/* [table + index * scale] with a 32-bit table address and no base: mod 00,
+ * rm 100, SIB base 101. REX carries R (reg) and X (index) only. A table
+ * above 2 GiB does not fit the sign-extended displacement. */
+static bool table_operand(struct emitter *e, size_t len, uintptr_t table, enum reg index)
 {
-    if (!room(e, 6))
+    if (!room(e, len))
+        return false;
+    if (table > INT32_MAX || index == RSP) {   /* rsp cannot be an index */
+        e->error = EMIT_OUT_OF_REACH;
+        return false;
+    }
+    return true;
+}
+
+static void table_modrm(struct emitter *e, unsigned reg, unsigned scale_bits, uintptr_t table, enum reg index)
+{
+    byte(e, (uint8_t)((reg & 7) << 3 | 4));
+    byte(e, (uint8_t)(scale_bits << 6 | (index & 7) << 3 | 5));
+    imm32(e, (int32_t)table);
+}
+
+void emit_movzbl_load_table(struct emitter *e, enum reg dst, uintptr_t table, enum reg index)
+{
+    if (!table_operand(e, 9, table, index))
         return;
-    uint8_t r = (uint8_t)(0x40 | ((index >> 3) & 1) << 1 | ((base >> 3) & 1));
+    uint8_t r = (uint8_t)(0x40 | ((dst >> 3) & 1) << 2 | ((index >> 3) & 1) << 1);
     if (r != 0x40)
         byte(e, r);
-    /* rbp or r13 as a base needs a displacement: a zero disp8. */
-    bool disp8 = (base & 7) == 5;
-    byte(e, 0x80), byte(e, (uint8_t)((disp8 ? 1 : 0) << 6 | 7 << 3 | 4)),
-        byte(e, (uint8_t)((index & 7) << 3 | (base & 7)));
-    if (disp8)
-        byte(e, 0);
-    byte(e, 0);
+    byte(e, 0x0F), byte(e, 0xB6), table_modrm(e, dst, 0, table, index);
+    book_write(e, dst);
+}
+
+void emit_jmp_table(struct emitter *e, uintptr_t table, enum reg index)
+{
+    if (!table_operand(e, 8, table, index))
+        return;
+    if (index >= R8)
+        byte(e, 0x42);   /* REX.X */
+    byte(e, 0xFF), table_modrm(e, 4, 3, table, index);
 }
 
 /* One-operand forms: opcode /ext on %dst. */

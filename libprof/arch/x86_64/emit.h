@@ -122,8 +122,10 @@ void emit_sub_fs(struct emitter *e, int32_t disp, enum reg src);
 void emit_add_fs(struct emitter *e, int32_t disp, enum reg src);
 /* shr $imm, %dst in 32 bits (the upper half of %dst zeroed). */
 void emit_shr32_imm(struct emitter *e, enum reg dst, uint8_t imm);
-/* cmpb $0, (%base,%index,1); `index` is not rsp. */
-void emit_cmpb_zero_indexed(struct emitter *e, enum reg base, enum reg index);
+/* A table at a 32-bit address (below 2 GiB) indexed by a register (not
+ * rsp); a table higher up is EMIT_OUT_OF_REACH. */
+void emit_movzbl_load_table(struct emitter *e, enum reg dst, uintptr_t table, enum reg index); /* movzbl table(,%index,1), %dst */
+void emit_jmp_table(struct emitter *e, uintptr_t table, enum reg index);                      /* jmp *table(,%index,8) */
 /* Shifts of %dst by %cl (shl, shr: logical, sar: arithmetic); neg and not. */
 void emit_shl_cl(struct emitter *e, enum reg dst);
 void emit_shr_cl(struct emitter *e, enum reg dst);
