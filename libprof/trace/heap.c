@@ -1126,15 +1126,20 @@ static __attribute__((noinline)) void free_maybe_sampled(void *p, void *ret)
     }
 }
 
-/* Sampling: most frees are of blocks never recorded, one failed lookup in
- * the filter, and the hook passes them on. */
+/* A free whose filter byte is not 0, reached by a jump (from free_sampling
+ * or a stub): its return address is the free's caller. */
+static void free_filtered(void *p)
+{
+    free_maybe_sampled(p, __builtin_return_address(0));
+}
+
+/* Sampling: most frees are of blocks never recorded, whose filter byte is
+ * 0. The byte picks the jump from heap.sampled_free_targets, the table the
+ * stubs at sampled call sites jump through (heap_sample_sites.c). */
 static void free_sampling(void *p)
 {
-    /* The entry compared in place (GCC loads and tests an atomic byte). */
-    __asm__ goto("cmpb $0, %0\n\tjne %l[recorded]" : : "m"(*filter_entry((uintptr_t)p)) : "cc" : recorded);
-    return next_free(p);
-recorded:
-    free_maybe_sampled(p, __builtin_return_address(0));
+    uint8_t byte = __atomic_load_n(filter_entry((uintptr_t)p), __ATOMIC_RELAXED);
+    ((void (*)(void *))heap.sampled_free_targets[byte])(p);
 }
 
 static void hook_free(void *p)
@@ -1213,11 +1218,16 @@ static void choose_hooks(unsigned paths)
         : sampling         ? (void *)free_sampling
                            : (void *)hook_free,
     };
+    if (entries[1] == (void *)free_sampling)   /* its jumps, before it can be reached */
+        for (size_t i = 0; i < SAMPLED_FREE_TARGETS; i++)
+            __atomic_store_n(&heap.sampled_free_targets[i], i ? (uintptr_t)free_filtered : (uintptr_t)next_free,
+                             __ATOMIC_RELAXED);
     if (got_hooks_retarget(chosen, entries, 2) == 0 && entries[0] == (void *)malloc_sampling &&
         entries[1] == (void *)free_sampling && sample_sites_wanted())
         heap_sample_sites_enable(&(struct sample_stub_targets){
             .count_offset = (int32_t)((char *)&sample_left - (char *)__builtin_thread_pointer()),
             .filter = heap.sampled_filter,
+            .free_targets = heap.sampled_free_targets,
             .next_malloc = (uintptr_t)next_malloc,
             .next_free = (uintptr_t)next_free,
             .malloc_hook = (uintptr_t)malloc_sampling,
@@ -1259,10 +1269,15 @@ bool heap_tracer_set_sample(uint64_t bytes, uint64_t seed)
         return false;
     /* Low, for the sampled sites' stubs (heap_sample_sites.c); anywhere else
      * the hooks still work, without stubs. */
-    size_t filter_size = sizeof *heap.sampled_filter << SAMPLED_FILTER_BITS;
-    if (bytes && !heap.sampled_filter && !(heap.sampled_filter = pages_alloc_low(filter_size)) &&
-        !(heap.sampled_filter = pages_alloc(filter_size)))
-        return false;
+    size_t filter_size = sizeof *heap.sampled_filter << SAMPLED_FILTER_BITS,
+           size = filter_size + SAMPLED_FREE_TARGETS * sizeof *heap.sampled_free_targets;
+    if (bytes && !heap.sampled_filter) {
+        uint8_t *low = pages_alloc_low(size);
+        if (!low && !(low = pages_alloc(size)))
+            return false;
+        heap.sampled_free_targets = (uintptr_t *)(low + filter_size);
+        heap.sampled_filter = low;
+    }
     if (!seed) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);

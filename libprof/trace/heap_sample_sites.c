@@ -7,7 +7,6 @@
 #include "../hook/pool.h"
 #include "../unwind/cfi.h"
 #include "../util/maps.h"
-#include "../util/pages.h"
 #include <sched.h>
 #include <stdbool.h>
 #include <string.h>
@@ -23,7 +22,6 @@
 #define MAX_FUNCTION_BYTES 16384   /* decoded from a function's start to find a call's boundary */
 #define STUB_BYTES 128
 #define CC_BE 6
-#define FREE_TABLE_ENTRIES 256     /* one per value of a filter byte */
 
 struct stub_pair {
     uintptr_t malloc_entry, free_entry;
@@ -38,11 +36,6 @@ static struct {
     bool busy;                          /* held by one offer, or by enable/restore */
     bool enabled;
     struct sample_stub_targets targets; /* what stubs[] jump to */
-    /* Where a stub's free goes, by its filter byte: written before the
-     * stubs of new targets are made; below 2 GiB (pages_alloc_low). A
-     * thread still in a stub of the targets before takes the new ones:
-     * real frees too. */
-    uintptr_t *free_table;
     struct stub_pair stubs[MAX_STUBS];
     size_t stub_count;
     struct code_patch sites[MAX_SITES];
@@ -134,15 +127,13 @@ static uintptr_t call_to_hook(const struct maps *maps, uintptr_t ret, enum sampl
  * through first, then malloc's entry after its slower path (so that the
  * branch to that goes back, to an address already known). A free's entry
  * has no branch on its filter byte: the byte indexes the jump table (0: the
- * real free; any other count: the GOT hook, which looks the block up). A
+ * real free; any other count: the lookup, heap.c's free_filtered). A
  * conditional branch waiting for that load cost more than the jump does
  * (doc/benchmarks.md). An int3 after each jump: the processor does not run
  * on into the next entry while the jump's target is fetched. */
 static bool write_stubs(const struct code_chunk *c, struct stub_pair *out)
 {
     const struct sample_stub_targets *t = &state.targets;
-    if (!state.free_table)
-        return false;
     struct emitter e;
     emit_init(&e, c->write, c->size, c->exec);
     uintptr_t next_malloc = emit_quad(&e, t->next_malloc), malloc_hook = emit_quad(&e, t->malloc_hook);
@@ -164,7 +155,7 @@ static bool write_stubs(const struct code_chunk *c, struct stub_pair *out)
     emit_shr32_imm(&e, RAX, ADDRESS_GRANULE_SHIFT);
     emit_and_imm(&e, RAX, (int32_t)((1u << SAMPLED_FILTER_BITS) - 1));
     emit_movzbl_load_table(&e, RAX, (uintptr_t)t->filter, RAX);
-    emit_jmp_table(&e, (uintptr_t)state.free_table, RAX);
+    emit_jmp_table(&e, (uintptr_t)t->free_targets, RAX);
     emit_int3(&e);
     return emit_finish(&e) == EMIT_OK && pool_publish(c, e.len) == 0;
 }
@@ -221,17 +212,11 @@ void heap_sample_sites_enable(const struct sample_stub_targets *t)
 {
     claim_waiting();
     const struct sample_stub_targets *had = &state.targets;
-    if (t->count_offset != had->count_offset || t->filter != had->filter || t->next_malloc != had->next_malloc ||
+    if (t->count_offset != had->count_offset || t->filter != had->filter || t->free_targets != had->free_targets ||
+        t->next_malloc != had->next_malloc ||
         t->next_free != had->next_free || t->malloc_hook != had->malloc_hook || t->free_hook != had->free_hook) {
         state.targets = *t;
         state.stub_count = 0;   /* stubs of other targets: left in the pool, never reached again */
-        if (!state.free_table)
-            state.free_table = pages_alloc_low(FREE_TABLE_ENTRIES * sizeof *state.free_table);
-        if (state.free_table) {   /* else write_stubs fails: sites keep their PLT calls */
-            state.free_table[0] = t->next_free;
-            for (size_t i = 1; i < FREE_TABLE_ENTRIES; i++)
-                state.free_table[i] = t->free_hook;
-        }
     }
     __atomic_store_n(&state.enabled, t->filter != NULL, __ATOMIC_RELEASE);
     release();

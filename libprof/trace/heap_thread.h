@@ -131,6 +131,7 @@ struct heap_thread {
  * miss). A count that reaches 255 stays there: only more frees look further. */
 #define SAMPLED_FILTER_BITS 15
 #define SAMPLED_FILTER_STUCK 255
+#define SAMPLED_FREE_TARGETS 256   /* one per value of a filter byte */
 /* Where an address falls in the filter (and in the young slots): its
  * 16-byte granule, modulo the table. Not a hash: the blocks an allocator
  * hands out again and again sit close together, and so do their entries,
@@ -154,6 +155,10 @@ struct heap_state {
     /* How many recorded blocks hash to each entry, with sampling: a free
      * whose entry is 0 is of no recorded block and costs nothing more. */
     uint8_t *sampled_filter;
+    /* Where a sampled free goes by its filter byte: entry 0 the real free,
+     * any other the hook's lookup. After the filter, in the same mapping:
+     * below 2 GiB when there was room (the stubs need it there). */
+    uintptr_t *sampled_free_targets;
     _Alignas(CACHE_LINE) uint64_t next_number;   /* the next unheld free's number */
     _Alignas(CACHE_LINE) spinlock_t report_lock;
 };
