@@ -218,7 +218,9 @@ void heap_sample_sites_enable(const struct sample_stub_targets *t)
         state.targets = *t;
         state.stub_count = 0;   /* stubs of other targets: left in the pool, never reached again */
     }
-    __atomic_store_n(&state.enabled, t->filter != NULL, __ATOMIC_RELEASE);
+    /* The stubs name the filter and its table by 32-bit addresses. */
+    bool reachable = t->filter && (uintptr_t)t->filter <= INT32_MAX && (uintptr_t)t->free_targets <= INT32_MAX;
+    __atomic_store_n(&state.enabled, reachable, __ATOMIC_RELEASE);
     release();
 }
 

@@ -17,8 +17,9 @@
 /* What the stubs need, read when sampling's hooks are installed. */
 struct sample_stub_targets {
     int32_t count_offset;       /* the thread's byte count (heap.c's sample_left) from the thread pointer */
-    const uint8_t *filter;      /* the sampled blocks' filter: below 2 GiB, or no stubs are made */
-    const uintptr_t *free_targets; /* where a free goes by its filter byte: below 2 GiB too */
+    const uint8_t *filter;      /* the sampled blocks' filter */
+    const uintptr_t *free_targets; /* where a free goes by its filter byte */
+                                /* (both below 2 GiB, or no site is changed) */
     uintptr_t next_malloc, next_free;      /* the real functions */
     uintptr_t malloc_hook, free_hook;      /* the GOT hooks: their slots hold these */
 };

@@ -20,12 +20,17 @@ void *pages_alloc_filled(size_t size)
 
 void *pages_alloc_low(size_t size)
 {
+#ifndef MAP_32BIT   /* x86-64's own */
+    (void)size;
+    return NULL;
+#else
     void *p = map(size, MAP_32BIT);
     if (p && (uintptr_t)p + size > (uintptr_t)INT32_MAX + 1) {   /* a kernel that ignored the flag */
         pages_free(p, size);
         return NULL;
     }
     return p;
+#endif
 }
 
 void *pages_resize(void *p, size_t old_size, size_t new_size)
