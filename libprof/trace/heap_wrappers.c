@@ -137,7 +137,13 @@ static bool is_plt_entry(const struct elf_object *o, uintptr_t pc)
     return false;
 }
 
-struct callees { const struct elf_object *o; uintptr_t start, end; uintptr_t found[64]; size_t count; };
+/* Each callee once, with its extent from the unwind table's lookup. */
+struct callees {
+    const struct elf_object *o;
+    uintptr_t start, end;
+    struct heap_wrapper_range found[64];
+    size_t count;
+};
 
 /* A call or jump to another function's first byte in the same object (a
  * byte that only looks like a call, inside another instruction, would have
@@ -147,9 +153,14 @@ static int note_callee(void *ctx, uintptr_t pc, uintptr_t target)
     (void)pc;
     struct callees *c = ctx;
     uintptr_t from, to;
-    if (c->count < sizeof c->found / sizeof *c->found && target >= c->o->start && target < c->o->end &&
-        (target < c->start || target >= c->end) && cfi_function_at(target, &from, &to) && from == target)
-        c->found[c->count++] = target;
+    if (c->count == sizeof c->found / sizeof *c->found || target < c->o->start || target >= c->o->end ||
+        (target >= c->start && target < c->end))
+        return 0;
+    for (size_t i = 0; i < c->count; i++)
+        if (c->found[i].start == target)
+            return 0;
+    if (cfi_function_at(target, &from, &to) && from == target)
+        c->found[c->count++] = (struct heap_wrapper_range){ from, to };
     return 0;
 }
 
@@ -168,10 +179,10 @@ static void add_callees_of(struct build *b, const struct elf_object *o, uintptr_
         return;
     call_scan(start, end, note_callee, &c);
     for (size_t i = 0; i < c.count; i++) {
-        uintptr_t from, to;
-        if (is_allocator(b, c.found[i]))
+        uintptr_t from = c.found[i].start, to = c.found[i].end;
+        if (is_allocator(b, from))
             continue;   /* the allocator itself */
-        if (is_plt_entry(o, c.found[i]) || !cfi_function_at(c.found[i], &from, &to) || to - from > 1 << 20)
+        if (to - from > 1 << 20 || is_plt_entry(o, from))
             continue;
         add(b, from, to);
         add_callees(b, o, from, to, depth - 1);
