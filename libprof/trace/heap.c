@@ -1116,21 +1116,16 @@ static void free_short_peak(void *p)
     free_short_with(p, true);
 }
 
-/* A free the filter may know, and its call site offered a stub. */
-static __attribute__((noinline)) void free_maybe_sampled(void *p, void *ret)
+/* A free whose filter byte is not 0 (the block may be recorded), reached
+ * by a jump from free_sampling or a stub: its return address is the free's
+ * caller, whose call site is offered a stub. */
+static void free_filtered(void *p)
 {
     free_noted(p);
     if (reentry_enter()) {
-        heap_sample_sites_offer((uintptr_t)ret, SAMPLE_SITE_FREE);
+        heap_sample_sites_offer((uintptr_t)__builtin_return_address(0), SAMPLE_SITE_FREE);
         reentry_leave();
     }
-}
-
-/* A free whose filter byte is not 0, reached by a jump (from free_sampling
- * or a stub): its return address is the free's caller. */
-static void free_filtered(void *p)
-{
-    free_maybe_sampled(p, __builtin_return_address(0));
 }
 
 /* Sampling: most frees are of blocks never recorded, whose filter byte is
