@@ -264,16 +264,38 @@ static void pc_cache_fill(struct ruby_tracer *t, struct ruby_pc_cache_entry *slo
         t->pc_cache_filled_count = n + 1;
 }
 
-/* Every entry of the pc cache emptied (with the lock held). */
+/* Every entry of the pc cache emptied (with the lock held): marked stale,
+ * which no record's key matches, its origin kept for new_origin to check. */
 static void pc_cache_clear(struct ruby_tracer *t)
 {
     unsigned n = t->pc_cache_filled_count;
     if (n > RUBY_PC_CACHE_FILLED_MAX)
-        memset(t->pc_cache, 0, sizeof t->pc_cache);
+        for (unsigned i = 0; i < RUBY_PC_CACHE_SIZE; i++)
+            t->pc_cache[i].klass |= RUBY_PC_STALE;
     else
         for (unsigned i = 0; i < n; i++)
-            t->pc_cache[t->pc_cache_filled[i]] = (struct ruby_pc_cache_entry){ 0 };
+            t->pc_cache[t->pc_cache_filled[i]].klass |= RUBY_PC_STALE;
     t->pc_cache_filled_count = 0;
+}
+
+/* The stale entry's origin when it is what interning this allocation's frame
+ * (depth 0 or 1) and class would give again: the same file, line and class
+ * read back by id, instead of three hash lookups (a new epoch makes every
+ * line of a program take this way again). INTERN_NONE otherwise. */
+static uint32_t stale_origin_again(struct ruby_tracer *t, const struct ruby_pc_cache_entry *stale,
+                                   const struct ruby_frame *frames, int depth, VALUE klass)
+{
+    if (stale->klass != (klass | RUBY_PC_STALE) || stale->origin >= t->origins.count || depth > 1)
+        return INTERN_NONE;
+    const struct intern_tuple *origin = intern_get(&t->origins, stale->origin);
+    uint32_t site = (uint32_t)origin->a;
+    if (origin->b != klass || site >= t->sites.frames.count || sites_caller(&t->sites, site) != SITE_NONE)
+        return INTERN_NONE;
+    const char *file = depth ? frames[0].file : "<internal>";
+    uint32_t line = depth ? (uint32_t)frames[0].line : 0;
+    if (sites_line(&t->sites, site) != line || strcmp(sites_file(&t->sites, site), file) != 0)
+        return INTERN_NONE;
+    return stale->origin;
 }
 
 /* The slow path of a record: walk the stack, intern the site and the origin.
@@ -291,15 +313,21 @@ static __attribute__((noinline)) uint32_t new_origin(struct ruby_tracer *t, cons
         t->api.rb_postponed_job_register_one(0, at_safe_point, NULL);
     }
     lock_in_hook(t);
-    uint32_t site = SITE_NONE;
-    if (depth == 0)
-        site = sites_intern(&t->sites, "<internal>", 0, SITE_NONE);
-    for (int i = depth; i-- > 0;)
-        site = sites_intern(&t->sites, frames[i].file, (uint32_t)frames[i].line, site);
-    size_t known = t->origins.count;
-    uint32_t origin = site == SITE_NONE ? INTERN_NONE : intern_put(&t->origins, site, klass);
-    if (t->origins.count > known)
-        name_origin(t, origin, klass);
+    bool key_stale = cached->pc == pc && cached->iseq == iseq && pc;
+    uint32_t origin = key_stale ? stale_origin_again(t, cached, frames, depth, klass) : INTERN_NONE;
+    if (origin != INTERN_NONE) {
+        t->origins_again++;
+    } else {
+        uint32_t site = SITE_NONE;
+        if (depth == 0)
+            site = sites_intern(&t->sites, "<internal>", 0, SITE_NONE);
+        for (int i = depth; i-- > 0;)
+            site = sites_intern(&t->sites, frames[i].file, (uint32_t)frames[i].line, site);
+        size_t known = t->origins.count;
+        origin = site == SITE_NONE ? INTERN_NONE : intern_put(&t->origins, site, klass);
+        if (t->origins.count > known)
+            name_origin(t, origin, klass);
+    }
     /* Not line 0: a frame that has run nothing yet, whose iseq may still get
      * its path (the main script's goes from "<main>" to "ruby" to its name). */
     bool no_frame = pc == RUBY_PC_KEY_NO_FRAME;

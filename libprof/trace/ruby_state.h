@@ -32,6 +32,9 @@ struct ruby_pc_cache_entry {
     uint32_t origin;
 };
 _Static_assert(sizeof(struct ruby_pc_cache_entry) == 32, "a pc cache entry is 32 bytes");
+/* Set in the klass of an entry a new epoch emptied (a class is never at an
+ * odd address): no key matches it, and its origin may be found again. */
+#define RUBY_PC_STALE ((VALUE)1)
 #define RUBY_PC_CACHE_SIZE 1024
 /* The entries filled in an epoch, listed to be emptied one by one when a new
  * epoch begins (most programs fill a few between GCs); past this many, the
@@ -62,6 +65,7 @@ struct ruby_tracer {
     struct ruby_pc_cache_entry pc_cache[RUBY_PC_CACHE_SIZE];
     uint16_t pc_cache_filled[RUBY_PC_CACHE_FILLED_MAX];
     unsigned pc_cache_filled_count;   /* > RUBY_PC_CACHE_FILLED_MAX: too many to list */
+    unsigned long origins_again;  /* new_origin's answers read back from a stale entry */
     /* Files whose rows reports leave out: memprof's own Ruby API and the
      * Fiddle code it calls, which allocate while a report is asked for.
      * NUL-separated. */
