@@ -35,11 +35,13 @@ _Static_assert(sizeof(struct ruby_pc_cache_entry) == 32, "a pc cache entry is 32
 /* Set in the klass of an entry a new epoch emptied (a class is never at an
  * odd address): no key matches it, and its origin may be found again. */
 #define RUBY_PC_STALE ((VALUE)1)
-#define RUBY_PC_CACHE_SIZE 1024
+/* 8192: rubocop over 20 files uses 44,000 origins, and 1024 entries left it
+ * 133,000 refills (88,000 of them a live entry of another key), 8192 100,000. */
+#define RUBY_PC_CACHE_SIZE 8192
 /* The entries filled in an epoch, listed to be emptied one by one when a new
  * epoch begins (most programs fill a few between GCs); past this many, the
  * whole cache is. */
-#define RUBY_PC_CACHE_FILLED_MAX 64
+#define RUBY_PC_CACHE_FILLED_MAX 2048
 
 struct ruby_tracer {
     struct ruby_api api;
