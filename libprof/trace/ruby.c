@@ -270,8 +270,10 @@ static void pc_cache_clear(struct ruby_tracer *t)
 {
     unsigned n = t->pc_cache_filled_count;
     if (n > RUBY_PC_CACHE_FILLED_MAX)
-        for (unsigned i = 0; i < RUBY_PC_CACHE_SIZE; i++)
-            t->pc_cache[i].klass |= RUBY_PC_STALE;
+        for (unsigned i = 0; i < RUBY_PC_CACHE_SIZE; i++) {
+            if (t->pc_cache[i].pc)   /* (a page never filled stays untouched) */
+                t->pc_cache[i].klass |= RUBY_PC_STALE;
+        }
     else
         for (unsigned i = 0; i < n; i++)
             t->pc_cache[t->pc_cache_filled[i]].klass |= RUBY_PC_STALE;
