@@ -1224,7 +1224,6 @@ static void choose_hooks(unsigned paths)
             .filter = heap.sampled_filter,
             .free_targets = heap.sampled_free_targets,
             .next_malloc = (uintptr_t)next_malloc,
-            .next_free = (uintptr_t)next_free,
             .malloc_hook = (uintptr_t)malloc_sampling,
             .free_hook = (uintptr_t)free_sampling,
         });

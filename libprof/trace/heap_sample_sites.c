@@ -213,8 +213,7 @@ void heap_sample_sites_enable(const struct sample_stub_targets *t)
     claim_waiting();
     const struct sample_stub_targets *had = &state.targets;
     if (t->count_offset != had->count_offset || t->filter != had->filter || t->free_targets != had->free_targets ||
-        t->next_malloc != had->next_malloc ||
-        t->next_free != had->next_free || t->malloc_hook != had->malloc_hook || t->free_hook != had->free_hook) {
+        t->next_malloc != had->next_malloc || t->malloc_hook != had->malloc_hook || t->free_hook != had->free_hook) {
         state.targets = *t;
         state.stub_count = 0;   /* stubs of other targets: left in the pool, never reached again */
     }

@@ -20,7 +20,7 @@ struct sample_stub_targets {
     const uint8_t *filter;      /* the sampled blocks' filter */
     const uintptr_t *free_targets; /* where a free goes by its filter byte */
                                 /* (both below 2 GiB, or no site is changed) */
-    uintptr_t next_malloc, next_free;      /* the real functions */
+    uintptr_t next_malloc;      /* the real malloc (the real free is free_targets[0]) */
     uintptr_t malloc_hook, free_hook;      /* the GOT hooks: their slots hold these */
 };
 
