@@ -14,7 +14,15 @@ rotated() {
     echo "$@" | awk -v k="$k" '{ for (j = 0; j < NF; j++) print $((j + k - 1) % NF + 1) }'
 }
 
-# round_ratios FILE PLAIN: each round's seconds in FILE over the same
-# round's in PLAIN ("seconds maxrss" lines, round k on line k; a file with
-# fewer rounds, a peer run in the first ones only, pairs with those).
-round_ratios() { paste -d' ' "$1" "$2" | awk 'NF == 4 {print $1 / $3}'; }
+# round_ratios FILE PLAIN [COLUMN]: each round's figure in FILE over the
+# same round's in PLAIN (column 1, the seconds, unless COLUMN says; lines of
+# "seconds maxrss_kb [cpu_seconds]", round k on line k; a file with fewer
+# rounds, a peer run in the first ones only, pairs with those).
+round_ratios() {
+    width=$(head -1 "$2" | awk '{print NF}')
+    paste -d' ' "$1" "$2" | awk -v w="$width" -v c="${3:-1}" 'NF == 2 * w {print $c / $(w + c)}'
+}
+
+# build_measure BENCH_DIR OUT_DIR: the benchmarks' timer (measure.c: wall
+# time, max RSS and CPU time of a run) as OUT_DIR/measure.
+build_measure() { cc -O2 -o "$2/measure" "$1/measure.c"; }
