@@ -23,6 +23,13 @@ round_ratios() {
     paste -d' ' "$1" "$2" | awk -v w="$width" -v c="${3:-1}" 'NF == 2 * w {print $c / $(w + c)}'
 }
 
-# build_measure BENCH_DIR OUT_DIR: the benchmarks' timer (measure.c: wall
-# time, max RSS and CPU time of a run) as OUT_DIR/measure.
-build_measure() { cc -O2 -o "$2/measure" "$1/measure.c"; }
+# build_measure BENCH_DIR: the benchmarks' timer (measure.c: wall time,
+# max RSS and CPU time of a run) as $tmp/measure, for timed_run.
+build_measure() { cc -O2 -o "$tmp/measure" "$1/measure.c"; }
+
+# timed_run NAME CMD...: one timed run, "seconds maxrss_kb cpu_seconds"
+# appended to $tmp/NAME; a failed run ends the benchmark with its message.
+timed_run() {
+    name=$1; shift
+    "$tmp/measure" "$tmp/$name" "$@" > /dev/null 2> "$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+}
