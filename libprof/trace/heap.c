@@ -48,6 +48,15 @@ static __thread struct heap_thread *my_thread __attribute__((tls_model("initial-
  * block (it is only read), so those paths test nothing more. */
 static struct heap_thread no_record;
 static __thread struct heap_thread *short_path_thread __attribute__((tls_model("initial-exec"))) = &no_record;
+/* short_path_thread read afresh, its TLS offset too: read in C after a
+ * call, GCC kept the offset in a saved register across it, which cost the
+ * hook a second saved register and a stack adjustment. */
+static inline __attribute__((always_inline)) struct heap_thread *short_path_thread_now(void)
+{
+    struct heap_thread *t;
+    __asm__ volatile("movq short_path_thread@gottpoff(%%rip), %0\n\tmovq %%fs:(%0), %0" : "=r"(t));
+    return t;
+}
 /* Bytes to this thread's next sample point (heap_sample.h), apart from its
  * record so that sampling's common case reads nothing else; 0 until the
  * thread's first recorded allocation sets it, and while a C++ new's charge
@@ -137,7 +146,7 @@ static bool origins_make_room(struct heap_thread *t)
         if (a)
             memcpy(b->records, a->records, n * sizeof a->records[0]);
         __atomic_store_n(&t->origins, b, __ATOMIC_SEQ_CST);
-        t->last_record = &b->records[t->last_origin];   /* never the old copy's */
+        t->last_record = &b->records[BLOCK_WORD_ORIGIN(t->last_origin_word)];   /* never the old copy's */
         if (a)
             readers_retire(&t->origins_retired, a, origin_array_bytes(a->capacity));
         a = b;
@@ -185,6 +194,15 @@ static uint32_t origin_put(struct heap_thread *t, uint64_t key, uint64_t link)
 static inline void owner_add(uint64_t *field, uint64_t v)
 {
     __asm__("addq %1, %0" : "+m"(*field) : "er"(v) : "cc");
+}
+
+/* The owner's peak raised to `live` if below: a compare and a move from
+ * memory, with no jump (live mostly grows past it), where GCC loaded the
+ * peak into a register first. */
+static inline void owner_raise(uint64_t *peak, uint64_t live)
+{
+    __asm__("cmpq %1, %0\n\tcmovb %1, %0" : "+r"(live) : "m"(*peak) : "cc");
+    __atomic_store_n(peak, live, __ATOMIC_RELAXED);
 }
 
 /* The same, taken off (a free's live bytes): GCC made an add of the
@@ -310,6 +328,16 @@ static uint64_t caller_link(struct heap_thread *t, uintptr_t site, bool wrapped)
 static uint64_t read_number(void)
 {
     return __atomic_load_n(&heap.next_number, __ATOMIC_SEQ_CST);
+}
+
+/* A number is still the next free's: one compare with the counter in
+ * memory (an x86 load, as read_number's), where GCC loads an atomic into a
+ * register first, one instruction more on every free. */
+static bool number_is_current(uint64_t number)
+{
+    bool current;
+    __asm__("cmpq %2, %1" : "=@cce"(current) : "r"(number), "m"(heap.next_number));
+    return current;
 }
 
 /* A free's number: its own. */
@@ -557,7 +585,7 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
     if (!link && heap.frames == 1 && !wrapped && id != UINT32_MAX) {
         t->last_key = key;
         t->last_site = site;
-        t->last_origin = id;
+        t->last_origin_word = BLOCK_WORD(0, id);
         t->last_record = &t->origins->records[id];
     }
     return id;
@@ -626,17 +654,16 @@ void heap_charge_end(void)
 
 /* A block recorded in its young slot `y`, found empty, and counted for its
  * origin: `blocks` and `bytes` (scaled when sampled; `stored` is its size). */
-HOT void store_young(struct block_slot *y, uintptr_t p, uint64_t number, uint64_t stored, uint32_t origin,
+HOT void store_young(struct block_slot *y, uintptr_t p, uint64_t number, uint64_t stored, uint64_t origin_word,
                      struct heap_origin *r, uint64_t blocks, uint64_t bytes)
 {
     __atomic_store_n(&y->number, number, __ATOMIC_RELAXED);
-    __atomic_store_n(&y->word, BLOCK_WORD(stored, origin), __ATOMIC_RELAXED);
+    __atomic_store_n(&y->word, stored | origin_word, __ATOMIC_RELAXED);
     __atomic_store_n(&y->addr, p, __ATOMIC_RELEASE);
     owner_add(&r->total_count, blocks);
     owner_add(&r->total_bytes, bytes);
     owner_add(&r->live_bytes, bytes);
-    uint64_t live = r->live_bytes, peak = r->peak_bytes;   /* no jump: live mostly grows past it */
-    __atomic_store_n(&r->peak_bytes, live > peak ? live : peak, __ATOMIC_RELAXED);
+    owner_raise(&r->peak_bytes, r->live_bytes);
 }
 
 HOT uint64_t stored_size(size_t size)
@@ -651,7 +678,7 @@ HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, u
     uint64_t number = read_number();
     uint64_t key = (uintptr_t)site | (uint64_t)t->serial << THREAD_SHIFT;
     uint32_t origin = key == t->last_key && !heap_ruby_enabled()
-                          ? t->last_origin : full_origin(t, (uintptr_t)site, entry_pc, entry_cfa, entry_bp);
+                          ? BLOCK_WORD_ORIGIN(t->last_origin_word) : full_origin(t, (uintptr_t)site, entry_pc, entry_cfa, entry_bp);
     if (__builtin_expect(origin == UINT32_MAX, 0)) {
         t->dropped++;
         return;
@@ -664,7 +691,8 @@ HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, u
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
         vacate(t, y, (uintptr_t)p);
-    store_young(y, (uintptr_t)p, number, stored, origin, &t->origins->records[origin], w.blocks, bytes);
+    store_young(y, (uintptr_t)p, number, stored, BLOCK_WORD(0, origin), &t->origins->records[origin], w.blocks,
+                bytes);
     if (__builtin_expect(heap.peak_tracking, 0))   /* last: a snapshot has this block */
         heap_peak_grew(t, bytes);
 }
@@ -858,45 +886,45 @@ static __attribute__((cold, noinline)) void *unrecorded(void *p)
     return p;
 }
 
-/* The record in the empty young slot `y`, and the hook's end; `r`: the
- * origin's record; `peak`: the peak is tracked (a constant in the short
+/* The record in the empty young slot `y`, and the hook's end; `origin_word`:
+ * BLOCK_WORD(0, origin), `r`: the origin's record; `peak`: the peak is tracked (a constant in the short
  * hooks, chosen by mode). */
-HOT void *record_known_in(struct heap_thread *t, struct block_slot *y, void *p, size_t size, uint32_t origin,
+HOT void *record_known_in(struct heap_thread *t, struct block_slot *y, void *p, size_t size, uint64_t origin_word,
                           struct heap_origin *r, bool peak)
 {
-    store_young(y, (uintptr_t)p, read_number(), stored_size(size), origin, r, 1, stored_size(size));
+    store_young(y, (uintptr_t)p, read_number(), stored_size(size), origin_word, r, 1, stored_size(size));
     if (peak)
         return known_peak_grew(t, p, size);
     reentry_leave();
     return p;
 }
 
-COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, uint32_t origin,
+COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, uint64_t origin_word,
                                  struct heap_origin *r)
 {
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     vacate(t, y, (uintptr_t)p);
-    return record_known_in(t, y, p, size, origin, r, heap.peak_tracking);
+    return record_known_in(t, y, p, size, origin_word, r, heap.peak_tracking);
 }
 
 /* The short path of an exact record (heap.short_paths): the origin known
  * before the call (the thread's last site again, or the stack its last walk
  * found), every block recorded. The record tail-calls when the young slot
  * is taken or the peak tracked, so that it saves no register for those. */
-HOT void *record_known_here(struct heap_thread *t, void *p, size_t size, uint32_t origin, struct heap_origin *r,
-                           bool peak)
+HOT void *record_known_here(struct heap_thread *t, void *p, size_t size, uint64_t origin_word,
+                           struct heap_origin *r, bool peak)
 {
     if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
         return unrecorded(p);
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
-        return record_known_vacating(t, p, size, origin, r);
-    return record_known_in(t, y, p, size, origin, r, peak);
+        return record_known_vacating(t, p, size, origin_word, r);
+    return record_known_in(t, y, p, size, origin_word, r, peak);
 }
 
 COLD void *record_known(struct heap_thread *t, void *p, size_t size, uint32_t origin)
 {
-    return record_known_here(t, p, size, origin, &t->origins->records[origin], heap.peak_tracking);
+    return record_known_here(t, p, size, BLOCK_WORD(0, origin), &t->origins->records[origin], heap.peak_tracking);
 }
 
 COLD void *malloc_known(struct heap_thread *t, size_t size, uint32_t origin)
@@ -928,7 +956,7 @@ static void *malloc_short(size_t size)
     struct heap_thread *t = my_thread;
     if (__builtin_expect(t && !t->charge_site, 1)) {
         if ((heap.short_paths & SHORT_SITES) && t->last_site == (uintptr_t)site)
-            return malloc_known(t, size, t->last_origin);
+            return malloc_known(t, size, BLOCK_WORD_ORIGIN(t->last_origin_word));
         return malloc_remembered(t, size, site, cfa, bp);
     }
     return malloc_exact(size, site, cfa, bp);
@@ -940,12 +968,13 @@ static void *malloc_short(size_t size)
  * the plain pair takes 38). */
 HOT void *malloc_sites_with(size_t size, void *site, bool peak)
 {
-    struct heap_thread *t = short_path_thread;
-    if (__builtin_expect(t->last_site == (uintptr_t)site, 1)) {
-        /* Its origin read after the call, from the line just read: kept
-         * across it, the two took registers saved on the stack. */
+    if (__builtin_expect(short_path_thread_now()->last_site == (uintptr_t)site, 1)) {
+        /* Only the size kept across the call (one saved register, and the
+         * stack aligned without more): the thread and its origin read
+         * again after it cost fewer instructions than saving them. */
         void *p = next_malloc(size);
-        return record_known_here(t, p, size, t->last_origin, t->last_record, peak);
+        struct heap_thread *t = short_path_thread_now();
+        return record_known_here(t, p, size, t->last_origin_word, t->last_record, peak);
     }
     return malloc_short(size);
 }
@@ -1027,7 +1056,7 @@ HOT struct block_slot *young_unnumbered_short(struct heap_thread *t, void *p)
 {
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     __asm__("" : "+r"(y));   /* one address: GCC derived another for the slot's store */
-    return p && y->addr == (uintptr_t)p && y->number == read_number() ? y : NULL;
+    return p && y->addr == (uintptr_t)p && number_is_current(y->number) ? y : NULL;
 }
 
 /* The same for my_thread (NULL until the thread has a record). */

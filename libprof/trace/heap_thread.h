@@ -93,7 +93,7 @@ struct heap_thread {
     /* The owner's alone, beside origins: every short path reads the three,
      * one cache line. */
     uintptr_t last_site;               /* the site of last_key */
-    uint32_t last_origin;
+    uint64_t last_origin_word;         /* its origin, as in a block's word: BLOCK_WORD(0, origin) */
     struct heap_origin *last_record;   /* last_origin's, in origins (moved when it grows) */
     size_t origin_count;               /* published after the record is whole */
     struct retired origins_retired;
