@@ -8,15 +8,13 @@
 
 extern __thread int memprof_in_runtime __attribute__((tls_model("initial-exec")));
 
-/* Test and set in one instruction, bts, where a load, a test and a store
- * took three: every hook runs it. Not locked: only this thread, and its
- * signal handlers between two of its instructions, touch the flag. The
- * "memory" clobber keeps the hook's work after it, as a signal fence. */
 static inline bool reentry_enter(void)
 {
-    bool was_inside;
-    __asm__ volatile("btsl $0, %0" : "+m"(memprof_in_runtime), "=@ccc"(was_inside) : : "memory");
-    return !was_inside;
+    if (memprof_in_runtime)
+        return false;
+    memprof_in_runtime = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return true;
 }
 
 static inline void reentry_leave(void)
