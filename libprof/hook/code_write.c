@@ -60,12 +60,20 @@ int code_write(const struct maps *maps, uintptr_t at, uint64_t value, unsigned w
     return 0;
 }
 
+static int membarrier_registered;   /* 1 registered, -1 not available */
+
+void code_write_prepare(void)
+{
+    if (!__atomic_load_n(&membarrier_registered, __ATOMIC_RELAXED))
+        __atomic_store_n(&membarrier_registered,
+                         syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0 ? 1 : -1,
+                         __ATOMIC_RELAXED);
+}
+
 void code_write_done(void)
 {
-    static int registered;   /* 1 registered, -1 not available */
-    if (!registered)
-        registered = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0 ? 1 : -1;
-    if (registered > 0)
+    code_write_prepare();
+    if (__atomic_load_n(&membarrier_registered, __ATOMIC_RELAXED) > 0)
         syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
 }
 

@@ -17,6 +17,11 @@ bool code_write_atomic(uintptr_t at, unsigned width);
 int code_write(const struct maps *maps, uintptr_t at, uint64_t value, unsigned width);
 /* After a batch of writes: every thread of the process serializes. */
 void code_write_done(void);
+/* Ready for code_write_done, ahead of any write: the kernel registers a
+ * process of one thread for its barrier at once, one of several only after
+ * an RCU grace period, in which the caller sleeps (10-20 ms here, in the
+ * middle of a sampled run's thread). Best called while single-threaded. */
+void code_write_prepare(void);
 
 /* A 5-byte jmp written over code at `at` (a store site, a function's
  * entry) in one 8-byte store: the 8 bytes, within one cache line and

@@ -210,6 +210,7 @@ void heap_sample_sites_offer(uintptr_t ret, enum sample_site_kind kind)
 
 void heap_sample_sites_enable(const struct sample_stub_targets *t)
 {
+    code_write_prepare();   /* now: at a traced start, the process has one thread */
     claim_waiting();
     const struct sample_stub_targets *had = &state.targets;
     if (t->count_offset != had->count_offset || t->filter != had->filter || t->free_targets != had->free_targets ||
