@@ -91,6 +91,10 @@ void out_str(struct out *o, const char *s)
 
 void out_char(struct out *o, char c)
 {
+    if (!o->error && o->len + 2 <= o->cap) {   /* room for it and the NUL: most calls */
+        o->buf[o->len++] = c;
+        return;
+    }
     out_bytes(o, &c, 1);
 }
 
@@ -106,14 +110,18 @@ int u64_digits(uint64_t v)
 
 void out_u64_width(struct out *o, uint64_t v, int width)
 {
-    char tmp[24];
+    /* The padding and the digits built right-aligned in one buffer, one
+     * write: a report's columns took a write per space before. */
+    char tmp[64];
+    for (; width > (int)sizeof tmp; width--)
+        out_char(o, ' ');
     int i = sizeof tmp;
     do {
         tmp[--i] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    for (int pad = width - ((int)sizeof tmp - i); pad > 0; pad--)
-        out_char(o, ' ');
+    while (i > (int)sizeof tmp - width)
+        tmp[--i] = ' ';
     out_bytes(o, tmp + i, sizeof tmp - (size_t)i);
 }
 
