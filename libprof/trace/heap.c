@@ -47,14 +47,16 @@ static __thread struct heap_thread *my_thread __attribute__((tls_model("initial-
  * has the empty one, whose last site and young slots match no call and no
  * block (it is only read), so those paths test nothing more. */
 static struct heap_thread no_record;
-static __thread struct heap_thread *short_path_thread __attribute__((tls_model("initial-exec"))) = &no_record;
+static __thread struct heap_thread *short_path_thread __asm__("memprof_short_path_thread")
+    __attribute__((tls_model("initial-exec"))) = &no_record;
 /* short_path_thread read afresh, its TLS offset too: read in C after a
  * call, GCC kept the offset in a saved register across it, which cost the
- * hook a second saved register and a stack adjustment. */
+ * hook a second saved register and a stack adjustment. (The asm label fixes
+ * the symbol's name for the load.) */
 static inline __attribute__((always_inline)) struct heap_thread *short_path_thread_now(void)
 {
     struct heap_thread *t;
-    __asm__ volatile("movq short_path_thread@gottpoff(%%rip), %0\n\tmovq %%fs:(%0), %0" : "=r"(t));
+    __asm__ volatile("movq memprof_short_path_thread@gottpoff(%%rip), %0\n\tmovq %%fs:(%0), %0" : "=r"(t));
     return t;
 }
 /* Bytes to this thread's next sample point (heap_sample.h), apart from its
