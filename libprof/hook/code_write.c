@@ -64,10 +64,10 @@ static int membarrier_registered;   /* 1 registered, -1 not available */
 
 void code_write_prepare(void)
 {
-    if (!__atomic_load_n(&membarrier_registered, __ATOMIC_RELAXED))
-        __atomic_store_n(&membarrier_registered,
-                         syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0 ? 1 : -1,
-                         __ATOMIC_RELAXED);
+    if (__atomic_load_n(&membarrier_registered, __ATOMIC_RELAXED))
+        return;
+    long rc = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+    __atomic_store_n(&membarrier_registered, rc == 0 ? 1 : -1, __ATOMIC_RELAXED);
 }
 
 void code_write_done(void)

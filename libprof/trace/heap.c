@@ -680,7 +680,8 @@ HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, u
     uint64_t number = read_number();
     uint64_t key = (uintptr_t)site | (uint64_t)t->serial << THREAD_SHIFT;
     uint32_t origin = key == t->last_key && !heap_ruby_enabled()
-                          ? BLOCK_WORD_ORIGIN(t->last_origin_word) : full_origin(t, (uintptr_t)site, entry_pc, entry_cfa, entry_bp);
+                          ? BLOCK_WORD_ORIGIN(t->last_origin_word)
+                          : full_origin(t, (uintptr_t)site, entry_pc, entry_cfa, entry_bp);
     if (__builtin_expect(origin == UINT32_MAX, 0)) {
         t->dropped++;
         return;
@@ -889,8 +890,8 @@ static __attribute__((cold, noinline)) void *unrecorded(void *p)
 }
 
 /* The record in the empty young slot `y`, and the hook's end; `origin_word`:
- * BLOCK_WORD(0, origin), `r`: the origin's record; `peak`: the peak is tracked (a constant in the short
- * hooks, chosen by mode). */
+ * BLOCK_WORD(0, origin), `r`: the origin's record; `peak`: the peak is
+ * tracked (a constant in the short hooks, chosen by mode). */
 HOT void *record_known_in(struct heap_thread *t, struct block_slot *y, void *p, size_t size, uint64_t origin_word,
                           struct heap_origin *r, bool peak)
 {

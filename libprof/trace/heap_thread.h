@@ -94,7 +94,7 @@ struct heap_thread {
      * one cache line. */
     uintptr_t last_site;               /* the site of last_key */
     uint64_t last_origin_word;         /* its origin, as in a block's word: BLOCK_WORD(0, origin) */
-    struct heap_origin *last_record;   /* last_origin's, in origins (moved when it grows) */
+    struct heap_origin *last_record;   /* that origin's record, in origins (moved when it grows) */
     size_t origin_count;               /* published after the record is whole */
     struct retired origins_retired;
     /* The owner's alone: */
