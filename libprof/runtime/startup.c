@@ -6,6 +6,7 @@
 #include "../memprof_debugger.h"
 #include "../trace/heap.h"
 #include "../trace/ruby.h"
+#include "../util/fault.h"
 #include "../util/reentry.h"
 #include <errno.h>
 #include <limits.h>
@@ -121,8 +122,10 @@ static void start_from_environment(void)
     if (env_says_yes("MEMPROF_THREADS"))
         tracers_start(MEMPROF_THREADS);
     signal_reports_init();
-    if (!ruby_tracer_available())
+    if (!ruby_tracer_available()) {
+        fault_guard_install();
         return;
+    }
     /* Loaded into a VM already running (require 'memprof', GDB): recording
      * waits for memprof_start, and reports at exit if MEMPROF_OUTPUT says.
      * Loaded before it (LD_PRELOAD): start now, and report at exit. */

@@ -9,17 +9,18 @@
  * try-lock.
  *
  * When the VM may be read from a malloc hook:
- * - from the first Ruby frame seen until the VM's end procs run: after them
- *   ruby_vm_destruct frees the main thread's context while ruby_current_ec
- *   still points at it;
- * - in a thread whose context has a VM stack and a current frame inside it:
- *   a finished Ruby thread's context has neither (rb_ec_clear_vm_stack);
+ * - in a thread whose context the VM vouches for (ruby_thread.h): the main
+ *   thread, or the one holding the GVL. A thread between two Ruby threads
+ *   still names the finished one's context, which may be freed memory;
+ * - until the VM's end procs run: after them ruby_vm_destruct tears the VM
+ *   down;
  * - on a cache miss, not while the GC runs: compaction may be moving the
  *   path strings. A cached line names nothing in the Ruby heap. */
 #include "heap_ruby.h"
 #include "heap_thread.h"
-#include "ruby_state.h"
+#include "ruby_thread.h"
 #include "../store/sites.h"
+#include "../util/fault.h"
 #include "../util/reentry.h"
 #include "../util/spinlock.h"
 
@@ -62,6 +63,7 @@ static void ask_for_end_proc(void *unused)
 {
     (void)unused;
     bool in = reentry_enter();
+    fault_guard_install();   /* in front of the VM's own handlers, installed by now */
     ruby_tracer.api.rb_set_end_proc(at_vm_end, 0);
     if (in)
         reentry_leave();
@@ -96,7 +98,7 @@ uint32_t heap_ruby_line(struct heap_ruby_cache *cache)
     if (!*api->ruby_current_vm_ptr || __atomic_load_n(&hr.ended, __ATOMIC_ACQUIRE))
         return 0;
     bool top = false;
-    const char *frame = ruby_site_nearest_frame(&top, NULL);
+    const char *frame = ruby_site_nearest_frame(ruby_thread_live_ec(api), &top, NULL);
     if (!frame)
         return 0;
     if (!__atomic_load_n(&hr.started, __ATOMIC_RELAXED) &&
@@ -124,7 +126,7 @@ bool heap_ruby_current_site(struct out *o)
     if (!*api->ruby_current_vm_ptr || __atomic_load_n(&hr.ended, __ATOMIC_ACQUIRE) || api->rb_during_gc())
         return false;
     bool top = false;
-    const char *frame = ruby_site_nearest_frame(&top, NULL);
+    const char *frame = ruby_site_nearest_frame(ruby_thread_live_ec(api), &top, NULL);
     if (!frame)
         return false;
     const char *file = api->rb_sourcefile();

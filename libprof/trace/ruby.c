@@ -14,7 +14,9 @@
  * record against the heap. */
 #include "ruby.h"
 #include "ruby_state.h"
+#include "ruby_thread.h"
 #include "../hook/got.h"
+#include "../util/fault.h"
 #include "../util/pages.h"
 #include "../util/reentry.h"
 #include <dlfcn.h>
@@ -168,7 +170,8 @@ bool ruby_tracer_available(void)
                   RESOLVE(rb_data_typed_object_wrap) && RESOLVE(rb_gc_register_mark_object) &&
                   RESOLVE(ruby_thread_has_gvl_p) &&
                   RESOLVE(rb_cBasicObject) && RESOLVE(rb_eException) &&
-                  RESOLVE(ruby_current_vm_ptr) && RESOLVE(ruby_single_main_ractor);
+                  RESOLVE(ruby_current_vm_ptr) && RESOLVE(ruby_single_main_ractor) &&
+                  RESOLVE(ruby_version);
     (void)(RESOLVE(rb_obj_memsize_of));
 #undef RESOLVE
     for (size_t i = 0; api_present && i < HOOK_COUNT; i++)
@@ -201,6 +204,8 @@ static void at_safe_point(void *unused)
 {
     (void)unused;
     bool in = reentry_enter();   /* memprof's own objects are not recorded */
+    ruby_layout_check(&ruby_tracer.api);
+    fault_guard_install();   /* in front of the VM's own handlers, installed by now */
     if (exit_callback)
         ruby_tracer.api.rb_set_end_proc(end_proc, 0);
     ruby_compact_watch();
@@ -519,7 +524,7 @@ static munmap_fn hook_munmap;
 static int hook_munmap(void *addr, size_t length)
 {
     struct ruby_tracer *t = &ruby_tracer;
-    if (!t->api.ruby_thread_has_gvl_p())
+    if (!ruby_thread_holds_gvl(&t->api))
         return next_munmap(addr, length);
     lock_in_hook(t);
     slot_map_drop_pages(&t->objects, (uintptr_t)addr, (uintptr_t)addr + length);

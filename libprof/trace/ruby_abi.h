@@ -66,6 +66,21 @@ static inline const char *ruby_type_name(unsigned type)
 #define RUBY_CFP_EP_OFFSET 32
 #define RUBY_FRAME_FLAG_CFRAME 0x0080
 
+/* Whose execution context is whose (vm_core.h, ractor_core.h; CRuby 3.1,
+ * read off Debian's libruby 3.1.2 and checked by ruby-layout.test): rb_vm_t's
+ * ractor.main_thread (ruby_vm_destruct clears it before freeing the main
+ * thread); rb_ractor_t's threads.gvl.owner, the rb_thread_t holding the
+ * GVL, NULL while nobody does; rb_thread_t's ractor, ec (the running fiber's
+ * context) and thread_id (its pthread_t). RUBY_LAYOUT_VERSION: the releases
+ * these hold for, a prefix of ruby_version. */
+#define RUBY_LAYOUT_VERSION "3.1."
+#define RUBY_VM_MAIN_THREAD_OFFSET 0x28
+#define RUBY_RACTOR_GVL_OWNER_OFFSET 0x150
+#define RUBY_RACTOR_MAIN_THREAD_OFFSET 0x210
+#define RUBY_THREAD_RACTOR_OFFSET 24
+#define RUBY_THREAD_EC_OFFSET 40
+#define RUBY_THREAD_ID_OFFSET 80
+
 /* The allocators memprof hooks (internal/gc.h in 3.1; size is unused there). */
 typedef VALUE rb_wb_newobj_fn(VALUE klass, VALUE flags, size_t size);
 typedef VALUE rb_ec_wb_newobj_fn(void *ec, VALUE klass, VALUE flags, size_t size);
@@ -123,6 +138,7 @@ struct ruby_api {
     VALUE *rb_cBasicObject, *rb_eException;  /* variables: 0 until the VM's Init */
     void **ruby_current_vm_ptr;              /* NULL until the VM exists */
     void **ruby_single_main_ractor;          /* NULL once a second Ractor exists */
+    const char *ruby_version;                /* "3.1.2" */
     /* Optional (NULL if absent): the report then shows no bytes. */
     size_t (*rb_obj_memsize_of)(VALUE obj);
 };

@@ -37,9 +37,8 @@ void ruby_site_find_ec(void)
         find_ec_slot();
 }
 
-const char *ruby_site_nearest_frame(bool *top, bool *none)
+const char *ruby_site_nearest_frame(const char *ec, bool *top, bool *none)
 {
-    const char *ec = ruby_site_current_ec();
     if (!ec)
         return NULL;
     const char *stack = *(const char *const *)(ec + RUBY_EC_VM_STACK_OFFSET);

@@ -108,11 +108,13 @@ struct ruby_frame { const char *file; int line; };
  * configured mode; 0 before any Ruby code runs. Calls into the VM, never
  * allocates; called without the lock. */
 int ruby_site_capture(const struct ruby_tracer *t, struct ruby_frame *frames);
-/* This thread's nearest Ruby frame, or NULL. *top tells whether it is the
- * running frame (the VM itself allocating, not a C method). *none (when not
- * NULL) is set when the whole stack was read and holds no Ruby frame: the
- * VM's own start, where an allocation's site is "<internal>". */
-const char *ruby_site_nearest_frame(bool *top, bool *none);
+/* The nearest Ruby frame of the context `ec` (NULL: none), or NULL. *top
+ * tells whether it is the running frame (the VM itself allocating, not a C
+ * method). *none (when not NULL) is set when the whole stack was read and
+ * holds no Ruby frame: the VM's own start, where an allocation's site is
+ * "<internal>". `ec` must be live: this thread's, while the VM allocates an
+ * object, or as ruby_thread_live_ec found it. */
+const char *ruby_site_nearest_frame(const char *ec, bool *top, bool *none);
 /* Is the control frame at `cfp` a Ruby frame (it has a line), not a C
  * method's? Its ep[0] holds the frame's flags. */
 static inline bool ruby_cfp_is_ruby(const char *cfp)
@@ -206,7 +208,7 @@ static inline const void *ruby_site_pc_key(const struct ruby_tracer *t, const vo
     const char *frame = ruby_site_near_frame_of(ruby_site_current_ec(), &below);
     if (__builtin_expect(!frame, 0)) {
         bool top = true, none = false;
-        if (!(frame = ruby_site_nearest_frame(&top, &none))) {
+        if (!(frame = ruby_site_nearest_frame(ruby_site_current_ec(), &top, &none))) {
             *iseq = NULL;
             return none ? RUBY_PC_KEY_NO_FRAME : NULL;
         }
