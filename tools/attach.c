@@ -253,6 +253,52 @@ static int session_status(const char *text)
     return s ? atoi(s + 16) : -1;
 }
 
+/* The statuses that pass by themselves (memprof.gdbinit's numbers): a thread
+ * inside a memprof hook (2), the Ruby GC running (3), a thread inside malloc
+ * or the dynamic loader (12). memprof tries again a moment later, with the
+ * process running free meanwhile, rather than wait inside GDB. */
+static bool status_passes(int status)
+{
+    return status == 2 || status == 3 || status == 12;
+}
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The time given to attaching, and again to reading the report and
+ * detaching, tries included: MEMPROF_ATTACH_TIMEOUT seconds (60). */
+static double attach_budget(void)
+{
+    return session_seconds(0);
+}
+
+/* Between two tries: 50 to 250 ms, the process running free, at a time that
+ * does not beat with its own period. */
+static void pause_between_tries(unsigned try)
+{
+    unsigned ms = 50 + (unsigned)((getpid() * 7919u + try * 104729u) % 200u);
+    poll(NULL, 0, (int)ms);
+}
+
+/* The line of the GDB output that says why a try did not take (the last one
+ * starting with "memprof: "), to stderr when time is up. */
+static void say_last_message(const char *text)
+{
+    const char *last = NULL;
+    for (const char *line = text; line && *line;) {
+        if (strncmp(line, "memprof: ", 9) == 0)
+            last = line;
+        const char *end = strchr(line, '\n');
+        line = end ? end + 1 : NULL;
+    }
+    if (last)
+        fprintf(stderr, "%.*s\n", (int)strcspn(last, "\n"), last);
+}
+
 /* Wait `seconds` (0: until Ctrl-C) or until the process ends. */
 static bool wait_for_report(pid_t pid, long seconds)
 {
@@ -375,19 +421,34 @@ int cmd_attach(int argc, char **argv)
         snprintf(attach_cmd, sizeof attach_cmd, "memprof-attach %s %ld", what, sample_bytes);
     else
         snprintf(attach_cmd, sizeof attach_cmd, "memprof-attach %s", what);
+    /* No waiting inside GDB for a thread to leave malloc (a `finish`): the
+     * process would be held while that thread runs alone, and a thread that
+     * blocks first never comes back. memprof detaches and tries again. */
     const char *first[] = {
-        "set $memprof_wait_safe_point = 1", attach_cmd,
+        "set $memprof_wait_safe_point = 0", attach_cmd,
         "printf \"@memprof-status=%d\\n\", $memprof_status",
     };
     char *text = NULL;
-    int rc = run_gdb(pid, first, sizeof first / sizeof *first, &text);
-    if (rc < 0 || !text) {
-        fprintf(stderr, "memprof: could not run GDB on pid %d\n", (int)pid);
+    int rc, status;
+    double give_up = seconds_now() + attach_budget();
+    for (unsigned try = 0;; try++) {
         free(text);
-        return EXIT_FAILED;
+        text = NULL;
+        rc = run_gdb(pid, first, sizeof first / sizeof *first, &text);
+        if (rc < 0 || !text) {
+            fprintf(stderr, "memprof: could not run GDB on pid %d\n", (int)pid);
+            free(text);
+            return EXIT_FAILED;
+        }
+        status = session_status(text);
+        if (!status_passes(status) || seconds_now() >= give_up)
+            break;
+        pause_between_tries(try);
     }
-    int status = session_status(text);
     if (status != 0) {
+        if (status_passes(status))
+            fprintf(stderr, "memprof: pid %d was never at a point where memprof could attach in %.0f s; the last try said:\n",
+                    (int)pid, attach_budget());
         if (strstr(text, "ptrace: Operation not permitted"))
             fprintf(stderr, "memprof: cannot attach to pid %d: ptrace is not permitted (another tracer, a "
                             "container without CAP_SYS_PTRACE, or kernel.yama.ptrace_scope)\n", (int)pid);
@@ -406,19 +467,50 @@ int cmd_attach(int argc, char **argv)
         return EXIT_FAILED;
     }
 
+    /* The reports, then the detach; a report the GC or a hook kept from
+     * being read now is read again a moment later, the hooks still in, until
+     * the time is up: then detached all the same, and the report says why. */
     const char *second[] = {
-        "echo @memprof-ruby\\n", ruby ? "memprof-info" : "echo", "echo @memprof-heap\\n",
-        heap ? "memprof--report $memprof_report_heap 0 0 0" : "echo", "echo @memprof-threads\\n", "memprof-threads",
-        "echo @memprof-end\\n", "memprof-detach", "printf \"@memprof-status=%d\\n\", $memprof_status",
+        "set $memprof_read_whole = 1",
+        "echo @memprof-ruby\\n", ruby ? "memprof-info" : "echo", ruby ? "memprof--read-whole" : "echo",
+        "echo @memprof-heap\\n", heap ? "memprof--report $memprof_report_heap 0 0 0" : "echo",
+        heap ? "memprof--read-whole" : "echo",
+        "echo @memprof-threads\\n", "memprof-threads", "echo @memprof-end\\n",
+        "memprof--detach-if-whole", "printf \"@memprof-status=%d\\n\", $memprof_status",
     };
+    const char *last[] = { "memprof-detach", "printf \"@memprof-status=%d\\n\", $memprof_status" };
     char *report = NULL;
-    rc = run_gdb(pid, second, sizeof second / sizeof *second, &report);
-    if (rc < 0 || !report) {
-        fprintf(stderr, "memprof: could not run GDB on pid %d for the report\n", (int)pid);
+    give_up = seconds_now() + attach_budget();
+    for (unsigned try = 0;; try++) {
         free(report);
-        return EXIT_FAILED;
+        report = NULL;
+        rc = run_gdb(pid, second, sizeof second / sizeof *second, &report);
+        if (rc < 0 || !report) {
+            fprintf(stderr, "memprof: could not run GDB on pid %d for the report\n", (int)pid);
+            free(report);
+            return EXIT_FAILED;
+        }
+        if (!strstr(report, "@memprof-unread"))
+            break;
+        if (seconds_now() >= give_up) {
+            fprintf(stderr, "memprof: the report of pid %d could not be read whole in %.0f s; the last try said:\n",
+                    (int)pid, attach_budget());
+            say_last_message(report);
+            char *detached = NULL;
+            rc = run_gdb(pid, last, sizeof last / sizeof *last, &detached);
+            bool gone = rc >= 0 && detached && session_status(detached) == 0;
+            free(detached);
+            if (!gone) {
+                fprintf(stderr, "memprof: the hooks in pid %d could not all be removed\n", (int)pid);
+                free(report);
+                return EXIT_FAILED;
+            }
+            break;
+        }
+        pause_between_tries(try);
     }
-    if (session_status(report) != 0) {
+    bool whole = strstr(report, "@memprof-detached=1") != NULL;
+    if (!whole && !strstr(report, "@memprof-unread")) {
         show_messages(report);
         fprintf(stderr, "memprof: the hooks in pid %d could not all be removed\n", (int)pid);
         free(report);
@@ -430,6 +522,8 @@ int cmd_attach(int argc, char **argv)
     char *ruby_part = ruby ? between(report, "@memprof-ruby\n", "@memprof-heap\n") : NULL;
     rc = write_report(pid, ruby_part, heap_report, threads_report, output);
     free(report);
+    if (rc == 0 && !whole)
+        rc = EXIT_FAILED;   /* the report says what could not be read */
     if (rc == 0 && isatty(STDERR_FILENO))
         fprintf(stderr, "memprof: detached from pid %d; every hook removed\n", (int)pid);
     return rc;

@@ -72,8 +72,8 @@ static bool read_header(struct raw_report *r, const char *line)
     unsigned step;
     if (sscanf(line, "# peak %*u bytes in %*u blocks, %" SCNu64 " ms after the start (within %u%%", &peak_ms,
                &step) == 2)
-        snprintf(r->when, sizeof r->when, "at its peak (%" PRIu64 " ms after the start, within %u%%) of", peak_ms,
-                 step);
+        snprintf(r->when, sizeof r->when,
+                 "at its peak (%" PRIu64 " ms after the start, within %u%% + 64 KiB a thread) of", peak_ms, step);
     /* Written from a signal handler (MEMPROF_ON_SIGNAL). */
     int signal_number;
     char signal[16];
