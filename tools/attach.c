@@ -284,6 +284,38 @@ static void pause_between_tries(unsigned try)
     poll(NULL, 0, (int)ms);
 }
 
+/* Run a GDB session on `pid` again, 50 to 250 ms apart, while its output
+ * says to (`again`) and `give_up` has not passed; the last output in *out.
+ * False (said on stderr) when GDB could not be run. */
+static bool run_gdb_tries(pid_t pid, const char *const *commands, size_t n, bool (*again)(const char *),
+                          double give_up, char **out, const char *purpose)
+{
+    for (unsigned try = 0;; try++) {
+        *out = NULL;
+        if (run_gdb(pid, commands, n, out) < 0 || !*out) {
+            fprintf(stderr, "memprof: could not run GDB on pid %d%s\n", (int)pid, purpose);
+            free(*out);
+            *out = NULL;
+            return false;
+        }
+        if (!again(*out) || seconds_now() >= give_up)
+            return true;
+        free(*out);
+        pause_between_tries(try);
+    }
+}
+
+static bool attach_again(const char *text)
+{
+    return status_passes(session_status(text));
+}
+
+/* memprof--detach-if-whole's word: a report is to be read again. */
+static bool report_again(const char *text)
+{
+    return strstr(text, "@memprof-unread") != NULL;
+}
+
 /* The line of the GDB output that says why a try did not take (the last one
  * starting with "memprof: "), to stderr when time is up. */
 static void say_last_message(const char *text)
@@ -428,23 +460,11 @@ int cmd_attach(int argc, char **argv)
         "set $memprof_wait_safe_point = 0", attach_cmd,
         "printf \"@memprof-status=%d\\n\", $memprof_status",
     };
-    char *text = NULL;
-    int rc, status;
-    double give_up = seconds_now() + attach_budget();
-    for (unsigned try = 0;; try++) {
-        free(text);
-        text = NULL;
-        rc = run_gdb(pid, first, sizeof first / sizeof *first, &text);
-        if (rc < 0 || !text) {
-            fprintf(stderr, "memprof: could not run GDB on pid %d\n", (int)pid);
-            free(text);
-            return EXIT_FAILED;
-        }
-        status = session_status(text);
-        if (!status_passes(status) || seconds_now() >= give_up)
-            break;
-        pause_between_tries(try);
-    }
+    char *text;
+    if (!run_gdb_tries(pid, first, sizeof first / sizeof *first, attach_again, seconds_now() + attach_budget(),
+                       &text, ""))
+        return EXIT_FAILED;
+    int rc, status = session_status(text);
     if (status != 0) {
         if (status_passes(status))
             fprintf(stderr, "memprof: pid %d was never at a point where memprof could attach in %.0f s; the last try said:\n",
@@ -479,38 +499,26 @@ int cmd_attach(int argc, char **argv)
         "memprof--detach-if-whole", "printf \"@memprof-status=%d\\n\", $memprof_status",
     };
     const char *last[] = { "memprof-detach", "printf \"@memprof-status=%d\\n\", $memprof_status" };
-    char *report = NULL;
-    give_up = seconds_now() + attach_budget();
-    for (unsigned try = 0;; try++) {
-        free(report);
-        report = NULL;
-        rc = run_gdb(pid, second, sizeof second / sizeof *second, &report);
-        if (rc < 0 || !report) {
-            fprintf(stderr, "memprof: could not run GDB on pid %d for the report\n", (int)pid);
+    char *report;
+    if (!run_gdb_tries(pid, second, sizeof second / sizeof *second, report_again, seconds_now() + attach_budget(),
+                       &report, " for the report"))
+        return EXIT_FAILED;
+    if (report_again(report)) {
+        fprintf(stderr, "memprof: the report of pid %d could not be read whole in %.0f s; the last try said:\n",
+                (int)pid, attach_budget());
+        say_last_message(report);
+        char *detached = NULL;
+        rc = run_gdb(pid, last, sizeof last / sizeof *last, &detached);
+        bool gone = rc >= 0 && detached && session_status(detached) == 0;
+        free(detached);
+        if (!gone) {
+            fprintf(stderr, "memprof: the hooks in pid %d could not all be removed\n", (int)pid);
             free(report);
             return EXIT_FAILED;
         }
-        if (!strstr(report, "@memprof-unread"))
-            break;
-        if (seconds_now() >= give_up) {
-            fprintf(stderr, "memprof: the report of pid %d could not be read whole in %.0f s; the last try said:\n",
-                    (int)pid, attach_budget());
-            say_last_message(report);
-            char *detached = NULL;
-            rc = run_gdb(pid, last, sizeof last / sizeof *last, &detached);
-            bool gone = rc >= 0 && detached && session_status(detached) == 0;
-            free(detached);
-            if (!gone) {
-                fprintf(stderr, "memprof: the hooks in pid %d could not all be removed\n", (int)pid);
-                free(report);
-                return EXIT_FAILED;
-            }
-            break;
-        }
-        pause_between_tries(try);
     }
     bool whole = strstr(report, "@memprof-detached=1") != NULL;
-    if (!whole && !strstr(report, "@memprof-unread")) {
+    if (!whole && !report_again(report)) {
         show_messages(report);
         fprintf(stderr, "memprof: the hooks in pid %d could not all be removed\n", (int)pid);
         free(report);
