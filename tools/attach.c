@@ -9,6 +9,7 @@
  * reaches memprof, never GDB in the middle of a call into the process. */
 #include "commands.h"
 #include "output.h"
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -127,6 +128,52 @@ static int session_seconds(int n)
     return n ? 15 : s > 0 ? s : 60;
 }
 
+/* One line of /proc/PID/task/TID/FILE (stat, comm, wchan) into `line`. */
+static void proc_line(pid_t pid, const char *tid, const char *file, char *line, size_t size)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%d/task/%s/%s", (int)pid, tid, file);
+    line[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(line, (int)size, f))
+            line[0] = '\0';
+        fclose(f);
+    }
+    line[strcspn(line, "\n")] = '\0';
+}
+
+/* What a stuck session was doing, for the user's report: GDB's last lines,
+ * then each thread of GDB and of the process: its state (R running, S
+ * sleeping, t stopped by the tracer) and where the kernel has it waiting. */
+static void say_where_stuck(pid_t gdb, pid_t pid, const char *out, size_t len)
+{
+    size_t from = len, lines = 0;
+    while (from > 0 && lines < 6)
+        if (out[--from] == '\n')
+            lines++;
+    fprintf(stderr, "memprof: GDB's last words:\n%.*s\n", (int)(len - from), out + from);
+    pid_t whose[2] = { gdb, pid };
+    for (int w = 0; w < 2; w++) {
+        char dir[64];
+        snprintf(dir, sizeof dir, "/proc/%d/task", (int)whose[w]);
+        DIR *d = opendir(dir);
+        for (struct dirent *e; d && (e = readdir(d));) {
+            if (e->d_name[0] == '.')
+                continue;
+            char stat[512], comm[64], wchan[128];
+            proc_line(whose[w], e->d_name, "stat", stat, sizeof stat);
+            proc_line(whose[w], e->d_name, "comm", comm, sizeof comm);
+            proc_line(whose[w], e->d_name, "wchan", wchan, sizeof wchan);
+            const char *state = strrchr(stat, ')');
+            fprintf(stderr, "memprof:   %s thread %s \"%s\": state %c, waiting in %s\n", w ? "target" : "GDB",
+                    e->d_name, comm, state && state[1] ? state[2] : '?', wchan[0] && strcmp(wchan, "0") ? wchan : "-");
+        }
+        if (d)
+            closedir(d);
+    }
+}
+
 /* Run GDB in batch mode on `pid` with the commands given; its stdout and
  * stderr into *out (malloc'd). The exit status of GDB, or -1. */
 static int run_gdb(pid_t pid, const char *const *commands, size_t n, char **out)
@@ -196,10 +243,13 @@ static int run_gdb(pid_t pid, const char *const *commands, size_t n, char **out)
         int left = interrupts < 3 ? session_seconds(interrupts) * 1000 : -1;
         int polled = poll(&ready, 1, left);
         if (polled == 0) {
-            kill(-child, SIGINT);
-            if (interrupts++ == 0)
+            if (interrupts == 0) {
                 fprintf(stderr, "memprof: GDB is still waiting for pid %d after %d s: interrupting it\n",
                         (int)pid, session_seconds(0));
+                say_where_stuck(child, pid, buf, len);
+            }
+            kill(-child, SIGINT);
+            interrupts++;
             continue;
         }
         got = polled < 0 ? -1 : read(pipefd[0], buf + len, cap - len - 1);
