@@ -28,9 +28,10 @@ extern enum ruby_layout_state ruby_layout;
  * thread while it holds the GVL; until then the state stays unknown. */
 void ruby_layout_check(const struct ruby_api *api);
 
+/* A word of the VM's, read once (another thread may be writing it). */
 static inline const char *ruby_word_at(const char *base, size_t offset)
 {
-    return __atomic_load_n((const char *const *)(base + offset), __ATOMIC_RELAXED);
+    return *(const char *const volatile *)(base + offset);
 }
 
 /* This thread's execution context if the VM vouches for it (see above),
@@ -47,7 +48,7 @@ static inline const char *ruby_thread_live_ec(const struct ruby_api *api)
         if (__atomic_load_n(&ruby_layout, __ATOMIC_ACQUIRE) != RUBY_LAYOUT_OK)
             return NULL;
     }
-    const char *vm = __atomic_load_n((const char *const *)api->ruby_current_vm_ptr, __ATOMIC_ACQUIRE);
+    const char *vm = *(const char *const *)api->ruby_current_vm_ptr;   /* set long before a TLS context */
     if (!vm)
         return NULL;
     uintptr_t self = ruby_site_thread_pointer();   /* pthread_self() */
