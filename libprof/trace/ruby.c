@@ -170,9 +170,9 @@ bool ruby_tracer_available(void)
                   RESOLVE(rb_data_typed_object_wrap) && RESOLVE(rb_gc_register_mark_object) &&
                   RESOLVE(ruby_thread_has_gvl_p) &&
                   RESOLVE(rb_cBasicObject) && RESOLVE(rb_eException) &&
-                  RESOLVE(ruby_current_vm_ptr) && RESOLVE(ruby_single_main_ractor) &&
-                  RESOLVE(ruby_version);
+                  RESOLVE(ruby_current_vm_ptr) && RESOLVE(ruby_single_main_ractor);
     (void)(RESOLVE(rb_obj_memsize_of));
+    (void)(RESOLVE(ruby_version));   /* without it, no thread layout is trusted (ruby_thread.c) */
 #undef RESOLVE
     for (size_t i = 0; api_present && i < HOOK_COUNT; i++)
         api_present = dlsym(RTLD_DEFAULT, hooks[i].symbol) != NULL;

@@ -138,8 +138,9 @@ struct ruby_api {
     VALUE *rb_cBasicObject, *rb_eException;  /* variables: 0 until the VM's Init */
     void **ruby_current_vm_ptr;              /* NULL until the VM exists */
     void **ruby_single_main_ractor;          /* NULL once a second Ractor exists */
-    const char *ruby_version;                /* "3.1.2" */
-    /* Optional (NULL if absent): the report then shows no bytes. */
+    /* Optional (NULL if absent): the report then shows no bytes; C blocks
+     * then get no Ruby line (no thread layout is trusted). */
     size_t (*rb_obj_memsize_of)(VALUE obj);
+    const char *ruby_version;                /* "3.1.2" */
 };
 #endif
