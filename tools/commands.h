@@ -26,6 +26,9 @@ int cmd_crash_helper(int argc, char **argv); /* memprof crash-helper --dir DIR P
 /* Whether this memprof runs from the build tree (its runtime and gdbinit
  * are the build tree's). */
 bool memprof_in_build_tree(void);
+/* A whole number from the command line (digits only) in [min, max], or -1:
+ * every command reads its numbers so. */
+long memprof_whole_number(const char *s, long min, long max);
 /* Check -o FILE and make it absolute into `out`: 0, or an exit status after
  * a one-line message. */
 int memprof_resolve_output(const char *spec, char *out, size_t size);

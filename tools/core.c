@@ -192,7 +192,12 @@ int cmd_core(int argc, char **argv)
     bool usage = false;
     for (int i = 0; i < argc && !usage; i++) {
         if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) {
-            opt.top = strtoul(argv[++i], NULL, 10);
+            long top = memprof_whole_number(argv[++i], 0, LONG_MAX);
+            if (top < 0) {
+                fprintf(stderr, "memprof: core: --top: '%s' is not a whole number\n", argv[i]);
+                return 2;
+            }
+            opt.top = (unsigned long)top;
         } else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
             opt.filter = argv[++i];
         } else if (strcmp(argv[i], "--heap") == 0) {

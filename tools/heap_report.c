@@ -387,13 +387,13 @@ int cmd_heap_table(int argc, char **argv)
     struct heap_report_options opt = { 0, NULL, "in" };
     const char *path = "-";
     for (int i = 0; i < argc; i++) {
-        char *end;
         if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) {
-            opt.top = strtoul(argv[++i], &end, 10);
-            if (*end || end == argv[i]) {
+            long top = memprof_whole_number(argv[++i], 0, LONG_MAX);
+            if (top < 0) {
                 fprintf(stderr, "memprof: heap-table: --top: '%s' is not a whole number\n", argv[i]);
                 return 2;
             }
+            opt.top = (unsigned long)top;
         } else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
             opt.filter = *argv[++i] ? argv[i] : NULL;
         } else if (i == argc - 1 && (argv[i][0] != '-' || !argv[i][1])) {

@@ -219,8 +219,7 @@ int memprof_resolve_output(const char *spec, char *out, size_t size)
     return 0;
 }
 
-/* A whole number in [min, max], or -1. */
-static long parse_number(const char *s, long min, long max)
+long memprof_whole_number(const char *s, long min, long max)
 {
     char *end;
     errno = 0;
@@ -315,7 +314,7 @@ static int take_run_option(int argc, char **argv, int *i)
                          o->words[0], o->words[1]);
                 return fail(what, value, NULL), 2;
             }
-        } else if (strcmp(o->flag, "--filter") != 0 && parse_number(value, o->min, o->max) < 0) {
+        } else if (strcmp(o->flag, "--filter") != 0 && memprof_whole_number(value, o->min, o->max) < 0) {
             char range[96];
             snprintf(range, sizeof range, "%s: '%%s' is not a whole number from %ld to %ld",
                      o->flag, o->min, o->max);
