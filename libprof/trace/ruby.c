@@ -449,7 +449,7 @@ static __attribute__((noinline)) VALUE record_slow(VALUE obj)
         return obj;
     /* Sampling's common case, not sampled, kept short: the countdown, and the
      * record of an older object at this address forgotten (it died), in the
-     * page used last when it is there (81 -> 45 instructions an object at 1 in 100). */
+     * page used last when it is there: no stack walk for an object not kept. */
     if (t->config.sample > 1 && sampler.countdown > 1 &&
         __atomic_load_n(t->api.ruby_single_main_ractor, __ATOMIC_RELAXED)) {
         sampler.countdown--;
@@ -466,11 +466,10 @@ static __attribute__((noinline)) VALUE record_slow(VALUE obj)
  * cache names its origin), that frame running or a C method's caller, in
  * this GC generation, with one Ractor, in the slot map's page used last. It
  * makes no call of its own, only a tail call to the whole way for anything
- * else (with the GC's count read in place: 128 -> 80 instructions an
- * allocation on the mixed workload; 70 with the cache emptied per epoch).
- * Inlined into each hook after its call of the real allocator, whose one
- * saved register then serves both: a jump and a saved register fewer than a
- * tail call to it (mixed workload 1.109x -> 1.086x preloaded). */
+ * else: the GC's count is read in place, not through rb_gc_count(). Inlined
+ * into each hook after its call of the real allocator, whose one saved
+ * register then serves both: a jump and a saved register fewer than a tail
+ * call to it. (The figures: doc/benchmarks.md and the commits.) */
 static inline __attribute__((always_inline)) VALUE record(VALUE obj)
 {
     struct ruby_tracer *t = &ruby_tracer;
