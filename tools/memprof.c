@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,13 +147,15 @@ static void usage(FILE *f)
           f);
 }
 
-static int fail(const char *fmt, const char *arg, const char *detail)
+/* One line on stderr, "memprof: " and the message; the usage status. */
+static __attribute__((format(printf, 1, 2))) int fail(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fputs("memprof: ", stderr);
-    fprintf(stderr, fmt, arg);
-    if (detail)
-        fprintf(stderr, ": %s", detail);
+    vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    va_end(ap);
     return EXIT_USAGE;
 }
 
@@ -180,42 +183,42 @@ int memprof_resolve_output(const char *spec, char *out, size_t size)
 {
     struct stat st;
     if (!*spec)
-        return fail("-o needs a file name", "", NULL);
+        return fail("-o needs a file name");
     if (lstat(spec, &st) == 0) {
         if (S_ISLNK(st.st_mode))
-            return fail("cannot write the report to %s: it is a symbolic link (refusing to follow it)", spec, NULL);
+            return fail("cannot write the report to %s: it is a symbolic link (refusing to follow it)", spec);
         if (S_ISDIR(st.st_mode))
-            return fail("cannot write the report to %s: it is a directory", spec, NULL);
+            return fail("cannot write the report to %s: it is a directory", spec);
         if (!S_ISREG(st.st_mode)) {
             /* A device or FIFO (/dev/null): the runtime writes it in place. */
             char real[PATH_MAX];
             if (!realpath(spec, real) || strlen(real) >= size)
-                return fail("cannot write the report to %s", spec, strerror(errno ? errno : ENAMETOOLONG));
+                return fail("cannot write the report to %s: %s", spec, strerror(errno ? errno : ENAMETOOLONG));
             strcpy(out, real);
             return 0;
         }
     }
     char copy[PATH_MAX];
     if (strlen(spec) >= sizeof copy)
-        return fail("cannot write the report to %s", spec, strerror(ENAMETOOLONG));
+        return fail("cannot write the report to %s: %s", spec, strerror(ENAMETOOLONG));
     strcpy(copy, spec);
     const char *base = basename(copy);
     char dir_copy[PATH_MAX];
     strcpy(dir_copy, spec);
     char dir[PATH_MAX];
     if (!realpath(dirname(dir_copy), dir))
-        return fail("cannot write the report to %s", spec, strerror(errno));
+        return fail("cannot write the report to %s: %s", spec, strerror(errno));
     /* Create and remove a file there: access(2) says yes to root even on a
      * read-only file system or in /proc. */
     char probe[PATH_MAX + 64];
     snprintf(probe, sizeof probe, "%s/.memprof-probe.%ld", dir, (long)getpid());
     int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
-        return fail("cannot write the report to %s", spec, strerror(errno));
+        return fail("cannot write the report to %s: %s", spec, strerror(errno));
     close(fd);
     unlink(probe);
     if ((size_t)snprintf(out, size, "%s/%s", strcmp(dir, "/") ? dir : "", base) >= size)
-        return fail("cannot write the report to %s", spec, strerror(ENAMETOOLONG));
+        return fail("cannot write the report to %s: %s", spec, strerror(ENAMETOOLONG));
     return 0;
 }
 
@@ -258,21 +261,21 @@ static int take_run_option(int argc, char **argv, int *i)
     if (strcmp(a, "--wrapper") == 0 || strncmp(a, "--wrapper=", 10) == 0) {
         /* Repeatable: the patterns join MEMPROF_WRAPPERS, comma-separated. */
         if (!a[9] && *i + 1 >= argc)
-            return fail("%s needs a value", "--wrapper", NULL), 2;
+            return fail("%s needs a value", "--wrapper"), 2;
         const char *value = a[9] ? a + 10 : argv[++*i];
         if (!*value || strchr(value, ','))
-            return fail("--wrapper: '%s' is not one function name or glob", value, NULL), 2;
+            return fail("--wrapper: '%s' is not one function name or glob", value), 2;
         const char *before = getenv("MEMPROF_WRAPPERS");
         char *joined = NULL;
         if (asprintf(&joined, "%s%s%s", before && *before ? before : "", before && *before ? "," : "", value) < 0)
-            return fail("%s", "out of memory", NULL), 2;
+            return fail("out of memory"), 2;
         setenv("MEMPROF_WRAPPERS", joined, 1);
         free(joined);
         return 1;
     }
     if (strcmp(a, "--on-signal") == 0 || strncmp(a, "--on-signal=", 12) == 0) {
         if (!a[11] && *i + 1 >= argc)
-            return fail("%s needs a value", "--on-signal", NULL), 2;
+            return fail("%s needs a value", "--on-signal"), 2;
         const char *value = a[11] ? a + 12 : argv[++*i];
         char words[256];
         snprintf(words, sizeof words, "%s", value);
@@ -281,9 +284,9 @@ static int take_run_option(int argc, char **argv, int *i)
             if (report_signal_index(w) < 0)
                 return fail("--on-signal: '%s' is not a signal memprof reports at (SIGSEGV, SIGABRT, SIGBUS, "
                             "SIGILL, SIGFPE, SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGXCPU, "
-                            "SIGXFSZ, SIGPIPE, SIGALRM)", w, NULL), 2;
+                            "SIGXFSZ, SIGPIPE, SIGALRM)", w), 2;
         if (!*value)
-            return fail("--on-signal: '%s' names no signal", value, NULL), 2;
+            return fail("--on-signal: '%s' names no signal", value), 2;
         setenv("MEMPROF_ON_SIGNAL", value, 1);
         return 1;
     }
@@ -297,7 +300,7 @@ static int take_run_option(int argc, char **argv, int *i)
                 return 1;
             }
             if (*i + 1 >= argc)
-                return fail("%s needs a value", a, NULL), 2;
+                return fail("%s needs a value", a), 2;
             value = argv[++*i];
         } else if (o->takes_value && strncmp(a, o->flag, n) == 0 && a[n] == '=') {
             value = a + n + 1;
@@ -308,19 +311,12 @@ static int take_run_option(int argc, char **argv, int *i)
             bool known = false;
             for (const char *const *w = o->words; *w; w++)
                 known |= strcmp(*w, value) == 0;
-            if (!known) {
-                char what[64];
-                snprintf(what, sizeof what, "%s: unknown value '%%s' (use %s or %s)", o->flag,
-                         o->words[0], o->words[1]);
-                return fail(what, value, NULL), 2;
-            }
+            if (!known)
+                return fail("%s: unknown value '%s' (use %s or %s)", o->flag, value, o->words[0], o->words[1]), 2;
         } else if (strcmp(o->flag, "--filter") != 0 && memprof_whole_number(value, o->min, o->max) < 0) {
-            char range[96];
-            snprintf(range, sizeof range, "%s: '%%s' is not a whole number from %ld to %ld",
-                     o->flag, o->min, o->max);
-            return fail(range, value, NULL), 2;
+            return fail("%s: '%s' is not a whole number from %ld to %ld", o->flag, value, o->min, o->max), 2;
         } else if (strcmp(o->flag, "--filter") == 0 && !*value) {
-            return fail("%s needs a non-empty text", o->flag, NULL), 2;
+            return fail("%s needs a non-empty text", o->flag), 2;
         }
         setenv(o->env, value, 1);
         return 1;
@@ -339,11 +335,11 @@ static int run_command(char **argv, int *status)
      * COMMAND could not be run: that is memprof's message, not a report's. */
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0)
-        return fail("cannot make a pipe: %s", strerror(errno), NULL), -1;
+        return fail("cannot make a pipe: %s", strerror(errno)), -1;
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0)
-        return fail("cannot fork: %s", strerror(errno), NULL), -1;
+        return fail("cannot fork: %s", strerror(errno)), -1;
     if (pid == 0) {
         char own[24];
         snprintf(own, sizeof own, "%ld", (long)getpid());
@@ -568,7 +564,7 @@ static int scratch_make(char *dir, size_t size)
     const char *tmpdir = getenv("TMPDIR");
     const char *base = tmpdir && *tmpdir ? tmpdir : "/tmp";
     if ((size_t)snprintf(dir, size, "%s/memprof.XXXXXX", base) >= size || !mkdtemp(dir))
-        return fail("cannot create a temporary directory in %s", base, strerror(errno ? errno : ENAMETOOLONG));
+        return fail("cannot create a temporary directory in %s: %s", base, strerror(errno ? errno : ENAMETOOLONG));
     return 0;
 }
 
@@ -778,18 +774,18 @@ static int cmd_run(int argc, char **argv)
         } else if (strcmp(a, "--hook") == 0) {
             /* SPEC, as memprof-hook's words; several are joined with ';'. */
             if (i + 1 >= argc || !*argv[i + 1] || strchr(argv[i + 1], ';'))
-                return fail("%s needs a hook spec, e.g. --hook 'pool_alloc size=arg1 ptr=ret'", a, NULL);
+                return fail("%s needs a hook spec, e.g. --hook 'pool_alloc size=arg1 ptr=ret'", a);
             const char *old = getenv("MEMPROF_HOOKS");
             char *joined = NULL;
             if (asprintf(&joined, "%s%s%s", old && *old ? old : "", old && *old ? ";" : "", argv[++i]) < 0)
-                return fail("%s", "out of memory", NULL);
+                return fail("out of memory");
             setenv("MEMPROF_HOOKS", joined, 1);
             free(joined);
             heap = true;
         } else if (strcmp(a, "--peak-report") == 0) {
             /* The heap at its peak, named into FILE when COMMAND ends (or is killed). */
             if (i + 1 >= argc)
-                return fail("%s needs a file name", a, NULL);
+                return fail("%s needs a file name", a);
             int rc = memprof_resolve_output(argv[++i], peak_output, sizeof peak_output);
             if (rc)
                 return rc;
@@ -797,9 +793,9 @@ static int cmd_run(int argc, char **argv)
         } else if (strcmp(a, "--timeline") == 0) {
             /* The C heap over time, drawn (FILE.svg) or as a series (FILE.csv). */
             if (i + 1 >= argc)
-                return fail("%s needs a file name (FILE.svg or FILE.csv)", a, NULL);
+                return fail("%s needs a file name (FILE.svg or FILE.csv)", a);
             if (!timeline_output_named(argv[i + 1]))
-                return fail("--timeline %s: name it FILE.svg (a chart) or FILE.csv (the series)", argv[i + 1], NULL);
+                return fail("--timeline %s: name it FILE.svg (a chart) or FILE.csv (the series)", argv[i + 1]);
             int rc = memprof_resolve_output(argv[++i], timeline_output, sizeof timeline_output);
             if (rc)
                 return rc;
@@ -807,14 +803,14 @@ static int cmd_run(int argc, char **argv)
         } else if (strcmp(a, "--pprof-proto") == 0) {
             /* COMMAND's report as pprof's profile.proto, made when it ends. */
             if (i + 1 >= argc)
-                return fail("%s needs a file name", a, NULL);
+                return fail("%s needs a file name", a);
             int rc = memprof_resolve_output(argv[++i], proto_output, sizeof proto_output);
             if (rc)
                 return rc;
         } else if (strcmp(a, "--dump") == 0 || strcmp(a, "--pprof") == 0) {
             /* FILE written by the runtime at exit (MEMPROF_DUMP, MEMPROF_HEAP_PPROF). */
             if (i + 1 >= argc)
-                return fail("%s needs a file name", a, NULL);
+                return fail("%s needs a file name", a);
             char path[PATH_MAX];
             int rc = memprof_resolve_output(argv[++i], path, sizeof path);
             if (rc)
@@ -823,7 +819,7 @@ static int cmd_run(int argc, char **argv)
             heap |= strcmp(a, "--pprof") == 0;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             if (i + 1 >= argc)
-                return fail("%s needs a file name", a, NULL);
+                return fail("%s needs a file name", a);
             output = argv[++i];
         } else if (strncmp(a, "--output=", 9) == 0) {
             output = a + 9;
@@ -831,20 +827,20 @@ static int cmd_run(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (a[0] == '-') {
-            fail("run: unknown option %s (try 'memprof --help')", a, NULL);
+            fail("run: unknown option %s (try 'memprof --help')", a);
             return EXIT_USAGE;
         } else {
             break;
         }
     }
     if (i >= argc) {
-        fail("run: no command given (usage: memprof run [-o FILE] -- COMMAND [ARGS...])", "", NULL);
+        fail("run: no command given (usage: memprof run [-o FILE] -- COMMAND [ARGS...])");
         return EXIT_USAGE;
     }
 
     for (int k = 0; k < i && !heap; k++)
         if (strcmp(argv[k], "--by-thread") == 0)
-            return fail("run: %s needs --heap (rows by thread are for the C heap)", argv[k], NULL);
+            return fail("run: %s needs --heap (rows by thread are for the C heap)", argv[k]);
     const char *proto_env = getenv("MEMPROF_PPROF_PROTO");
     if (!*proto_output && proto_env && *proto_env) {
         int rc = memprof_resolve_output(proto_env, proto_output, sizeof proto_output);
@@ -859,13 +855,13 @@ static int cmd_run(int argc, char **argv)
     }
     const char *runtime = runtime_path();
     if (access(runtime, R_OK) != 0)
-        return fail("runtime not found at %s (set MEMPROF_RUNTIME to its path)", runtime, strerror(errno));
+        return fail("runtime not found at %s (set MEMPROF_RUNTIME to its path): %s", runtime, strerror(errno));
 
     /* The runtime goes first, before anything the user already preloads. */
     const char *old = getenv("LD_PRELOAD");
     char *preload = NULL;
     if (asprintf(&preload, "%s%s%s", runtime, old && *old ? ":" : "", old && *old ? old : "") < 0)
-        return fail("%s", "out of memory", NULL);
+        return fail("out of memory");
     setenv("LD_PRELOAD", preload, 1);
     setenv("MEMPROF_START", "1", 1);
     setenv("MEMPROF_OUTPUT", output ? output_path : "stderr", 1);
