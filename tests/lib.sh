@@ -98,6 +98,16 @@ need() {
     "$@" || { echo "Bail out! $need_desc"; exit 1; }
 }
 
+# field_test WHAT: a field test (real software under load, minutes long)
+# ends here, skipped with the reason, where MEMPROF_FIELD_TESTS=no (make
+# distcheck: make check ran it on the same sources).
+field_test() {
+    if [ "${MEMPROF_FIELD_TESTS:-yes}" = no ]; then
+        echo "1..0 # SKIP $1: a field test, run by make check; MEMPROF_FIELD_TESTS=no here (make distcheck)"
+        exit 0
+    fi
+}
+
 done_testing() {
     echo "1..$tap_n"
     [ "$tap_failed" -eq 0 ]
