@@ -557,9 +557,10 @@ int cmd_attach(int argc, char **argv)
         fprintf(stderr, "memprof: the report of pid %d could not be read whole in %.0f s; the last try said:\n",
                 (int)pid, attach_budget());
         say_last_message(report);
-        char *detached = NULL;
-        rc = run_gdb(pid, last, sizeof last / sizeof *last, &detached);
-        bool gone = rc >= 0 && detached && session_status(detached) == 0;
+        char *detached = NULL;   /* busy while a thread stopped in a hook holds the tables: again */
+        bool gone = run_gdb_tries(pid, last, sizeof last / sizeof *last, attach_again, seconds_now() + 10,
+                                  &detached, " to detach") &&
+                    session_status(detached) == 0;
         free(detached);
         if (!gone) {
             fprintf(stderr, "memprof: the hooks in pid %d could not all be removed\n", (int)pid);

@@ -38,8 +38,10 @@ EXPORT int memprof_attach(int tracers)
 
 EXPORT int memprof_detach(void)
 {
-    if (ruby_tracer_available())
-        ruby_tracer_detach();
+    /* First what may answer busy (a thread stopped inside a hook holds the
+     * Ruby tables): then nothing has been undone, and GDB tries again. */
+    if (ruby_tracer_available() && ruby_tracer_detach() != MEMPROF_OK)
+        return call_done(MEMPROF_BUSY, NULL);
     heap_tracer_stop();
     threads_stop();
     size_t size;

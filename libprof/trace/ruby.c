@@ -585,17 +585,39 @@ void ruby_tracer_stop(void)
     got_hook_remove(&define_alloc_hook);
 }
 
-void ruby_tracer_detach(void)
+/* The objects' table given up (detach, reset), from GDB with the process
+ * stopped. A thread stopped inside `record` may have read the table's page
+ * before taking the lock (a plain store: hooks are serialized by the GVL),
+ * and write into it when it runs on: the table's memory is kept until the
+ * next one is given up, long after that thread has left its hook. */
+static struct slot_map retired_objects;
+
+static void retire_objects(struct ruby_tracer *t)
 {
+    if (retired_objects.slot_size)
+        slot_map_clear(&retired_objects);
+    retired_objects = t->objects;
+    slot_map_init(&t->objects, RUBY_HEAP_PAGE_ALIGN, RUBY_SLOT_SIZE);
+}
+
+enum memprof_status ruby_tracer_detach(void)
+{
+    /* A try-lock: called from GDB with the process stopped, where a thread
+     * stopped inside a hook may hold the lock for good (a spin there held a
+     * server stopped until GDB was interrupted). Busy: nothing changed. */
+    if (!spin_trylock_report(&ruby_tracer.lock))
+        return MEMPROF_BUSY;
     ruby_tracer_stop();
     /* Without the page watch no record can be trusted once the process runs
      * on: the table is forgotten with it. */
     if (munmap_hook.installed) {
-        spin_lock(&ruby_tracer.lock);
-        slot_map_clear(&ruby_tracer.objects);
+        retire_objects(&ruby_tracer);
         spin_unlock(&ruby_tracer.lock);
         got_hook_remove(&munmap_hook);
+    } else {
+        spin_unlock(&ruby_tracer.lock);
     }
+    return MEMPROF_OK;
 }
 
 bool ruby_tracer_running(void)
@@ -610,7 +632,7 @@ enum memprof_status ruby_tracer_reset(void)
         return MEMPROF_NOT_RUBY;
     if (!spin_trylock_report(&t->lock))
         return MEMPROF_BUSY;
-    slot_map_clear(&t->objects);
+    retire_objects(t);
     pc_cache_clear(t);
     intern_free(&t->origins);
     sites_free(&t->sites);

@@ -38,8 +38,9 @@ enum memprof_status ruby_tracer_start(void (*at_exit)(void));
 /* Stop recording; the records stay, and so does the watch that drops those of
  * heap pages the GC gives back. */
 void ruby_tracer_stop(void);
-/* Stop, remove every hook and forget the records (memprof_detach). */
-void ruby_tracer_detach(void);
+/* Stop, remove every hook and forget the records (memprof_detach); busy,
+ * with nothing changed, while a thread inside a hook holds the tables. */
+enum memprof_status ruby_tracer_detach(void);
 bool ruby_tracer_running(void);
 enum memprof_status ruby_tracer_reset(void);
 /* Write the table of live objects. Allocation-free and lock-free (try-lock):
