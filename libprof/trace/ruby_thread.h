@@ -34,6 +34,15 @@ static inline const char *ruby_word_at(const char *base, size_t offset)
     return *(const char *const volatile *)(base + offset);
 }
 
+/* The main ractor's GVL owner (its rb_thread_t) if it is this thread, else
+ * NULL; *ractor: the main ractor (NULL once a second one exists). */
+static inline const char *ruby_gvl_owner_if_self(const struct ruby_api *api, const char **ractor)
+{
+    *ractor = __atomic_load_n((const char *const *)api->ruby_single_main_ractor, __ATOMIC_RELAXED);
+    const char *th = *ractor ? ruby_word_at(*ractor, RUBY_RACTOR_GVL_OWNER_OFFSET) : NULL;
+    return th && (uintptr_t)ruby_word_at(th, RUBY_THREAD_ID_OFFSET) == ruby_site_thread_pointer() ? th : NULL;
+}
+
 /* This thread's execution context if the VM vouches for it (see above),
  * else NULL: no VM, not a Ruby thread, a thread between two Ruby threads, a
  * thread other than main that does not hold the GVL (in a blocking region),
@@ -51,12 +60,10 @@ static inline const char *ruby_thread_live_ec(const struct ruby_api *api)
     const char *vm = *(const char *const *)api->ruby_current_vm_ptr;   /* set long before a TLS context */
     if (!vm)
         return NULL;
-    uintptr_t self = ruby_site_thread_pointer();   /* pthread_self() */
     const char *th = ruby_word_at(vm, RUBY_VM_MAIN_THREAD_OFFSET);
-    if (!th || (uintptr_t)ruby_word_at(th, RUBY_THREAD_ID_OFFSET) != self) {
-        const char *ractor = __atomic_load_n((const char *const *)api->ruby_single_main_ractor, __ATOMIC_RELAXED);
-        th = ractor ? ruby_word_at(ractor, RUBY_RACTOR_GVL_OWNER_OFFSET) : NULL;
-        if (!th || (uintptr_t)ruby_word_at(th, RUBY_THREAD_ID_OFFSET) != self)
+    if (!th || (uintptr_t)ruby_word_at(th, RUBY_THREAD_ID_OFFSET) != ruby_site_thread_pointer()) {
+        const char *ractor;
+        if (!(th = ruby_gvl_owner_if_self(api, &ractor)))
             return NULL;
     }
     return ruby_word_at(th, RUBY_THREAD_EC_OFFSET) == ec ? ec : NULL;
@@ -67,9 +74,7 @@ static inline bool ruby_thread_holds_gvl(const struct ruby_api *api)
 {
     if (__atomic_load_n(&ruby_layout, __ATOMIC_ACQUIRE) != RUBY_LAYOUT_OK)
         return api->ruby_thread_has_gvl_p();
-    const char *ractor = __atomic_load_n((const char *const *)api->ruby_single_main_ractor, __ATOMIC_RELAXED);
-    const char *th = ractor ? ruby_word_at(ractor, RUBY_RACTOR_GVL_OWNER_OFFSET) : NULL;
-    return th ? (uintptr_t)ruby_word_at(th, RUBY_THREAD_ID_OFFSET) == ruby_site_thread_pointer()
-              : !ractor && api->ruby_thread_has_gvl_p();
+    const char *ractor;
+    return ruby_gvl_owner_if_self(api, &ractor) || (!ractor && api->ruby_thread_has_gvl_p());
 }
 #endif

@@ -2,7 +2,6 @@
 #include "fault.h"
 #include "out.h"
 #include "reentry.h"
-#include <dlfcn.h>
 #include <link.h>
 #include <signal.h>
 #include <stdbool.h>
