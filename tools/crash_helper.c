@@ -10,7 +10,7 @@
  * failure is one line (stderr and the system log), the rest of the core is
  * read and dropped, and nothing waits without a limit. */
 #include "commands.h"
-#include "core_notes.h"
+#include "core/core_notes.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <libelf.h>

@@ -7,7 +7,7 @@
 #include "commands.h"
 #include "runtime/report_signals.h"
 #include "output.h"
-#include "pprof.h"
+#include "format/pprof.h"
 #include "util/atomic_file.h"
 #include <errno.h>
 #include <signal.h>

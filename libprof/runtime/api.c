@@ -3,9 +3,9 @@
 #include "runtime.h"
 #include "../memprof_debugger.h"
 #include "../hook/got.h"
-#include "../trace/heap.h"
-#include "../trace/heap_custom.h"
-#include "../trace/ruby.h"
+#include "../trace/heap/heap.h"
+#include "../trace/heap/heap_custom.h"
+#include "../trace/ruby/ruby.h"
 #include "../trace/threads.h"
 
 /* A string GDB wrote into memprof_gdb_text (memprof_debugger.h) ends within

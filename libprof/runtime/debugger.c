@@ -4,9 +4,9 @@
  * thread registry and its event function live with the thread tracer. */
 #include "runtime.h"
 #include "../memprof_debugger.h"
-#include "../trace/heap.h"
-#include "../trace/heap_custom.h"
-#include "../trace/ruby.h"
+#include "../trace/heap/heap.h"
+#include "../trace/heap/heap_custom.h"
+#include "../trace/ruby/ruby.h"
 #include "../trace/threads.h"
 #include <unistd.h>
 

@@ -3,9 +3,9 @@
  * MEMPROF_HEAP_PPROF):
  * "none", "stderr", or a path in which %p is the pid. */
 #include "runtime.h"
-#include "../trace/heap.h"
-#include "../trace/heap_ruby.h"
-#include "../trace/ruby.h"
+#include "../trace/heap/heap.h"
+#include "../trace/heap/heap_ruby.h"
+#include "../trace/ruby/ruby.h"
 #include "../util/reentry.h"
 #include <errno.h>
 #include <fcntl.h>

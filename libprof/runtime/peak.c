@@ -6,8 +6,8 @@
  * process the OOM killer ends, with no core and no exit, still leaves where
  * its memory went. */
 #include "runtime.h"
-#include "../trace/heap.h"
-#include "../trace/heap_peak.h"
+#include "../trace/heap/heap.h"
+#include "../trace/heap/heap_peak.h"
 #include "../util/reentry.h"
 #include <pthread.h>
 #include <stdlib.h>

@@ -4,8 +4,8 @@
  * make inherit LD_PRELOAD and must behave exactly as without it. */
 #include "runtime.h"
 #include "../memprof_debugger.h"
-#include "../trace/heap.h"
-#include "../trace/ruby.h"
+#include "../trace/heap/heap.h"
+#include "../trace/ruby/ruby.h"
 #include "../util/fault.h"
 #include "../util/reentry.h"
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* The one channel for what a call has to say: its status, and one text. */
 #include "runtime.h"
-#include "../trace/ruby.h"
+#include "../trace/ruby/ruby.h"
 #include <limits.h>
 #include <stdarg.h>
 #include <unistd.h>

@@ -6,7 +6,7 @@
  * thousand lines. The file is written whole at exit (doc/formats.md). */
 #include "runtime.h"
 #include "../objfile/object.h"
-#include "../trace/heap.h"
+#include "../trace/heap/heap.h"
 #include "../util/atomic_file.h"
 #include "../util/pages.h"
 #include "../util/reentry.h"

@@ -1,10 +1,10 @@
 /* The tracers' tables described for a reader that cannot run code in
  * the process (`memprof core`, on a core file): memprof_tables in
  * memprof_debugger.h, filled by the compiler from the structures themselves. */
-#include "heap_thread.h"
-#include "heap_ruby.h"
-#include "heap_wrappers.h"
-#include "ruby_state.h"
+#include "heap/heap_thread.h"
+#include "heap/heap_ruby.h"
+#include "heap/heap_wrappers.h"
+#include "ruby/ruby_state.h"
 #include "threads.h"
 #include "../memprof_debugger.h"
 #include <stddef.h>

@@ -11,9 +11,9 @@
  * then the program's routine. Its exit is seen by a thread-specific key's
  * destructor, which glibc runs on every way out of a thread. */
 #include "threads.h"
-#include "heap.h"
-#include "heap_ruby.h"
-#include "ruby.h"
+#include "heap/heap.h"
+#include "heap/heap_ruby.h"
+#include "ruby/ruby.h"
 #include "../memprof_debugger.h"
 #include "../hook/got.h"
 #include "../util/pages.h"

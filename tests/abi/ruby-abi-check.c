@@ -34,7 +34,7 @@
 #define RUBY_T_ZOMBIE ABI_T_ZOMBIE
 #define RUBY_T_MOVED ABI_T_MOVED
 #define RUBY_T_MASK ABI_T_MASK
-#include "trace/ruby_abi.h"
+#include "trace/ruby/ruby_abi.h"
 static const VALUE abi_qnil = RUBY_QNIL, abi_fl_singleton = RUBY_FL_SINGLETON;
 #undef RUBY_FL_SINGLETON
 #undef RUBY_T_NONE

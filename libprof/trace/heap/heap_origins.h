@@ -1,0 +1,44 @@
+/* Where a recorded block comes from: its origin, the (site, callers, Ruby
+ * line) its thread interns (heap_thread.h), found by walking the stack or
+ * remembered from the last walk from the same entry. The hooks
+ * (heap_hooks.c) ask only when the thread's last site is not the answer. */
+#ifndef MEMPROF_TRACE_HEAP_ORIGINS_H
+#define MEMPROF_TRACE_HEAP_ORIGINS_H
+#include "heap_thread.h"
+#include "heap_wrappers.h"
+#include "../../hook/got.h"
+#include "../../unwind/backtrace.h"
+
+/* The origin of an allocation at `site` (UINT32_MAX when out of memory).
+ * `entry_cfa`, if not 0: malloc's hook's CFA, with its return address
+ * `entry_pc` and the caller's %rbp, where a walk starts. */
+uint32_t heap_full_origin(struct heap_thread *t, uintptr_t site, uintptr_t entry_pc, uintptr_t entry_cfa,
+                          uintptr_t entry_bp) __attribute__((noinline));
+/* memprof's own code and, for more than one frame, libunwind: found before
+ * any hook is installed (dlopen allocates). */
+void heap_backtraces_prepare(void);
+
+/* The origin of the last walk from this entry (return address `pc`, CFA
+ * and the caller's %rbp), if `memo` holds it for `site` and a walk now would
+ * find the same frames (the same frames asked for, the same wrappers' tables:
+ * not with Ruby lines, which the C stack does not name); else UINT32_MAX. */
+static inline __attribute__((always_inline)) uint32_t memo_origin(struct heap_thread *t, const struct heap_memo *memo,
+                                                                  uintptr_t site, uintptr_t pc, uintptr_t cfa,
+                                                                  uintptr_t bp)
+{
+    if (!memo->valid || memo->site != site || memo->frames != heap.frames || !t->unwind ||
+        memo->generation != heap_wrappers_generation() ||
+        !unwind_memo_holds(t->unwind, got_objects_generation(), pc, cfa, bp))
+        return UINT32_MAX;
+    owner_add(&t->stacks_remembered, 1);
+    return memo->origin;
+}
+
+/* %rbp in the hook's caller, from %rbp at the hook's entry: built with
+ * frame pointers, the hook had pushed the caller's. */
+static inline __attribute__((always_inline)) uintptr_t callers_bp(uintptr_t entry_cfa, uintptr_t entry_bp)
+{
+    return entry_bp == entry_cfa - 16 ? *(const uintptr_t *)(entry_cfa - 16) : entry_bp;
+}
+
+#endif

@@ -1,0 +1,946 @@
+/* The C heap tracer's report: every thread's tables, read while their
+ * owners may still run (heap_thread.h), merged into rows by call site.
+ *
+ * Which blocks live: at each address, the events the threads kept, ordered
+ * by (number, allocation before free) (see heap_hooks.c), and the last one
+ * decides. An allocation is live unless a free or a later allocation at its
+ * address follows it. A block a thread freed itself is already gone from
+ * its table. */
+#include "heap.h"
+#include "heap_thread.h"
+#include "heap_wrappers.h"
+#include "../../store/intern.h"
+#include "../../util/pages.h"
+#include "../../util/sort.h"
+#include "../../util/tasks.h"
+#include "heap_sample.h"
+#include "../../objfile/object.h"
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Per-site figures. */
+struct site_stats {
+    uint64_t live_count, live_bytes, peak_bytes, total_count, total_bytes;
+};
+
+/* One thread as the report read it. */
+struct thread_view {
+    struct heap_thread *thread;
+    const struct heap_origin *origins;
+    size_t origin_count;
+    const struct block_array *blocks, *freed;   /* as loaded once: sized and read */
+    size_t first_event, events;     /* its run of the report's events[] */
+    struct site_stats *live;        /* [origin_count]: live_count, live_bytes */
+    uint32_t *chain;                /* [origin_count]: canonical chain id + 1, 0: not yet */
+    struct site_stats sum;          /* the thread's own line */
+};
+
+/* An event at an address: a block a thread holds (even order) or a free of
+ * one it did not hold (odd). Whose it is follows from where it lies: each
+ * thread's events are one run of the report's array. */
+struct event {
+    uintptr_t addr;
+    uint64_t order;                 /* number * 2 + is_free */
+    uint64_t word;
+};
+
+/* How many events each bucket of addresses has: 0, 1, or 2 for more, in two
+ * bits. An address alone in its bucket has one event, which decides it. */
+struct bucket_counts {
+    uint8_t *bits;
+    unsigned shift;                 /* 64 - log2(buckets) */
+};
+
+static size_t bucket_of(const struct bucket_counts *c, uintptr_t addr)
+{
+    return (size_t)((addr * 0x9E3779B97F4A7C15ull) >> c->shift);
+}
+
+static unsigned bucket_count(const struct bucket_counts *c, size_t b)
+{
+    return (c->bits[b >> 2] >> ((b & 3) * 2)) & 3u;
+}
+
+static void bucket_add(struct bucket_counts *c, uintptr_t addr)
+{
+    size_t b = bucket_of(c, addr);
+    if (bucket_count(c, b) < 2)
+        c->bits[b >> 2] = (uint8_t)(c->bits[b >> 2] + (1u << ((b & 3) * 2)));
+}
+
+/* Copy a table's entries, each whole, counted by bucket: a slot whose
+ * address changed while it was read is being rewritten by its owner, and is
+ * read again. */
+static size_t read_slots(const struct block_slot *slots, size_t count, bool freed, struct bucket_counts *counts,
+                         struct event *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct block_slot *s = &slots[i];
+        for (int tries = 0; tries < 4; tries++) {
+            uintptr_t addr = __atomic_load_n(&s->addr, __ATOMIC_ACQUIRE);
+            if (!BLOCK_IS_LIVE(addr))
+                break;
+            uint64_t number = __atomic_load_n(&s->number, __ATOMIC_RELAXED);
+            uint64_t word = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            if (__atomic_load_n(&s->addr, __ATOMIC_RELAXED) == addr) {
+                out[n++] = (struct event){ addr, number * 2 + freed, word };
+                bucket_add(counts, addr);
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+/* Nothing changes the tables while the report reads them: each thread with
+ * a record is this one (inside the runtime, its hooks pass through) or gone
+ * (its task no longer exists), as at the exit of a program whose threads
+ * were joined. A thread that frees without a record yet makes one, later
+ * than the report's list, which it would not read either way. */
+static bool tables_at_rest(const struct heap_thread *newest)
+{
+    pid_t self = gettid();
+    for (const struct heap_thread *t = newest; t; t = t->next)
+        if (t->tid != self && !tasks_gone(t->tid))
+            return false;
+    return true;
+}
+
+/* At rest, a table's addresses counted by bucket before its blocks are
+ * read: a block alone at its address is counted at once, and only the rest
+ * become events (an exit report of 160,000 live blocks wrote 4 MB of events,
+ * half its time in mapping them). */
+static void add_addresses(const struct block_slot *slots, size_t count, struct bucket_counts *counts)
+{
+    for (size_t i = 0; i < count; i++) {
+        uintptr_t addr = __atomic_load_n(&slots[i].addr, __ATOMIC_RELAXED);
+        if (BLOCK_IS_LIVE(addr))
+            bucket_add(counts, addr);
+    }
+}
+
+struct live_sum;
+static void count_live(struct thread_view *v, const struct event *ev, struct live_sum *sum);
+
+/* The entries alone in their buckets counted into `v`, the others copied to
+ * out[] (and their places to shared[]); how many were copied. */
+static size_t count_or_copy(struct thread_view *v, const struct block_slot *slots, size_t count, bool freed,
+                            const struct bucket_counts *counts, struct live_sum *sum, struct event *out,
+                            size_t first, uint32_t *shared, size_t *shared_count)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        uintptr_t addr = __atomic_load_n(&slots[i].addr, __ATOMIC_RELAXED);
+        if (!BLOCK_IS_LIVE(addr))
+            continue;
+        struct event ev = { addr, slots[i].number * 2 + freed, slots[i].word };
+        if (bucket_count(counts, bucket_of(counts, addr)) == 1) {
+            count_live(v, &ev, sum);
+        } else {
+            out[n] = ev;
+            shared[(*shared_count)++] = (uint32_t)(first + n);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* A table's array, loaded once: the events are sized by it and read from it
+ * (a copy its owner publishes later stays unread; readers.h keeps this one
+ * mapped). */
+static const struct block_array *table_array(const struct block_table *t)
+{
+    return __atomic_load_n(&t->array, __ATOMIC_SEQ_CST);
+}
+
+static size_t array_capacity(const struct block_array *a)
+{
+    return a ? a->capacity : 0;
+}
+
+/* A row: the origins that differ only by thread, summed (the peak's sum is an
+ * upper bound: the parts may have peaked at different times); one origin per
+ * row when rows are asked for by thread. */
+struct report_row {
+    uint64_t key;                   /* the first origin's: site and thread */
+    uint32_t chain;                 /* canonical chain id + 1 */
+    uint32_t ruby_line;
+    struct site_stats sum;
+};
+
+/* Largest live bytes first, then live count, then site address. */
+static int report_row_cmp(const void *x, const void *y, void *ctx)
+{
+    (void)ctx;
+    const struct report_row *a = x, *b = y;
+    if (a->sum.live_bytes != b->sum.live_bytes)
+        return a->sum.live_bytes > b->sum.live_bytes ? -1 : 1;
+    if (a->sum.live_count != b->sum.live_count)
+        return a->sum.live_count > b->sum.live_count ? -1 : 1;
+    uintptr_t pa = ORIGIN_SITE(a->key), pb = ORIGIN_SITE(b->key);
+    return pa < pb ? -1 : pa > pb;
+}
+
+static void add_stats(struct site_stats *into, const struct site_stats *s)
+{
+    into->live_count += s->live_count;
+    into->live_bytes += s->live_bytes;
+    into->peak_bytes += s->peak_bytes;
+    into->total_count += s->total_count;
+    into->total_bytes += s->total_bytes;
+}
+
+/* The chain above a thread's origin, interned into the report's own table
+ * (pc, caller's id + 1) so that equal stacks of two threads are one: its
+ * id + 1, 0 for none, UINT32_MAX when out of memory. */
+static uint32_t canonical_chain(struct thread_view *v, uint32_t link, struct intern_table *frames)
+{
+    /* Up to the first caller already interned (or the outermost), then
+     * intern back down. */
+    uint32_t path[HEAP_MAX_FRAMES], depth = 0, above = 0;
+    for (uint32_t id = link; id;) {
+        if (id - 1 >= v->origin_count || depth == HEAP_MAX_FRAMES)
+            return 0;
+        if (v->chain[id - 1]) {
+            above = v->chain[id - 1];
+            break;
+        }
+        path[depth++] = id - 1;
+        id = ORIGIN_CALLER(v->origins[id - 1].link);
+    }
+    while (depth-- > 0) {
+        uint32_t g = intern_put(frames, v->origins[path[depth]].key, above);
+        if (g == INTERN_NONE)
+            return UINT32_MAX;
+        above = v->chain[path[depth]] = g + 1;
+    }
+    return above;
+}
+
+/* "0xADDRESS object+0xOFFSET" for a code address. */
+void heap_write_site(struct out *o, uintptr_t site, const struct elf_object *objects, size_t n)
+{
+    out_hex(o, site);
+    out_char(o, ' ');
+    const struct elf_object *obj = elf_objects_find(objects, n, site - 1);
+    if (!obj) {
+        out_str(o, "?");
+        return;
+    }
+    if (*obj->name) {
+        out_str(o, obj->name);
+    } else {   /* the program: its path, without malloc */
+        char exe[4096];
+        ssize_t len = readlink("/proc/self/exe", exe, sizeof exe);
+        out_bytes(o, exe, len > 0 ? (size_t)len : 0);
+    }
+    out_char(o, '+');
+    out_hex(o, site - obj->base);
+}
+
+static void write_row(struct out *o, const struct report_row *row, bool by_thread,
+                      const struct intern_table *frames, const struct elf_object *objects, size_t object_count)
+{
+    const struct site_stats *s = &row->sum;
+    out_u64(o, s->live_count);
+    out_char(o, ' ');
+    out_u64(o, s->live_bytes);
+    out_char(o, ' ');
+    out_u64(o, s->peak_bytes);
+    out_char(o, ' ');
+    out_u64(o, s->total_count);
+    out_char(o, ' ');
+    out_u64(o, s->total_bytes);
+    out_char(o, ' ');
+    heap_write_site(o, ORIGIN_SITE(row->key), objects, object_count);
+    out_char(o, '\n');
+    for (uint32_t parent = row->chain; parent && parent != UINT32_MAX;) {
+        const struct intern_tuple *t = intern_get(frames, parent - 1);
+        out_str(o, "  from ");
+        heap_write_site(o, (uintptr_t)t->a, objects, object_count);
+        out_char(o, '\n');
+        parent = (uint32_t)t->b;
+    }
+    /* How many of the frames are allocation wrappers: the first frame after
+     * them is the one the row is charged to. */
+    uint64_t wrapped = 0;
+    if (heap_wrappers_contain(ORIGIN_SITE(row->key))) {
+        wrapped = 1;
+        for (uint32_t parent = row->chain; parent && parent != UINT32_MAX; wrapped++) {
+            const struct intern_tuple *t = intern_get(frames, parent - 1);
+            if (!heap_wrappers_contain((uintptr_t)t->a))
+                break;
+            parent = (uint32_t)t->b;
+        }
+    }
+    if (wrapped) {
+        out_str(o, "  wrapped ");
+        out_u64(o, wrapped);
+        out_char(o, '\n');
+    }
+    if (row->ruby_line) {
+        out_str(o, "  ruby ");
+        heap_ruby_write(o, row->ruby_line);
+        out_char(o, '\n');
+    }
+    if (by_thread) {
+        out_str(o, "  thread ");
+        out_u64(o, ORIGIN_THREAD(row->key));
+        out_char(o, '\n');
+    }
+}
+
+/* "# thread SERIAL TID live_count live_bytes total_count NAME", per thread
+ * that allocated, in the order they started. */
+static void write_thread(struct out *o, const struct thread_view *v)
+{
+    const struct heap_thread *t = v->thread;
+    char name[16];
+    if (__atomic_load_n(&t->exited, __ATOMIC_ACQUIRE))
+        memcpy(name, t->name, sizeof name);
+    else
+        tasks_name(t->tid, name);
+    out_str(o, "# thread ");
+    out_u64(o, t->serial);
+    out_char(o, ' ');
+    out_u64(o, (uint64_t)t->tid);
+    out_char(o, ' ');
+    out_u64(o, v->sum.live_count);
+    out_char(o, ' ');
+    out_u64(o, v->sum.live_bytes);
+    out_char(o, ' ');
+    out_u64(o, v->sum.total_count);
+    out_char(o, ' ');
+    out_str(o, *name ? name : "-");
+    out_char(o, '\n');
+}
+
+/* Memory the report takes for itself, in one list to give back. */
+#define REPORT_PARTS 12
+struct report_memory {
+    struct { void *p; size_t bytes; } parts[REPORT_PARTS];
+    unsigned count;
+};
+
+/* `filled`: every page mapped now (an array about to be written through);
+ * else each page when first touched (an array that may stay mostly unused). */
+static void *report_alloc_as(struct report_memory *m, size_t bytes, bool filled)
+{
+    if (m->count == REPORT_PARTS)
+        return NULL;
+    void *p = filled ? pages_alloc_filled(bytes ? bytes : 1) : pages_alloc(bytes ? bytes : 1);
+    if (p) {
+        m->parts[m->count].p = p;
+        m->parts[m->count++].bytes = bytes ? bytes : 1;
+    }
+    return p;
+}
+
+static void *report_alloc(struct report_memory *m, size_t bytes)
+{
+    return report_alloc_as(m, bytes, true);
+}
+
+static void report_free(struct report_memory *m)
+{
+    while (m->count-- > 0)
+        pages_free(m->parts[m->count].p, m->parts[m->count].bytes);
+}
+
+/* The thread of events[e]. */
+static struct thread_view *view_of(struct thread_view *view, size_t views, size_t e)
+{
+    size_t lo = 0, hi = views;   /* the last view whose run starts at or before e */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (view[mid].first_event <= e)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return &view[lo];
+}
+
+/* Whether events[a] comes after events[b] at their address: a later number,
+ * else a later thread (in one thread's run, the first read stays). */
+static bool event_later(const struct event *events, size_t a, size_t b, struct thread_view *view, size_t views)
+{
+    if (events[a].order != events[b].order)
+        return events[a].order > events[b].order;
+    return view_of(view, views, a) > view_of(view, views, b);
+}
+
+/* The latest event at each of the addresses shared[] has events at: an
+ * open-addressed map from address to its latest event (index + 1) so far;
+ * its capacity in *capacity. Over every event, its random reads and writes
+ * took 13 of the 18 ms of an exit report of 160,000 blocks; only the events
+ * of buckets with more than one come here. NULL when out of memory. */
+static uint32_t *latest_events(const struct event *events, const uint32_t *shared, size_t n,
+                               struct thread_view *view, size_t views, size_t *capacity, struct report_memory *mem)
+{
+    size_t cap = 1024;
+    while (cap < n * 2)
+        cap *= 2;
+    uint32_t *map = report_alloc(mem, cap * sizeof *map);
+    if (!map)
+        return NULL;
+    for (size_t k = 0; k < n; k++) {
+        size_t e = shared[k];
+        size_t i = (size_t)((events[e].addr * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+        while (map[i] && events[map[i] - 1].addr != events[e].addr)
+            i = (i + 1) & (cap - 1);
+        if (!map[i] || event_later(events, e, map[i] - 1, view, views))
+            map[i] = (uint32_t)e + 1;
+    }
+    *capacity = cap;
+    return map;
+}
+
+/* The live blocks counted so far, by origin in each view's live[] and in all. */
+struct live_sum {
+    uint64_t sample;                /* heap_tracer_sample_bytes() */
+    size_t blocks;
+    uint64_t bytes;
+};
+
+/* The event that decides its address: a block held is live. */
+static void count_live(struct thread_view *v, const struct event *ev, struct live_sum *sum)
+{
+    if (ev->order & 1)
+        return;
+    uint32_t origin = BLOCK_WORD_ORIGIN(ev->word);
+    if (origin >= v->origin_count)
+        return;   /* newer than what the report read of the thread */
+    /* Sampled blocks stand for more (heap_sample.h): their weights are
+     * summed in fixed point, rounded per origin. */
+    uint64_t size = BLOCK_WORD_SIZE(ev->word), bytes = sample_scaled_bytes(size, sum->sample);
+    v->live[origin].live_count += sum->sample ? sample_weight(size, sum->sample) : 1;
+    v->live[origin].live_bytes += bytes;
+    sum->blocks++;
+    sum->bytes += bytes;
+}
+
+/* google-pprof's heap profile (the text format of gperftools' heap
+ * profiler): a header with the totals, a line per row with its stack, then
+ * the memory map, from which pprof finds the files to name the addresses. */
+static void write_pprof_row(struct out *o, const struct report_row *row, const struct intern_table *frames)
+{
+    const struct site_stats *s = &row->sum;
+    out_u64(o, s->live_count);
+    out_str(o, ": ");
+    out_u64(o, s->live_bytes);
+    out_str(o, " [");
+    out_u64(o, s->total_count);
+    out_str(o, ": ");
+    out_u64(o, s->total_bytes);
+    /* pprof takes the first address as a pc and the callers' as return
+     * addresses: the site is a return address too, so its call is a byte
+     * before. */
+    out_str(o, "] @ ");
+    out_hex(o, ORIGIN_SITE(row->key) - 1);
+    for (uint32_t parent = row->chain; parent && parent != UINT32_MAX;) {
+        const struct intern_tuple *t = intern_get(frames, parent - 1);
+        out_char(o, ' ');
+        out_hex(o, (uintptr_t)t->a);
+        parent = (uint32_t)t->b;
+    }
+    out_char(o, '\n');
+}
+
+static void write_pprof(struct out *o, const struct report_row *rows, size_t shown,
+                        const struct intern_table *frames)
+{
+    struct site_stats all = { 0 };
+    for (size_t r = 0; r < shown; r++)
+        add_stats(&all, &rows[r].sum);
+    out_str(o, "heap profile: ");
+    out_u64(o, all.live_count);
+    out_str(o, ": ");
+    out_u64(o, all.live_bytes);
+    out_str(o, " [");
+    out_u64(o, all.total_count);
+    out_str(o, ": ");
+    out_u64(o, all.total_bytes);
+    out_str(o, "] @ heapprofile\n");
+    for (size_t r = 0; r < shown; r++)
+        write_pprof_row(o, &rows[r], frames);
+    out_str(o, "\nMAPPED_LIBRARIES:\n");
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    char buf[4096];
+    ssize_t n;
+    while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0)
+        out_bytes(o, buf, (size_t)n);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* A thread's tables as the report reads them: young slots first (a block
+ * moves from there to the older table), the older, the freed. */
+struct table_part {
+    const struct block_slot *slots;
+    size_t count;
+    bool freed;
+};
+
+static size_t view_tables(const struct thread_view *v, struct table_part parts[3])
+{
+    size_t n = 0;
+    parts[n++] = (struct table_part){ v->thread->young, YOUNG_HELD, false };
+    if (v->blocks)
+        parts[n++] = (struct table_part){ v->blocks->slots, v->blocks->capacity, false };
+    if (v->freed)
+        parts[n++] = (struct table_part){ v->freed->slots, v->freed->capacity, true };
+    return n;
+}
+
+/* The tables at rest: their addresses by bucket, then each block alone in
+ * its bucket counted from its slot, the others copied as events. */
+static void read_at_rest(struct thread_view *view, size_t views, struct bucket_counts *counts, struct live_sum *sum,
+                         struct event *events, uint32_t *shared, size_t *shared_count)
+{
+    struct table_part parts[3];
+    for (size_t i = 0; i < views; i++)
+        for (size_t k = 0, m = view_tables(&view[i], parts); k < m; k++)
+            add_addresses(parts[k].slots, parts[k].count, counts);
+    size_t n = 0;
+    for (size_t i = 0; i < views; i++) {
+        struct thread_view *v = &view[i];
+        v->first_event = n;
+        for (size_t k = 0, m = view_tables(v, parts); k < m; k++)
+            n += count_or_copy(v, parts[k].slots, parts[k].count, parts[k].freed, counts, sum, events + n, n,
+                               shared, shared_count);
+        v->events = n - v->first_event;
+    }
+}
+
+/* The tables as their owners may change them: each slot copied whole as an
+ * event and its address counted by bucket, then the events alone in their
+ * buckets counted, the others' places to shared[]. */
+static void read_running(struct thread_view *view, size_t views, struct bucket_counts *counts,
+                         struct live_sum *sum, struct event *events, uint32_t *shared, size_t *shared_count)
+{
+    struct table_part parts[3];
+    size_t n = 0;
+    for (size_t i = 0; i < views; i++) {
+        view[i].first_event = n;
+        for (size_t k = 0, m = view_tables(&view[i], parts); k < m; k++)
+            n += read_slots(parts[k].slots, parts[k].count, parts[k].freed, counts, events + n);
+        view[i].events = n - view[i].first_event;
+    }
+    for (size_t i = 0; i < views; i++)
+        for (size_t e = view[i].first_event; e < view[i].first_event + view[i].events; e++) {
+            if (bucket_count(counts, bucket_of(counts, events[e].addr)) == 1)
+                count_live(&view[i], &events[e], sum);
+            else
+                shared[(*shared_count)++] = (uint32_t)e;
+        }
+}
+
+/* What every thread had published, and which of its blocks are live now:
+ * *view[views] with each origin's live count and bytes, *live_blocks and
+ * *live_bytes in all. */
+static enum memprof_status read_live(struct report_memory *mem, struct thread_view **view_out, size_t *views_out,
+                                     size_t *live_blocks_out, uint64_t *live_bytes_out)
+{
+    /* The threads, oldest first; what each had published. */
+    size_t views = 0;
+    struct heap_thread *newest = __atomic_load_n(&heap.threads, __ATOMIC_SEQ_CST);
+    for (struct heap_thread *t = newest; t; t = t->next)
+        views++;
+    struct thread_view *view = report_alloc(mem, views * sizeof *view);
+    if (!view)
+        return MEMPROF_NO_MEMORY;
+    size_t i = views, origins = 0, slots = 0;
+    for (struct heap_thread *t = newest; t; t = t->next) {
+        struct thread_view *v = &view[--i];
+        v->thread = t;
+        v->origin_count = __atomic_load_n(&t->origin_count, __ATOMIC_SEQ_CST);
+        struct origin_array *a = __atomic_load_n(&t->origins, __ATOMIC_SEQ_CST);
+        v->origins = a ? a->records : NULL;
+        if (!a)
+            v->origin_count = 0;
+        origins += v->origin_count;
+        v->blocks = table_array(&t->blocks);
+        v->freed = table_array(&t->freed);
+        slots += YOUNG_HELD + array_capacity(v->blocks) + array_capacity(v->freed);
+    }
+    /* Four buckets an event: few addresses share one. */
+    size_t buckets = 4096;
+    while (buckets < slots * 4)
+        buckets *= 2;
+    struct bucket_counts counts = { report_alloc(mem, buckets / 4), 64 - (unsigned)__builtin_ctzll(buckets) };
+    struct site_stats *live = report_alloc(mem, origins * sizeof *live);
+    uint32_t *chain = report_alloc(mem, origins * sizeof *chain);
+    bool at_rest = tables_at_rest(newest);
+    /* At rest only the blocks that share a bucket become events: mapped as
+     * they are written. */
+    struct event *events = report_alloc_as(mem, slots * sizeof *events, !at_rest);
+    uint32_t *shared = report_alloc_as(mem, (slots ? slots : 1) * sizeof *shared, false);
+    if (!counts.bits || !live || !chain || !events || !shared)
+        return MEMPROF_NO_MEMORY;
+    for (i = 0; i < views; i++) {
+        view[i].live = live;
+        view[i].chain = chain;
+        live += view[i].origin_count;
+        chain += view[i].origin_count;
+    }
+    /* The last event at each address decides: the only one in its bucket
+     * at once, the others through the map. */
+    struct live_sum sum = { .sample = heap_tracer_sample_bytes() };
+    size_t shared_count = 0;
+    if (at_rest)
+        read_at_rest(view, views, &counts, &sum, events, shared, &shared_count);
+    else
+        read_running(view, views, &counts, &sum, events, shared, &shared_count);
+    size_t map_capacity;
+    uint32_t *last = latest_events(events, shared, shared_count, view, views, &map_capacity, mem);
+    if (!last)
+        return MEMPROF_NO_MEMORY;
+    for (size_t m = 0; m < map_capacity; m++)
+        if (last[m])
+            count_live(view_of(view, views, last[m] - 1), &events[last[m] - 1], &sum);
+    for (i = 0; sum.sample && i < views; i++)
+        for (size_t id = 0; id < view[i].origin_count; id++)
+            view[i].live[id].live_count = (view[i].live[id].live_count + SAMPLE_WEIGHT_ONE / 2) / SAMPLE_WEIGHT_ONE;
+    *view_out = view;
+    *views_out = views;
+    *live_blocks_out = sum.blocks;
+    *live_bytes_out = sum.bytes;
+    return MEMPROF_OK;
+}
+
+static enum memprof_status report_locked(struct out *o, unsigned long top, bool by_thread,
+                                      enum heap_format format, struct report_memory *mem,
+                                      struct intern_table *frames, struct intern_table *groups,
+                                      uint64_t *live_bytes_out, size_t *live_blocks_out)
+{
+    struct thread_view *view;
+    size_t views, live_blocks, i;
+    uint64_t live_bytes;
+    enum memprof_status status = read_live(mem, &view, &views, &live_blocks, &live_bytes);
+    if (status != MEMPROF_OK)
+        return status;
+    *live_bytes_out = live_bytes;
+    *live_blocks_out = live_blocks;
+    size_t origins = 0;
+    for (i = 0; i < views; i++)
+        origins += view[i].origin_count;
+
+    /* Rows: a thread's origins joined with the same site, stack and Ruby
+     * line of every other thread (or kept apart, by thread). */
+    struct report_row *rows = report_alloc(mem, (origins ? origins : 1) * sizeof *rows);
+    if (!rows)
+        return MEMPROF_NO_MEMORY;
+    size_t row_count = 0;
+    unsigned long dropped = 0;
+    for (i = 0; i < views; i++) {
+        struct thread_view *v = &view[i];
+        dropped += __atomic_load_n(&v->thread->dropped, __ATOMIC_RELAXED);
+        for (uint32_t id = 0; id < v->origin_count; id++) {
+            const struct heap_origin *r = &v->origins[id];
+            if (!ORIGIN_THREAD(r->key))
+                continue;   /* a caller in a chain, not a site */
+            uint32_t link = ORIGIN_CALLER(r->link), ruby_line = ORIGIN_RUBY_LINE(r->link);
+            uint32_t canon = link ? canonical_chain(v, link, frames) : 0;
+            if (canon == UINT32_MAX)
+                return MEMPROF_NO_MEMORY;
+            uint32_t g = intern_put(groups, by_thread ? r->key : ORIGIN_SITE(r->key),
+                                    canon | (uint64_t)ruby_line << 32);
+            if (g == INTERN_NONE)
+                return MEMPROF_NO_MEMORY;
+            if (g == row_count)
+                rows[row_count++] = (struct report_row){ .key = r->key, .chain = canon, .ruby_line = ruby_line };
+            struct site_stats s = {
+                .live_count = v->live[id].live_count,
+                .live_bytes = v->live[id].live_bytes,
+                .total_count = __atomic_load_n(&r->total_count, __ATOMIC_RELAXED),
+                .total_bytes = __atomic_load_n(&r->total_bytes, __ATOMIC_RELAXED),
+                .peak_bytes = __atomic_load_n(&r->peak_bytes, __ATOMIC_RELAXED),
+            };
+            /* The owner's peak misses frees by other threads (an upper
+             * bound); it is never below what lives now. */
+            if (s.peak_bytes < s.live_bytes)
+                s.peak_bytes = s.live_bytes;
+            add_stats(&rows[g].sum, &s);
+            add_stats(&v->sum, &s);
+        }
+    }
+    size_t shown = 0;
+    for (size_t r = 0; r < row_count; r++)
+        if (rows[r].sum.live_count || format == HEAP_FORMAT_TEXT_ALL)
+            rows[shown++] = rows[r];
+    sort_in_place(rows, shown, sizeof *rows, report_row_cmp, NULL);
+    if (format == HEAP_FORMAT_PPROF) {
+        write_pprof(o, rows, shown, frames);
+        return MEMPROF_OK;
+    }
+
+    struct elf_object *objects = report_alloc(mem, 256 * sizeof *objects);
+    if (!objects)
+        return MEMPROF_NO_MEMORY;
+    size_t object_count = elf_objects_snapshot(objects, 256);
+    if (object_count > 256)
+        object_count = 256;
+    out_str(o, "# memprof heap: live blocks by call site (count bytes peak_bytes total_count total_bytes site object+offset)\n");
+    out_str(o, "# pid ");
+    out_u64(o, (uint64_t)getpid());
+    out_str(o, "\n# frames ");
+    out_u64(o, (uint64_t)heap_tracer_frames());
+    if (heap_tracer_sample_bytes()) {
+        out_str(o, "\n# sample ");
+        out_u64(o, heap_tracer_sample_bytes());
+    }
+    out_str(o, "\n# wrappers ");
+    out_str(o, heap_wrappers_patterns());
+    out_char(o, '\n');
+    unsigned long held, table_bytes;
+    heap_tracer_usage(&held, &table_bytes);
+    out_str(o, "# tables ");
+    out_u64(o, live_blocks);
+    out_char(o, ' ');
+    out_u64(o, table_bytes);
+    out_str(o, " (live blocks, bytes of memprof's tables and per-thread state)\n");
+    uint64_t walked, remembered;
+    heap_tracer_stacks(&walked, &remembered);
+    if (walked || remembered) {
+        out_str(o, "# stacks ");
+        out_u64(o, walked);
+        out_char(o, ' ');
+        out_u64(o, remembered);
+        out_str(o, " (walked, found again from the last walk at their entry)\n");
+    }
+    for (i = 0; i < views; i++)
+        if (view[i].sum.total_count)
+            write_thread(o, &view[i]);
+    for (size_t r = 0; r < shown && (!top || r < top); r++)
+        write_row(o, &rows[r], by_thread, frames, objects, object_count);
+    if (dropped) {
+        out_str(o, "# warning: ");
+        out_u64(o, dropped);
+        out_str(o, " allocations were not recorded (out of memory)\n");
+    }
+    return MEMPROF_OK;
+}
+
+/* The tables held still for reading (try-locks only: false when a hook or
+ * another report holds one), and let go. */
+static bool begin_reading(void)
+{
+    if (!spin_trylock_report(&heap.report_lock))
+        return false;
+    if (!heap_ruby_lock_for_report()) {
+        spin_unlock(&heap.report_lock);
+        return false;
+    }
+    readers_enter();
+    return true;
+}
+
+static void end_reading(void)
+{
+    readers_leave();
+    heap_ruby_unlock();
+    spin_unlock(&heap.report_lock);
+}
+
+enum memprof_status heap_tracer_report_totals(struct out *o, unsigned long top, bool by_thread,
+                                              enum heap_format format, uint64_t *live_bytes, size_t *live_blocks)
+{
+    if (!begin_reading())
+        return MEMPROF_BUSY;
+    struct report_memory mem = { 0 };
+    struct intern_table frames = { 0 }, groups = { 0 };
+    enum memprof_status status =
+        report_locked(o, top, by_thread, format, &mem, &frames, &groups, live_bytes, live_blocks);
+    end_reading();
+    intern_free(&frames);
+    intern_free(&groups);
+    report_free(&mem);
+    return status;
+}
+
+enum memprof_status heap_tracer_report_as(struct out *o, unsigned long top, bool by_thread, enum heap_format format)
+{
+    uint64_t bytes;
+    size_t blocks;
+    return heap_tracer_report_totals(o, top, by_thread, format, &bytes, &blocks);
+}
+
+enum memprof_status heap_tracer_live(uint64_t *bytes, size_t *blocks)
+{
+    if (!begin_reading())
+        return MEMPROF_BUSY;
+    struct report_memory mem = { 0 };
+    struct thread_view *view;
+    size_t views;
+    enum memprof_status status = read_live(&mem, &view, &views, blocks, bytes);
+    end_reading();
+    report_free(&mem);
+    return status;
+}
+
+enum memprof_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread)
+{
+    return heap_tracer_report_as(o, top, by_thread, HEAP_FORMAT_TEXT);
+}
+
+/* --- one block: memprof-where ------------------------------------------------ */
+
+/* The live slot whose block holds `addr`, in one table; the latest. */
+static const struct block_slot *holding_slot(const struct block_slot *slots, size_t count, uintptr_t addr,
+                                             const struct block_slot *best)
+{
+    for (size_t i = 0; i < count; i++) {
+        const struct block_slot *s = &slots[i];
+        uintptr_t start = __atomic_load_n(&s->addr, __ATOMIC_ACQUIRE);
+        if (!BLOCK_IS_LIVE(start) || addr < start)
+            continue;
+        uint64_t size = BLOCK_WORD_SIZE(__atomic_load_n(&s->word, __ATOMIC_RELAXED));
+        if (addr - start < (size ? size : 1) && (!best || s->number > best->number))
+            best = s;
+    }
+    return best;
+}
+
+/* A free of `start` by a thread that did not hold it, after `number`. */
+static bool freed_since(uintptr_t start, uint64_t number)
+{
+    for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        const struct block_array *a = table_array(&t->freed);
+        for (size_t i = 0; a && i < a->capacity; i++)
+            if (__atomic_load_n(&a->slots[i].addr, __ATOMIC_ACQUIRE) == start &&
+                __atomic_load_n(&a->slots[i].number, __ATOMIC_RELAXED) >= number)
+                return true;
+    }
+    return false;
+}
+
+static void where_locked(struct out *o, uintptr_t addr, bool *found)
+{
+    const struct block_slot *best = NULL;
+    struct heap_thread *owner = NULL;
+    for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        const struct block_slot *before = best;
+        best = holding_slot(t->young, YOUNG_HELD, addr, best);
+        const struct block_array *a = table_array(&t->blocks);
+        if (a)
+            best = holding_slot(a->slots, a->capacity, addr, best);
+        if (best != before)
+            owner = t;
+    }
+    if (!best || freed_since(best->addr, best->number))
+        return;
+    uint32_t origin = BLOCK_WORD_ORIGIN(best->word);
+    size_t origins = __atomic_load_n(&owner->origin_count, __ATOMIC_ACQUIRE);
+    const struct origin_array *records = __atomic_load_n(&owner->origins, __ATOMIC_ACQUIRE);
+    if (!records || origin >= origins)
+        return;
+    *found = true;
+    struct elf_object objects[256];
+    size_t n = elf_objects_snapshot(objects, 256);
+    n = n > 256 ? 256 : n;
+    const struct heap_origin *r = &records->records[origin];
+    out_hex(o, addr);
+    out_str(o, ": in a C heap block of ");
+    out_u64(o, BLOCK_WORD_SIZE(best->word));
+    out_str(o, " bytes at ");
+    out_hex(o, best->addr);
+    out_str(o, ", allocated by thread ");
+    out_u64(o, owner->serial);
+    out_str(o, " (tid ");
+    out_u64(o, (uint64_t)owner->tid);
+    out_str(o, ") at ");
+    heap_write_site(o, ORIGIN_SITE(r->key), objects, n);
+    out_char(o, '\n');
+    uint32_t depth = 0;
+    for (uint32_t id = ORIGIN_CALLER(r->link); id && id - 1 < origins && depth < HEAP_MAX_FRAMES; depth++) {
+        const struct heap_origin *c = &records->records[id - 1];
+        out_str(o, "  from ");
+        heap_write_site(o, (uintptr_t)c->key, objects, n);
+        out_char(o, '\n');
+        id = ORIGIN_CALLER(c->link);
+    }
+    if (ORIGIN_RUBY_LINE(r->link)) {
+        out_str(o, "  ruby ");
+        heap_ruby_write(o, ORIGIN_RUBY_LINE(r->link));
+        out_char(o, '\n');
+    }
+}
+
+enum memprof_status heap_tracer_where(struct out *o, uintptr_t addr, bool *found)
+{
+    *found = false;
+    if (!begin_reading())
+        return MEMPROF_BUSY;
+    where_locked(o, addr, found);
+    end_reading();
+    return MEMPROF_OK;
+}
+
+/* --- live bytes by call site, for the timeline ------------------------------- */
+
+/* Each origin's live bytes as its owner counts them (heap_thread.h), summed
+ * by call site over the threads and callers; no lock, only the readers'
+ * announcement that keeps the arrays mapped. */
+size_t heap_tracer_site_bytes(struct heap_site_scratch *scratch, struct heap_site_bytes *top, size_t k,
+                              uint64_t *total)
+{
+    *total = 0;
+    readers_enter();
+    size_t origins = 0;
+    struct heap_thread *newest = __atomic_load_n(&heap.threads, __ATOMIC_SEQ_CST);
+    for (struct heap_thread *t = newest; t; t = t->next)
+        origins += __atomic_load_n(&t->origin_count, __ATOMIC_SEQ_CST);
+    size_t capacity = 64;
+    while (capacity < origins * 2)
+        capacity *= 2;
+    size_t bytes = scratch->capacity * sizeof *scratch->map;
+    if (capacity > scratch->capacity) {
+        void *map = scratch->map;
+        if (!pages_grow(&map, &bytes, capacity * sizeof *scratch->map, capacity * sizeof *scratch->map)) {
+            readers_leave();
+            return 0;
+        }
+        scratch->map = map;
+        scratch->capacity = bytes / sizeof *scratch->map;
+    }
+    capacity = scratch->capacity;   /* a power of two: pages_grow doubles */
+    memset(scratch->map, 0, capacity * sizeof *scratch->map);
+    for (struct heap_thread *t = newest; t; t = t->next) {
+        size_t n = __atomic_load_n(&t->origin_count, __ATOMIC_SEQ_CST);
+        const struct origin_array *a = __atomic_load_n(&t->origins, __ATOMIC_SEQ_CST);
+        for (size_t i = 0; a && i < n && i < a->capacity; i++) {
+            const struct heap_origin *r = &a->records[i];
+            if (!ORIGIN_THREAD(r->key))
+                continue;   /* a caller in a chain */
+            uint64_t live = __atomic_load_n(&r->live_bytes, __ATOMIC_RELAXED);
+            if ((int64_t)live <= 0)
+                continue;
+            uintptr_t site = ORIGIN_SITE(r->key);
+            size_t h = (site * 0x9E3779B97F4A7C15ull) & (capacity - 1);
+            while (scratch->map[h].site && scratch->map[h].site != site)
+                h = (h + 1) & (capacity - 1);
+            scratch->map[h].site = site;
+            scratch->map[h].bytes += live;
+            *total += live;
+        }
+    }
+    readers_leave();
+    /* The k largest, by insertion: k is small. */
+    size_t kept = 0;
+    for (size_t h = 0; h < capacity; h++) {
+        const struct heap_site_bytes *e = &scratch->map[h];
+        if (!e->site || (kept == k && e->bytes <= top[k - 1].bytes))
+            continue;
+        size_t at = kept < k ? kept++ : k - 1;
+        while (at > 0 && top[at - 1].bytes < e->bytes) {
+            top[at] = top[at - 1];
+            at--;
+        }
+        top[at] = *e;
+    }
+    return kept;
+}

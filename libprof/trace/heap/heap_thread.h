@@ -1,0 +1,204 @@
+/* The C heap tracer's per-thread state: written by its thread's hooks only
+ * (heap_hooks.c), read at the same time by a report in any thread (heap_report.c)
+ * through store/readers.h. No lock is shared by two hooks.
+ *
+ * Each thread keeps the blocks it allocated, keyed by address, with the
+ * value of the free counter read after the allocation returned: the newest
+ * in a small direct-mapped table that stays in the cache (most blocks are
+ * freed young, by the thread that made them), older ones, pushed out of
+ * their young slot by a newer block, in a table that grows; a thread
+ * that frees a block it does not hold takes a number from that counter
+ * before the real free and keeps it in its `freed` table. Ordered by
+ * (number, allocation before free), the last event at an address says
+ * whether a block lives there: see heap_report.c. */
+#ifndef MEMPROF_TRACE_HEAP_THREAD_H
+#define MEMPROF_TRACE_HEAP_THREAD_H
+#include "heap_ruby.h"
+#include "../../unwind/backtrace.h"
+#include "../../store/block_table.h"
+#include "../../store/readers.h"
+#include "../../util/spinlock.h"
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define HEAP_MAX_FRAMES 16
+
+/* A block's word: its size (saturated at 40 bits) and its origin. */
+#define BLOCK_SIZE_BITS 40
+#define BLOCK_SIZE_MAX ((UINT64_C(1) << BLOCK_SIZE_BITS) - 1)
+#define BLOCK_ORIGIN_MAX ((UINT32_C(1) << (64 - BLOCK_SIZE_BITS)) - 1)
+#define BLOCK_WORD(size, origin) ((size) | (uint64_t)(origin) << BLOCK_SIZE_BITS)
+#define BLOCK_WORD_SIZE(w) ((w) & BLOCK_SIZE_MAX)
+#define BLOCK_WORD_ORIGIN(w) ((uint32_t)((w) >> BLOCK_SIZE_BITS))
+
+/* An origin: a call site with the allocating thread and the rest of the
+ * stack (a leaf), or one caller of a chain. Leaves have the thread serial
+ * in the key's top 16 bits (user addresses fit in 47 bits); chain links
+ * have a plain pc there. */
+#define THREAD_SHIFT 48
+#define MAX_THREAD_SERIAL 0xffffu    /* later threads share the last number */
+#define ORIGIN_SITE(k) ((uintptr_t)((k) & ((UINT64_C(1) << THREAD_SHIFT) - 1)))
+#define ORIGIN_THREAD(k) ((uint32_t)((k) >> THREAD_SHIFT))
+/* link: the caller chain's origin id + 1 (0: none), the Ruby line above. */
+#define ORIGIN_CALLER(link) ((uint32_t)(link))
+#define ORIGIN_RUBY_LINE(link) ((uint32_t)((link) >> 32))
+
+#define CACHE_LINE 64
+/* 64 bytes, one cache line: the record of a block's origin is found from
+ * the origin's id shifted (a free's one computation), and an allocation's
+ * four updates touch one line. */
+struct heap_origin {
+    uint64_t key, link;
+    uint64_t total_count, total_bytes;
+    uint64_t live_bytes, peak_bytes;   /* as the owner sees them (see the report) */
+} __attribute__((aligned(CACHE_LINE)));
+
+struct origin_array {
+    size_t capacity;
+    struct heap_origin records[];
+};
+
+#define YOUNG_BITS 12
+#define YOUNG_SLOTS (1u << YOUNG_BITS)
+/* The young slots and, after them, the one of a block leaving for the older
+ * table (heap_hooks.c, vacate): every slot a reader scans as young. */
+#define YOUNG_HELD (YOUNG_SLOTS + 1)
+#define CALLER_CACHE 64
+
+struct caller_cache_entry {
+    uint32_t count, link;              /* link: chain id + 1 */
+    uintptr_t pcs[HEAP_MAX_FRAMES - 1];
+};
+
+struct heap_memo {
+    uintptr_t site;
+    uint64_t generation;               /* the wrappers' tables it was found with */
+    int frames;
+    uint32_t origin;
+    bool valid;
+};
+
+struct heap_thread {
+    struct heap_thread *next;          /* push-only list */
+    uint32_t serial;                   /* from 1 */
+    pid_t tid;
+    bool exited;
+    char name[16];                     /* its name when it first allocated, then when it exited */
+    struct block_slot young[YOUNG_HELD];    /* newest blocks, word: BLOCK_WORD */
+    struct block_table blocks;         /* older ones; a block is in one of them */
+    struct block_table freed;          /* blocks it freed but did not hold */
+    struct origin_array *origins;      /* published */
+    /* The owner's alone, beside origins: every short path reads the three,
+     * one cache line. */
+    uintptr_t last_site;               /* the site of last_key */
+    uint64_t last_origin_word;         /* its origin, as in a block's word: BLOCK_WORD(0, origin) */
+    struct heap_origin *last_record;   /* that origin's record, in origins (moved when it grows) */
+    size_t origin_count;               /* published after the record is whole */
+    struct retired origins_retired;
+    /* The owner's alone: */
+    uint64_t last_key;                 /* the last origin with no link */
+    uint64_t last_link_key, last_link; /* the last origin with a link (a loop */
+    uint32_t last_link_origin;         /* allocates with the same stack) */
+    uint32_t *origin_index;            /* open-addressed (id + 1) */
+    size_t origin_index_capacity;
+    struct caller_cache_entry *callers;   /* [CALLER_CACHE], with backtraces */
+    struct unwind_cache *unwind;       /* the frames' rules, with backtraces */
+    /* malloc's hook entry, where a backtrace starts (entry_pc 0: from the
+     * unwinder itself): its return address, its CFA and %rbp there. */
+    uintptr_t entry_pc, entry_cfa, entry_bp;
+    /* The origins of the last walks from entries, by the unwinder's memo
+     * slot (unwind->memos): the same site, the same frames, the same
+     * origin. */
+    struct heap_memo memos[UNWIND_MEMOS];
+    uint64_t stacks_walked;            /* allocations whose stack was walked, */
+    uint64_t stacks_remembered;        /* and those a memo answered (the owner's counts) */
+    uintptr_t wrapped_site;            /* the last site asked of the wrappers' table, */
+    uint64_t wrapped_generation;       /* of which table, */
+    bool site_is_wrapped;              /* and its answer */
+    unsigned long dropped;             /* allocations not recorded: no memory */
+    void *charge_site;                 /* heap_charge_begin: whose next allocation */
+    size_t charge_min, charge_max;
+    int64_t charge_sample_left;        /* the thread's sample_left while a charge waits */
+    uint64_t sample_state;             /* the sample points' random generator */
+    int64_t peak_delta;                /* live bytes not yet passed on (heap_peak.h) */
+    struct heap_ruby_cache ruby_lines;
+};
+
+/* 32 KiB of one-byte counts: every free reads one, so the table must stay
+ * in the nearest caches (2^18 four-byte counts, 1 MiB, cost each free a
+ * miss). A count that reaches 255 stays there: only more frees look further. */
+#define SAMPLED_FILTER_BITS 15
+#define SAMPLED_FILTER_STUCK 255
+#define SAMPLED_FREE_TARGETS 256   /* one per value of a filter byte */
+/* Where an address falls in the filter (and in the young slots): its
+ * 16-byte granule, modulo the table. Not a hash: the blocks an allocator
+ * hands out again and again sit close together, and so do their entries,
+ * which then stay in the nearest cache (a hash sent every free to a line
+ * of its own: a miss on most). The hooks and the stubs at sampled call
+ * sites (heap_sample_sites.c) compute the same. */
+#define ADDRESS_GRANULE_SHIFT 4
+#define SAMPLED_FILTER_INDEX(p) (((uint32_t)(p) >> ADDRESS_GRANULE_SHIFT) & ((1u << SAMPLED_FILTER_BITS) - 1))
+
+struct heap_state {
+    bool running;
+    bool peak_tracking;                /* the hooks count live bytes (heap_peak.h) */
+    uint8_t short_paths;               /* SHORT_*: which hooks may take their short path */
+    int frames;                        /* frames recorded per site (MEMPROF_HEAP_FRAMES) */
+    struct heap_thread *threads;       /* newest first */
+    uint32_t thread_count;             /* serial numbers handed out */
+    pthread_key_t exit_key;            /* its destructor marks a thread exited */
+    bool exit_key_made;
+    uint64_t sample_bytes;             /* mean bytes between samples; 0: every block */
+    uint64_t sample_seed;              /* MEMPROF_SAMPLE_SEED, else from the clock */
+    /* How many recorded blocks hash to each entry, with sampling: a free
+     * whose entry is 0 is of no recorded block and costs nothing more. */
+    uint8_t *sampled_filter;
+    /* Where a sampled free goes by its filter byte: entry 0 the real free,
+     * any other the hook's lookup. After the filter, in the same mapping:
+     * below 2 GiB when there was room (the stubs need it there). */
+    uintptr_t *sampled_free_targets;
+    _Alignas(CACHE_LINE) uint64_t next_number;   /* the next unheld free's number */
+    _Alignas(CACHE_LINE) spinlock_t report_lock;
+};
+
+/* Hidden in the declaration too: GCC then addresses it from %rip in every
+ * file, as it does a definition of its own (the hooks do not load its
+ * address first). */
+extern struct heap_state heap __attribute__((visibility("hidden")));
+
+#define SHORT_FREE 1u     /* recording every block */
+#define SHORT_MALLOC 2u   /* and no Ruby line: an origin known before the call */
+#define SHORT_SITES 4u    /* and one frame: the thread's last site's */
+/* After any of those changes. */
+void heap_short_paths_refresh(void);
+
+size_t heap_thread_bytes(const struct heap_thread *t);
+
+/* The owner's running figures (an origin's, its walk counts): plain
+ * read-modify-writes, as only the owner writes them; a report reads them
+ * whole (aligned words). One add to memory, with no lock: GCC made a
+ * relaxed store of the sum a load, an add and a store (two instructions
+ * more a field, on each of an allocation's three). */
+static inline void owner_add(uint64_t *field, uint64_t v)
+{
+    __asm__("addq %1, %0" : "+m"(*field) : "er"(v) : "cc");
+}
+
+/* The owner's peak raised to `live` if below: a compare and a move from
+ * memory, with no jump (live mostly grows past it), where GCC loaded the
+ * peak into a register first. */
+static inline void owner_raise(uint64_t *peak, uint64_t live)
+{
+    __asm__("cmpq %1, %0\n\tcmovb %1, %0" : "+r"(live) : "m"(*peak) : "cc");
+    __atomic_store_n(peak, live, __ATOMIC_RELAXED);
+}
+
+/* The same, taken off (a free's live bytes): GCC made an add of the
+ * negated size a neg and an add. */
+static inline void owner_sub(uint64_t *field, uint64_t v)
+{
+    __asm__("subq %1, %0" : "+m"(*field) : "er"(v) : "cc");
+}
+#endif

@@ -1,0 +1,249 @@
+/* memprof core CORE [PROGRAM]: the report of a process that is gone, read
+ * from its ELF core file alone (core_image.h): the Ruby objects by
+ * file:line:Class when the process ran Ruby (core_ruby.c), else or with
+ * --heap the C heap by call site (core_heap.c, named by the same code as
+ * `memprof run --heap`), who allocated one address (--where), the thread
+ * registry or the runtime's state (core_threads.c). */
+#include "../commands.h"
+#include "core_image.h"
+#include "../input.h"
+#include "../output.h"
+#include "../format/pprof.h"
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The C heap report, named. */
+static bool heap_report(struct core_image *c, FILE *out, const struct core_report_options *opt)
+{
+    char *raw = NULL;
+    size_t raw_len = 0;
+    FILE *raw_out = open_memstream(&raw, &raw_len);
+    bool ok = raw_out && core_heap_raw(c, raw_out);
+    if (raw_out)
+        fclose(raw_out);
+    if (ok) {
+        FILE *in = fmemopen(raw, raw_len, "r");
+        struct heap_report_options heap = { opt->top, opt->filter, "in the core of" };
+        ok = (in && heap_report_symbolize(in, out, (pid_t)c->notes.pid, &heap) == 0) ||
+             core_fail(c, "cannot write the report of %s", c->path);
+        if (in)
+            fclose(in);
+    }
+    free(raw);
+    return ok || core_fail(c, "out of memory");
+}
+
+/* What `write` makes of the core, read back from memory. */
+static FILE *core_text(struct core_image *c, bool (*write)(struct core_image *, FILE *), char **text)
+{
+    size_t len = 0;
+    *text = NULL;
+    FILE *f = open_memstream(text, &len);
+    bool ok = f && write(c, f);
+    if (f)
+        fclose(f);
+    return ok ? fmemopen(*text, len, "r") : NULL;
+}
+
+static bool ruby_table(struct core_image *c, FILE *out)
+{
+    return core_ruby_report(c, out, &(struct core_ruby_options){ 0, NULL });
+}
+
+/* The report as pprof's profile.proto: the Ruby table's (when the report
+ * is Ruby's), else the C heap's. */
+static bool proto_of(struct core_image *c, FILE *out, bool ruby)
+{
+    char *text;
+    FILE *in = core_text(c, ruby ? ruby_table : core_heap_raw, &text);
+    char why[256] = "out of memory";
+    struct stacks s = { 0 };
+    bool ok = in && (ruby ? stacks_read(in, c->path, &s) == 0 && stacks_proto(&s, out, why, sizeof why) == 0
+                          : heap_report_proto(in, out, why, sizeof why) == 0);
+    stacks_free(&s);
+    if (in)
+        fclose(in);
+    free(text);
+    return ok || c->why[0] || core_fail(c, "--pprof-proto: %s", why);
+}
+
+static bool ruby_proto(struct core_image *c, FILE *out)
+{
+    return proto_of(c, out, true);
+}
+
+static bool heap_proto(struct core_image *c, FILE *out)
+{
+    return proto_of(c, out, false);
+}
+
+/* The object recorded at the address: a Ruby object, else the C heap
+ * block holding it (its sites named as memprof name-sites does). */
+static bool where(struct core_image *c, FILE *out, uint64_t addr)
+{
+    bool found = false;
+    if (core_has_ruby(c) && !core_ruby_where(c, addr, out, &found))
+        return false;
+    if (!found) {
+        char *raw = NULL;
+        size_t len = 0;
+        FILE *raw_out = open_memstream(&raw, &len);
+        bool ok = raw_out && core_heap_where(c, addr, raw_out, &found);
+        if (raw_out)
+            fclose(raw_out);
+        FILE *in = ok && found ? fmemopen(raw, len, "r") : NULL;
+        if (in) {
+            name_sites(in, out);
+            fclose(in);
+        }
+        free(raw);
+        if (!ok)
+            return c->why[0] ? false : core_fail(c, "out of memory");
+        if (found && !in)
+            return core_fail(c, "out of memory");
+    }
+    if (!found)
+        fprintf(out, "memprof: no allocation recorded at 0x%" PRIx64 "\n", addr);
+    return true;
+}
+
+/* A file whole or not at all (0600, never through a symbolic link). */
+static bool write_file(struct core_image *c, const char *path, bool (*write)(struct core_image *, FILE *),
+                       const char *what)
+{
+    struct output o;
+    if (output_open(&o, path) != 0)
+        return core_fail(c, "%scannot write %s", what, path);
+    bool ok = write(c, o.fp);
+    return output_close(&o, !ok) == 0 && ok;
+}
+
+int core_report(const char *path, FILE *out, const struct core_report_options *opt, char *why, size_t why_size)
+{
+    struct core_image c;
+    bool ok = core_open(&c, path);
+    if (ok) {
+        enum core_report_kind kind = opt->kind;
+        if (kind == CORE_REPORT_AUTO)
+            kind = core_has_ruby(&c) ? CORE_REPORT_RUBY : CORE_REPORT_HEAP;
+        struct core_ruby_options ruby = { opt->top, opt->filter };
+        if (kind == CORE_REPORT_WHERE)
+            ok = where(&c, out, opt->where);
+        else if (kind == CORE_REPORT_THREADS)
+            ok = core_threads_report(&c, out);
+        else if (kind == CORE_REPORT_STATUS)
+            ok = core_status(&c, out);
+        else if (kind == CORE_REPORT_HEAP)
+            ok = heap_report(&c, out, opt);
+        else if (!core_has_ruby(&c))
+            ok = core_fail(&c, "%s: pid %ld ran no Ruby VM memprof traced (memprof core --heap reads its C heap)",
+                           path, c.notes.pid);
+        else
+            ok = core_ruby_report(&c, out, &ruby);
+        if (ok && opt->dump)
+            ok = write_file(&c, opt->dump, core_ruby_dump, "--dump: ");
+        if (ok && opt->pprof)
+            ok = write_file(&c, opt->pprof, core_heap_pprof, "--pprof: ");
+        if (ok && opt->proto)
+            ok = write_file(&c, opt->proto,
+                            kind == CORE_REPORT_RUBY || (kind != CORE_REPORT_HEAP && core_has_ruby(&c)) ? ruby_proto
+                                                                                                         : heap_proto,
+                            "--pprof-proto: ");
+    }
+    if (!ok)
+        snprintf(why, why_size, "memprof: %s", c.why[0] ? c.why : "out of memory");
+    core_close(&c);
+    return ok ? 0 : 1;
+}
+
+/* The core GDB reads, from `info target` on stdin ("Local core dump file:",
+ * then a tab and `PATH', file type ..."). All of stdin is read: GDB writing
+ * the rest into a closed pipe would say so. */
+static bool core_of_gdb_target(char *path, size_t size)
+{
+    char line[PATH_MAX + 64];
+    bool next = false, found = false;
+    FILE *in = input_stdin();
+    while (fgets(line, sizeof line, in)) {
+        if (strncmp(line, "Local core dump file:", 21) == 0) {
+            next = true;
+        } else if (next && !found) {
+            next = false;
+            char *start = strchr(line, '`'), *end = start ? strstr(start, "', file type") : NULL;
+            if (end) {
+                snprintf(path, size, "%.*s", (int)(end - start - 1), start + 1);
+                found = true;
+            }
+        }
+    }
+    return found;
+}
+
+int cmd_core(int argc, char **argv)
+{
+    struct core_report_options opt = { .kind = CORE_REPORT_AUTO };
+    const char *path = NULL;
+    char gdb_core[PATH_MAX];
+    bool usage = false;
+    for (int i = 0; i < argc && !usage; i++) {
+        if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) {
+            long top = memprof_whole_number(argv[++i], 0, LONG_MAX);
+            if (top < 0) {
+                fprintf(stderr, "memprof: core: --top: '%s' is not a whole number\n", argv[i]);
+                return 2;
+            }
+            opt.top = (unsigned long)top;
+        } else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
+            opt.filter = argv[++i];
+        } else if (strcmp(argv[i], "--heap") == 0) {
+            opt.kind = CORE_REPORT_HEAP;
+        } else if (strcmp(argv[i], "--ruby") == 0) {
+            opt.kind = CORE_REPORT_RUBY;
+        } else if (strcmp(argv[i], "--threads") == 0) {
+            opt.kind = CORE_REPORT_THREADS;
+        } else if (strcmp(argv[i], "--status") == 0) {
+            opt.kind = CORE_REPORT_STATUS;
+        } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
+            opt.dump = argv[++i];
+        } else if (strcmp(argv[i], "--pprof") == 0 && i + 1 < argc) {
+            opt.pprof = argv[++i];
+        } else if (strcmp(argv[i], "--pprof-proto") == 0 && i + 1 < argc) {
+            opt.proto = argv[++i];
+        } else if (strcmp(argv[i], "--bytes") == 0) {
+            fputs("memprof: core: --bytes: a Ruby object's bytes are the VM's to measure (rb_obj_memsize_of), "
+                  "and no code runs in a core; the C heap report (--heap) has bytes\n",
+                  stderr);
+            return 2;
+        } else if (strcmp(argv[i], "--where") == 0 && i + 1 < argc) {
+            char *end;
+            opt.kind = CORE_REPORT_WHERE;
+            opt.where = strtoull(argv[++i], &end, 0);
+            usage = *end != '\0' || !*argv[i];
+        } else if (strcmp(argv[i], "--gdb-target") == 0) {
+            /* GDB's memprof-info heap on a core: `info target` on stdin names it */
+            if (!core_of_gdb_target(gdb_core, sizeof gdb_core)) {
+                fputs("memprof: GDB reads no core file\n", stderr);
+                return 1;
+            }
+            path = gdb_core;
+        } else if (argv[i][0] == '-' || (path && path != gdb_core && i + 1 < argc)) {
+            usage = true;
+        } else if (!path) {
+            path = argv[i];
+        }
+    }
+    if (usage || !path) {
+        fputs("memprof: usage: memprof core [--ruby|--heap|--threads|--status] [--top N] [--filter TEXT] [--dump FILE] [--pprof FILE] [--pprof-proto FILE] [--where ADDRESS] CORE [PROGRAM]\n", stderr);
+        return 2;
+    }
+    char why[PATH_MAX + 160];
+    int rc = core_report(path, stdout, &opt, why, sizeof why);
+    if (rc)
+        fprintf(stderr, "%s\n", why);
+    return rc;
+}

@@ -1,0 +1,132 @@
+/* Reading the runtime's raw C heap report (heap_raw.h). */
+#include "heap_raw.h"
+#include "../grow.h"
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+void heap_raw_free_row(struct raw_row *row)
+{
+    for (size_t i = 0; i < row->raw_count; i++)
+        free(row->raw[i].object);
+    free(row->raw);
+    free(row->ruby);
+    row->raw = NULL;
+    row->ruby = NULL;
+    row->raw_count = row->raw_cap = 0;
+}
+
+void heap_raw_free(struct raw_report *r)
+{
+    for (size_t i = 0; i < r->count; i++)
+        heap_raw_free_row(&r->rows[i]);
+    free(r->rows);
+    free(r->threads);
+    free(r->warnings);
+    *r = (struct raw_report){ 0 };
+}
+
+static bool add_raw(struct raw_row *r, uint64_t site, const char *object)
+{
+    struct raw_frame *raw = grow_array(r->raw, r->raw_count, &r->raw_cap, sizeof *raw, 4);
+    char *copy = raw ? strdup(object) : NULL;
+    if (!copy)
+        return false;
+    r->raw = raw;
+    r->raw[r->raw_count++] = (struct raw_frame){ site, copy };
+    return true;
+}
+
+static bool add_warning(struct raw_report *r, const char *text)
+{
+    size_t old = r->warnings ? strlen(r->warnings) : 0, n = strlen(text);
+    char *more = realloc(r->warnings, old + n + 2);
+    if (!more)
+        return false;
+    memcpy(more + old, text, n);
+    if (!n || text[n - 1] != '\n')
+        more[old + n++] = '\n';
+    more[old + n] = '\0';
+    r->warnings = more;
+    return true;
+}
+
+/* A header line ("# ..."): what it says about the report. */
+static bool read_header(struct raw_report *r, const char *line)
+{
+    unsigned long b, t;
+    if (strncmp(line, "# warning: ", 11) == 0 && !add_warning(r, line + 11))
+        return false;
+    if (sscanf(line, "# tables %lu %lu", &b, &t) == 2)
+        r->blocks = b, r->table_bytes = t;
+    sscanf(line, "# frames %u", &r->frames);
+    sscanf(line, "# sample %" SCNu64, &r->sample);
+    sscanf(line, "# stacks %" SCNu64 " %" SCNu64, &r->stacks_walked, &r->stacks_remembered);
+    long pid;
+    if (!r->pid && sscanf(line, "# pid %ld", &pid) == 1)
+        r->pid = pid;
+    /* A snapshot at the heap's peak (MEMPROF_PEAK_REPORT, --at-peak). */
+    uint64_t peak_ms;
+    unsigned step;
+    if (sscanf(line, "# peak %*u bytes in %*u blocks, %" SCNu64 " ms after the start (within %u%%", &peak_ms,
+               &step) == 2)
+        snprintf(r->when, sizeof r->when,
+                 "at its peak (%" PRIu64 " ms after the start, within %u%% + 64 KiB a thread) of", peak_ms, step);
+    /* Written from a signal handler (MEMPROF_ON_SIGNAL). */
+    int signal_number;
+    char signal[16];
+    if (sscanf(line, "# signal %d %15s", &signal_number, signal) == 2)
+        snprintf(r->when, sizeof r->when, "at %s (signal %d) of", signal, signal_number);
+    if (sscanf(line, "# wrappers %1023[^\n]", r->wrappers) != 1 && strncmp(line, "# wrappers", 10) == 0)
+        r->wrappers[0] = '\0';
+    if (r->thread_count < MAX_RAW_THREADS && strncmp(line, "# thread ", 9) == 0) {
+        if (!r->threads && !(r->threads = calloc(MAX_RAW_THREADS, sizeof *r->threads)))
+            return false;
+        struct raw_thread *th = &r->threads[r->thread_count];
+        if (sscanf(line, "# thread %u %ld %" SCNu64 " %" SCNu64 " %" SCNu64 " %31[^\n]", &th->serial, &th->tid,
+                   &th->count, &th->bytes, &th->allocs, th->name) == 6)
+            r->thread_count++;
+    }
+    return true;
+}
+
+int heap_raw_read(FILE *in, struct raw_report *r)
+{
+    *r = (struct raw_report){ .frames = 1 };
+    struct raw_row *current = NULL;
+    char line[PATH_MAX + 512], object[PATH_MAX];
+    bool ok = true;
+    while (ok && fgets(line, sizeof line, in)) {
+        uint64_t count, bytes, peak, allocs, total_bytes, site;
+        if (line[0] == '#') {
+            ok = read_header(r, line);
+        } else if (strncmp(line, "  thread ", 9) == 0) {
+            if (current)
+                current->thread = (unsigned)strtoul(line + 9, NULL, 10);
+        } else if (strncmp(line, "  ruby ", 7) == 0) {
+            if (current && !current->ruby)
+                ok = (current->ruby = strndup(line + 7, strcspn(line + 7, "\n"))) != NULL;
+        } else if (strncmp(line, "  wrapped ", 10) == 0) {
+            if (current)
+                current->wrapped = (unsigned)strtoul(line + 10, NULL, 10);
+        } else if (strncmp(line, "  from ", 7) == 0) {
+            if (current && sscanf(line + 7, "%" SCNx64 " %4095[^\n]", &site, object) == 2)
+                ok = add_raw(current, site, object);
+        } else if (sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNx64 " %4095[^\n]",
+                          &count, &bytes, &peak, &allocs, &total_bytes, &site, object) == 7) {
+            struct raw_row *rows = grow_array(r->rows, r->count, &r->cap, sizeof *rows, 64);
+            if (!(ok = rows != NULL))
+                break;
+            r->rows = rows;
+            current = &r->rows[r->count++];
+            *current = (struct raw_row){ .count = count, .bytes = bytes, .peak = peak, .allocs = allocs,
+                                         .total_bytes = total_bytes };
+            ok = add_raw(current, site, object);
+        }
+    }
+    if (!ok)
+        heap_raw_free(r);
+    return ok ? 0 : -1;
+}

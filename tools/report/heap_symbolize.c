@@ -1,0 +1,481 @@
+/* `memprof run --heap`: the runtime writes the live heap blocks by raw call
+ * site (an address, and object+offset, with its callers when asked or when
+ * the site is in an allocation wrapper, and the Ruby line running in a Ruby
+ * process); this names each frame with the symbolizer after the program
+ * exits (with the functions inlined there), charges each row to the first
+ * frame outside the allocation machinery, and merges the rows that name the
+ * same lines (several calls on one line, or one call unrolled). Done here,
+ * not in the target: naming reads files and calls malloc. */
+#include "../commands.h"
+#include "../grow.h"
+#include "heap_raw.h"
+#include "../input.h"
+#include "objfile/symbolizer.h"
+#include "trace/heap/heap_wrapper_names.h"
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_OBJECTS 64
+
+struct opened { char path[PATH_MAX]; struct symbolizer *s; };
+
+/* A named row: its frames' text and the figures of the raw rows it merges. */
+struct row {
+    char *frames;   /* the frames shown, "\n" before each caller and "\n\t"
+                       before a function an inlined one is in: the merge key */
+    char *ruby;     /* "file:line" or NULL: also part of the key */
+    unsigned thread;   /* with --by-thread: the allocating thread; also the key */
+    uint64_t count, bytes, peak, allocs;
+};
+
+struct rows { struct row *rows; size_t count, cap; };
+
+static struct symbolizer *symbolizer_for(struct opened *cache, size_t *n, const char *path)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(cache[i].path, path) == 0)
+            return cache[i].s;
+    if (*n == MAX_OBJECTS)
+        return NULL;
+    char err[PATH_MAX + 128];
+    struct opened *o = &cache[(*n)++];
+    snprintf(o->path, sizeof o->path, "%s", path);
+    o->s = symbolizer_open(path, err, sizeof err);
+    return o->s;
+}
+
+/* One named frame: a function inlined at a return address, or the function
+ * holding it. */
+struct named {
+    char *text;        /* "function file:line (object)" */
+    bool inlined;      /* inlined into the next frame */
+    bool machinery;    /* allocation machinery: not what a row is charged to */
+};
+
+struct naming {
+    struct opened cache[MAX_OBJECTS];
+    size_t opened;
+    char wrappers[1024];   /* the run's --wrapper patterns, comma-separated */
+    unsigned frames;       /* the frames the run asked for */
+};
+
+static const char *const builtin_wrappers[] = { HEAP_WRAPPER_NAMES };
+
+static int compare_name(const void *key, const void *entry)
+{
+    return strcmp(key, *(const char *const *)entry);
+}
+
+static bool user_wrapper(const struct naming *n, const char *mangled, const char *plain)
+{
+    char pattern[256];
+    for (const char *p = n->wrappers; *p;) {
+        size_t len = strcspn(p, ",");
+        snprintf(pattern, sizeof pattern, "%.*s", (int)len, p);
+        const char *dot = strchr(mangled, '.');   /* a clone: name.constprop.0 */
+        char base[256];
+        snprintf(base, sizeof base, "%.*s", dot ? (int)(dot - mangled) : (int)strlen(mangled), mangled);
+        if (len && (fnmatch(pattern, mangled, 0) == 0 || (dot && fnmatch(pattern, base, 0) == 0) ||
+                    (plain && fnmatch(pattern, plain, 0) == 0)))
+            return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+/* Library code that allocates for its caller: the known wrappers, the
+ * user's, libstdc++, std:: code and anything from a system header. */
+static bool is_machinery(const struct naming *n, const char *function, const char *file, const char *base)
+{
+    if (strncmp(base, "libstdc++.so", 12) == 0 || (file && strncmp(file, "/usr/include/", 13) == 0))
+        return true;
+    if (!function)
+        return false;
+    if (heap_wrapper_is_std(function) ||
+        bsearch(function, builtin_wrappers, sizeof builtin_wrappers / sizeof *builtin_wrappers,
+                sizeof *builtin_wrappers, compare_name))
+        return true;
+    return *n->wrappers && user_wrapper(n, function, demangle(function));
+}
+
+/* The frames of one return address given as object+0xOFFSET (the call is
+ * the byte before it), innermost first, appended to *out. */
+static void name_address(struct naming *n, const struct raw_frame *f, struct named *out, size_t *count, size_t max)
+{
+    char object[PATH_MAX];
+    snprintf(object, sizeof object, "%s", f->object);
+    uint64_t offset;
+    char *plus = strrchr(object, '+');
+    if (*count >= max)
+        return;
+    if (!plus || sscanf(plus + 1, "%" SCNx64, &offset) != 1 || offset == 0) {
+        char *text = NULL;
+        if (asprintf(&text, "0x%" PRIx64 " (?)", f->site) >= 0)
+            out[(*count)++] = (struct named){ text, false, false };
+        return;
+    }
+    *plus = '\0';
+    struct symbolizer *s = symbolizer_for(n->cache, &n->opened, object);
+    struct symbol_info info[SYMBOLIZER_MAX_INLINED];
+    size_t frames = s ? symbolizer_frames(s, offset - 1, info, SYMBOLIZER_MAX_INLINED) : 0;
+    if (!frames) {
+        frames = 1;
+        info[0] = (struct symbol_info){ 0 };
+    }
+    const char *base = strrchr(object, '/');
+    base = base ? base + 1 : object;
+    for (size_t i = 0; i < frames && *count < max; i++) {
+        bool last = i + 1 == frames;
+        bool machinery = is_machinery(n, info[i].function, info[i].file, base);
+        const char *function = demangle(info[i].function);
+        char *text = NULL;
+        int rc;
+        if (function && info[i].file)
+            rc = asprintf(&text, "%s %s:%u (%s)", function, info[i].file, info[i].line, base);
+        else if (function && last)
+            rc = asprintf(&text, "%s+0x%" PRIx64 " (%s)", function, info[i].offset + 1, base);
+        else if (function)
+            rc = asprintf(&text, "%s (%s)", function, base);
+        else
+            rc = asprintf(&text, "0x%" PRIx64 " (%s)", offset, base);
+        if (rc < 0)
+            continue;
+        out[(*count)++] = (struct named){ text, !last, machinery };
+    }
+}
+
+/* The row's text: every frame with --frames, else the frame it is charged
+ * to (the first outside the allocation machinery, from the first the
+ * runtime did not find in a wrapper) and the functions it is inlined in. */
+static char *row_text(struct naming *n, const struct raw_row *r)
+{
+    enum { MAX_NAMED = 512 };
+    static struct named named[MAX_NAMED];
+    size_t count = 0, charged_address = r->wrapped < r->raw_count ? r->wrapped : r->raw_count - 1;
+    size_t first_of_charged = 0;
+    for (size_t i = 0; i < r->raw_count; i++) {
+        if (i == charged_address)
+            first_of_charged = count;
+        name_address(n, &r->raw[i], named, &count, MAX_NAMED);
+    }
+    size_t charged = first_of_charged;
+    while (charged + 1 < count && named[charged].machinery)
+        charged++;
+    size_t start = n->frames > 1 ? 0 : charged, end = count;
+    if (n->frames <= 1)   /* the charged frame and the functions it is inlined in */
+        for (end = charged; end < count && named[end].inlined; end++) {
+        }
+    if (n->frames <= 1 && end < count)
+        end++;
+    char *text = NULL;
+    size_t length = 0;
+    FILE *f = open_memstream(&text, &length);
+    for (size_t i = 0; f && i < count; i++) {
+        if (i >= start && i < end)
+            fprintf(f, "%s%s", i == start ? "" : named[i - 1].inlined ? "\n\t" : "\n", named[i].text);
+        free(named[i].text);
+    }
+    if (!f || fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+static int by_frames(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+    int c = strcmp(x->frames, y->frames);
+    if (!c)
+        c = strcmp(x->ruby ? x->ruby : "", y->ruby ? y->ruby : "");
+    return c ? c : (x->thread > y->thread) - (x->thread < y->thread);
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return by_frames(x, y);
+}
+
+static bool row_matches(const struct row *r, const char *filter)
+{
+    return !filter || strstr(r->frames, filter) || (r->ruby && strstr(r->ruby, filter));
+}
+
+static const struct raw_thread *thread_named(const struct raw_thread *t, size_t n, unsigned serial)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i].serial == serial)
+            return &t[i];
+    return NULL;
+}
+
+int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt)
+{
+    /* Only entries below `opened` are read: zeroing the 260 KB cache would
+     * cost the run's report 65 page faults for nothing. */
+    static struct naming naming;
+    naming.opened = 0;
+    struct raw_report report;
+    if (heap_raw_read(raw, &report) != 0) {
+        fprintf(out, "memprof: out of memory reading the heap report\n");
+        return -1;
+    }
+    if (report.warnings)
+        for (const char *w = report.warnings, *nl; *w; w = nl + 1) {
+            nl = strchr(w, '\n');
+            fprintf(out, "memprof: warning: %.*s\n", (int)(nl - w), w);
+        }
+    naming.frames = report.frames;
+    snprintf(naming.wrappers, sizeof naming.wrappers, "%s", report.wrappers);
+    if (!pid)
+        pid = (pid_t)report.pid;
+    const struct raw_thread *threads = report.threads;
+    size_t thread_count = report.thread_count;
+    unsigned long blocks = report.blocks, table_bytes = report.table_bytes;
+    uint64_t sample = report.sample;
+    const char *when = report.when;
+    struct rows rows = { .rows = calloc(report.count ? report.count : 1, sizeof *rows.rows) };
+    if (!rows.rows) {
+        heap_raw_free(&report);
+        fprintf(out, "memprof: out of memory naming the heap report\n");
+        return -1;
+    }
+    /* Naming reads files: a large heap takes a while. Say so on a terminal. */
+    bool progress = isatty(STDERR_FILENO) == 1;
+    size_t named = 0;
+    for (size_t i = 0; i < report.count; i++) {
+        struct raw_row *r = &report.rows[i];
+        if (!r->count)   /* a site whose blocks are all freed (for a profile's totals) */
+            continue;
+        rows.rows[rows.count++] = (struct row){ .frames = r->raw_count ? row_text(&naming, r) : NULL, .ruby = r->ruby,
+                                                .thread = r->thread, .count = r->count, .bytes = r->bytes,
+                                                .peak = r->peak, .allocs = r->allocs };
+        r->ruby = NULL;   /* the named row's now */
+        heap_raw_free_row(r);
+        if (progress && ++named % 1000 == 0)
+            fprintf(stderr, "\rmemprof: symbolizing: %zu sites", named);
+    }
+    if (progress && named >= 1000)
+        fprintf(stderr, "\rmemprof: symbolized %zu sites\n", named);
+    /* Merge rows that name the same frames: sums (the peak's sum is an upper
+ * bound: the parts may have peaked at different times). */
+    size_t kept = 0;
+    for (size_t i = 0; i < rows.count; i++)
+        if (rows.rows[i].frames)
+            rows.rows[kept++] = rows.rows[i];
+        else
+            free(rows.rows[i].ruby);
+    rows.count = kept;
+    /* --filter, on the names: before merging, the same text either way. */
+    size_t filtered_out = rows.count;
+    kept = 0;
+    for (size_t i = 0; i < rows.count; i++) {
+        if (row_matches(&rows.rows[i], opt->filter)) {
+            rows.rows[kept++] = rows.rows[i];
+        } else {
+            free(rows.rows[i].frames);
+            free(rows.rows[i].ruby);
+        }
+    }
+    rows.count = kept;
+    filtered_out -= kept;
+    qsort(rows.rows, rows.count, sizeof *rows.rows, by_frames);
+    kept = 0;
+    for (size_t i = 0; i < rows.count; i++) {
+        struct row *r = &rows.rows[i];
+        if (kept && by_frames(&rows.rows[kept - 1], r) == 0) {
+            struct row *into = &rows.rows[kept - 1];
+            into->count += r->count;
+            into->bytes += r->bytes;
+            into->allocs += r->allocs;
+            into->peak += r->peak;
+            free(r->frames);
+            free(r->ruby);
+        } else {
+            rows.rows[kept++] = *r;
+        }
+    }
+    rows.count = kept;
+    qsort(rows.rows, rows.count, sizeof *rows.rows, by_bytes);
+    size_t shown = opt->top && opt->top < rows.count ? opt->top : rows.count;
+
+    if (rows.count)
+        fprintf(out, "== memprof: live C heap blocks %s pid %ld (count bytes peak_bytes allocs site) ==\n",
+                when[0] ? when : opt->when ? opt->when : "at exit of", (long)pid);
+    else if (opt->filter && filtered_out)
+        fprintf(out, "memprof: no live C heap rows match '%s'\n", opt->filter);
+    else
+        fprintf(out, "memprof: no live C heap blocks recorded\n");
+    if (rows.count && sample)
+        fprintf(out,
+                "memprof: sampled, an allocation per %" PRIu64 " bytes on average: figures are estimates; a row of "
+                "B bytes is within 3*sqrt(B*%" PRIu64 ") of its exact figure (99.7%%)\n",
+                sample, sample);
+    for (size_t i = 0; i < rows.count; i++) {
+        const struct row *r = &rows.rows[i];
+        if (i >= shown) {
+            free(r->frames);
+            free(r->ruby);
+            continue;
+        }
+        fprintf(out, "%7" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " ", r->count, r->bytes, r->peak,
+                r->allocs);
+        for (const char *f = r->frames, *nl; f; f = nl ? nl + 1 : NULL) {
+            nl = strchr(f, '\n');
+            if (*f == '\t')
+                fputs("                                             inlined into ", out), f++;
+            else if (f != r->frames)
+                fputs("                                             from ", out);
+            fprintf(out, "%.*s\n", (int)(nl ? (size_t)(nl - f) : strlen(f)), f);
+        }
+        if (r->ruby)
+            fprintf(out, "                                             ruby %s\n", r->ruby);
+        if (r->thread) {
+            const struct raw_thread *t = thread_named(threads, thread_count, r->thread);
+            if (t)
+                fprintf(out, "                                             thread %u (tid %ld, %s)\n",
+                        r->thread, t->tid, t->name);
+            else
+                fprintf(out, "                                             thread %u\n", r->thread);
+        }
+        free(r->frames);
+        free(r->ruby);
+    }
+    if (shown < rows.count)
+        fprintf(out, "memprof: %zu more rows not shown (--top %zu)\n", rows.count - shown, shown);
+    if (thread_count > 1 && rows.count) {
+        fprintf(out, "memprof: by thread (thread tid count bytes allocs name):\n");
+        for (size_t i = 0; i < thread_count; i++)
+            fprintf(out, "%7u %8ld %7" PRIu64 " %10" PRIu64 " %8" PRIu64 " %s\n", threads[i].serial,
+                    threads[i].tid, threads[i].count, threads[i].bytes, threads[i].allocs, threads[i].name);
+    }
+    if (rows.count && blocks && table_bytes)
+        fprintf(out, "memprof: %lu live blocks%s; memprof's tables take %lu bytes (%.1f per block)\n",
+                blocks, sample ? " recorded" : "", table_bytes, (double)table_bytes / (double)blocks);
+    else if (rows.count && blocks)   /* read from a core: the tables' size is not known */
+        fprintf(out, "memprof: %lu live blocks\n", blocks);
+    uint64_t stacks = report.stacks_walked + report.stacks_remembered;
+    if (rows.count && stacks && report.frames > 1)   /* not the few walks of wrappers' callers */
+        fprintf(out, "memprof: %" PRIu64 " stacks: %" PRIu64 " walked, %" PRIu64
+                     " found again from the last walk at their entry (%.0f%%)\n",
+                stacks, report.stacks_walked, report.stacks_remembered,
+                100.0 * (double)report.stacks_remembered / (double)stacks);
+    free(rows.rows);
+    heap_raw_free(&report);
+    for (size_t i = 0; i < naming.opened; i++)
+        symbolizer_close(naming.cache[i].s);
+    return ferror(out) ? -1 : 0;
+}
+
+/* memprof heap-table [--top N] [--filter TEXT] [FILE|-]: name a raw heap
+ * report (GDB's memprof-info heap hands the runtime's rows to it). Input
+ * that is not a raw report (the runtime's one-line reason) passes through. */
+int cmd_heap_table(int argc, char **argv)
+{
+    struct heap_report_options opt = { 0, NULL, "in" };
+    const char *path = "-";
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) {
+            long top = memprof_whole_number(argv[++i], 0, LONG_MAX);
+            if (top < 0) {
+                fprintf(stderr, "memprof: heap-table: --top: '%s' is not a whole number\n", argv[i]);
+                return 2;
+            }
+            opt.top = (unsigned long)top;
+        } else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
+            opt.filter = *argv[++i] ? argv[i] : NULL;
+        } else if (i == argc - 1 && (argv[i][0] != '-' || !argv[i][1])) {
+            path = argv[i];
+        } else {
+            fputs("memprof: usage: memprof heap-table [--top N] [--filter TEXT] [FILE|-]\n", stderr);
+            return 2;
+        }
+    }
+    FILE *in = input_open(path);
+    if (!in) {
+        fprintf(stderr, "memprof: cannot read %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    int first = getc(in);
+    if (first != '#') {   /* not a report: the runtime's reason, as it is */
+        for (int c = first; c != EOF; c = getc(in))
+            putchar(c);
+        input_close(in);
+        return 1;
+    }
+    ungetc(first, in);
+    int rc = heap_report_symbolize(in, stdout, 0, &opt);
+    input_close(in);
+    return rc == 0 ? 0 : 1;
+}
+
+/* memprof name-sites: copy text, each "0xADDRESS OBJECT+0xOFFSET" a
+ * runtime wrote (memprof-where in GDB) named as a heap row's frame is. */
+int name_sites(FILE *in, FILE *out)
+{
+    static struct naming naming;
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, in) > 0) {
+        /* " 0xADDRESS OBJECT+0xOFFSET": the first such pair of the line. */
+        char *at, *raw = NULL;
+        const char *object = NULL;
+        uint64_t site = 0;
+        size_t length = 0;
+        for (at = strstr(line, " 0x"); at; at = strstr(at + 1, " 0x")) {
+            char *end;
+            site = strtoull(at + 1, &end, 16);
+            if (*end != ' ')
+                continue;
+            object = end + 1;
+            length = strcspn(object, " \n");
+            raw = strndup(object, length);
+            char *plus = raw ? strrchr(raw, '+') : NULL;
+            if (plus && strncmp(plus, "+0x", 3) == 0)
+                break;
+            free(raw);
+            raw = NULL;
+        }
+        if (!raw) {
+            fputs(line, out);
+            continue;
+        }
+        struct named named[SYMBOLIZER_MAX_INLINED];
+        size_t count = 0;
+        name_address(&naming, &(struct raw_frame){ site, raw }, named, &count, SYMBOLIZER_MAX_INLINED);
+        fprintf(out, "%.*s", (int)(at + 1 - line), line);
+        for (size_t i = 0; i < count; i++) {
+            fprintf(out, "%s%s", i ? ", inlined into " : "", named[i].text);
+            free(named[i].text);
+        }
+        fputs(object + length, out);
+        free(raw);
+    }
+    free(line);
+    for (size_t i = 0; i < naming.opened; i++)
+        symbolizer_close(naming.cache[i].s);
+    return ferror(out) ? 1 : 0;
+}
+
+int cmd_name_sites(int argc, char **argv)
+{
+    (void)argv;
+    FILE *in = input_stdin();
+    if (argc != 0) {
+        fputs("memprof: usage: memprof name-sites < TEXT\n", stderr);
+        return 2;
+    }
+    return name_sites(in, stdout);
+}
