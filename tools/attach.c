@@ -8,6 +8,7 @@
  * for those moments, and runs in a process group of its own so that Ctrl-C
  * reaches memprof, never GDB in the middle of a call into the process. */
 #include "commands.h"
+#include "cli.h"
 #include "output.h"
 #include <dirent.h>
 #include <errno.h>
@@ -24,8 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXIT_USAGE 2
-#define EXIT_FAILED 1
 
 static const char *gdbinit_path(void)
 {
@@ -409,14 +408,6 @@ static bool wait_for_report(pid_t pid, long seconds)
     return true;
 }
 
-static int usage_error(const char *what, const char *arg)
-{
-    fprintf(stderr, "memprof: attach: ");
-    fprintf(stderr, what, arg);
-    fprintf(stderr, " (usage: memprof attach PID [--seconds N] [-o FILE] [--ruby|--heap|--all] [--sample-bytes N])\n");
-    return EXIT_USAGE;
-}
-
 /* The report: Ruby objects and/or the C heap (its sites named), then the
  * threads; into `output` (atomically) or stdout. */
 static int write_report(pid_t pid, const char *ruby, const char *heap, const char *threads, const char *output)
@@ -442,48 +433,48 @@ static int write_report(pid_t pid, const char *ruby, const char *heap, const cha
     return output_close(&out, false) ? EXIT_FAILED : 0;
 }
 
+enum { ATTACH_SECONDS, ATTACH_OUTPUT, ATTACH_RUBY, ATTACH_HEAP, ATTACH_ALL, ATTACH_SAMPLE_BYTES };
+static const struct cli_option attach_options[] = {
+    [ATTACH_SECONDS] = CLI_NUMBER("seconds", 's', "N", "record N seconds, then report (default: until Ctrl-C or SIGTERM)", 1, 86400L * 365),
+    [ATTACH_OUTPUT] = CLI_VALUE("output", 'o', "FILE", "write the report to FILE (mode 0600, replaced atomically)"),
+    [ATTACH_RUBY] = CLI_FLAG("ruby", 0, "the live Ruby objects (the default for a Ruby process)"),
+    [ATTACH_HEAP] = CLI_FLAG("heap", 0, "the live C heap by call site (the default for any other process)"),
+    [ATTACH_ALL] = CLI_FLAG("all", 0, "both"),
+    [ATTACH_SAMPLE_BYTES] = CLI_NUMBER("sample-bytes", 0, "N", "the C heap, one allocation per N bytes on average", 1, 1L << 40),
+    { 0 },
+};
+static const struct cli_command attach_command = {
+    .name = "attach", .operands = "PID", .min_operands = 1, .max_operands = 1,
+    .summary = "Profile a running process through GDB: load the runtime, record (--seconds), report\n"
+               "(its live Ruby objects, or with --heap the C heap; then its threads), and remove every\n"
+               "hook again: the process runs on as it was.",
+    .options = attach_options,
+};
+
 int cmd_attach(int argc, char **argv)
 {
     long seconds = 0;
     const char *output = NULL, *what = "auto";
     long sample_bytes = 0;
-    pid_t pid = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--seconds") == 0 || strcmp(a, "-s") == 0) {
-            char *end;
-            if (i + 1 >= argc)
-                return usage_error("%s needs a number of seconds", a);
-            seconds = strtol(argv[++i], &end, 10);
-            if (*end || seconds < 1 || seconds > 86400 * 365)
-                return usage_error("--seconds: '%s' is not a whole number of seconds from 1", argv[i]);
-        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (i + 1 >= argc || !*argv[i + 1])
-                return usage_error("%s needs a file name", a);
-            output = argv[++i];
-        } else if (strcmp(a, "--ruby") == 0 || strcmp(a, "--heap") == 0 || strcmp(a, "--all") == 0) {
-            what = a + 2;
-        } else if (strcmp(a, "--sample-bytes") == 0) {
-            char *end;
-            if (i + 1 >= argc)
-                return usage_error("%s needs a number of bytes", a);
-            sample_bytes = strtol(argv[++i], &end, 10);
-            if (*end || !*argv[i] || sample_bytes < 1 || sample_bytes > 1L << 40)
-                return usage_error("--sample-bytes: '%s' is not a whole number of bytes from 1 to 2^40", argv[i]);
-        } else if (a[0] == '-') {
-            return usage_error("unknown option %s", a);
-        } else if (!pid) {
-            char *end;
-            long n = strtol(a, &end, 10);
-            if (*end || n < 1 || n > 1L << 30)
-                return usage_error("'%s' is not a process id", a);
-            pid = (pid_t)n;
-        } else {
-            return usage_error("one process at a time ('%s')", a);
+    struct cli_args a;
+    int k;
+    cli_begin(&a, &attach_command, argc, argv);
+    while ((k = cli_next(&a)) >= 0) {
+        switch (k) {
+        case ATTACH_SECONDS: seconds = a.number; break;
+        case ATTACH_OUTPUT: output = a.value; break;
+        case ATTACH_RUBY: what = "ruby"; break;
+        case ATTACH_HEAP: what = "heap"; break;
+        case ATTACH_ALL: what = "all"; break;
+        case ATTACH_SAMPLE_BYTES: sample_bytes = a.number; break;
         }
     }
-    if (!pid)
-        return usage_error("no process id given%s", "");
+    if (k != CLI_END)
+        return cli_status(k);
+    long n = memprof_whole_number(a.operands[0], 1, 1L << 30);
+    if (n < 0)
+        return cli_fail(&attach_command, "'%s' is not a process id", a.operands[0]);
+    pid_t pid = (pid_t)n;
     char output_path[PATH_MAX];
     if (output) {
         int rc = memprof_resolve_output(output, output_path, sizeof output_path);
@@ -495,7 +486,7 @@ int cmd_attach(int argc, char **argv)
         return EXIT_FAILED;
 
     if (sample_bytes && strcmp(what, "ruby") == 0)
-        return usage_error("--sample-bytes samples the C heap: not with %s", "--ruby");
+        return cli_fail(&attach_command, "--sample-bytes samples the C heap: not with --ruby");
     if (sample_bytes && strcmp(what, "auto") == 0)
         what = "heap";   /* sampling is the C heap's */
     char attach_cmd[96];

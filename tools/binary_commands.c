@@ -7,6 +7,7 @@
  * The symbol dump of the seeds' tools, with where each part comes from: the
  * file's .symtab or .dynsym, its DWARF, or a separate debug file. */
 #include "commands.h"
+#include "cli.h"
 #include "json.h"
 #include "objfile/binary.h"
 #include "objfile/symbolizer.h"
@@ -18,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { EXIT_USAGE = 2 };
 
 static struct symbolizer *open_or_complain(const char *path)
 {
@@ -29,31 +29,56 @@ static struct symbolizer *open_or_complain(const char *path)
     return s;
 }
 
-/* [--arch ARCH] [extra options] FILE: the options a command on a binary
- * file takes; false (usage said) on anything else. */
+/* The options of the commands on a binary file. */
 struct binary_args {
     const char *arch, *format, *path;
     bool all;
 };
 
-static bool parse_binary_args(int argc, char **argv, bool imports, struct binary_args *a)
+#define ARCH_OPTION CLI_VALUE("arch", 0, "ARCH", "a universal (fat) Mach-O file's slice: x86_64, arm64, ...")
+static const struct cli_option symbols_options[] = {
+    CLI_FLAG("all", 0, "every symbol, local, external or undefined, with its binding and section"),
+    ARCH_OPTION,
+    { 0 },
+};
+static const struct cli_command symbols_command = {
+    .name = "symbols", .operands = "FILE", .min_operands = 1, .max_operands = 1,
+    .summary = "The function symbols memprof names code with in an ELF or Mach-O FILE (from .symtab\n"
+               "or .dynsym, or its separate debug file; LC_SYMTAB), and where they come from.",
+    .options = symbols_options,
+};
+static const char *const import_formats[] = { "text", "tsv", "json", NULL };
+static const struct cli_option imports_options[] = {
+    ARCH_OPTION,
+    CLI_WORDS("format", 0, "F", "text (the default), tsv or json", import_formats),
+    { 0 },
+};
+static const struct cli_command imports_command = {
+    .name = "imports", .operands = "FILE", .min_operands = 1, .max_operands = 1,
+    .summary = "Each function FILE imports: the slot the dynamic linker fills (GOT, lazy or non-lazy\n"
+               "pointer), the stub that jumps through it (PLT, __stubs) and the library.",
+    .options = imports_options,
+};
+
+/* CLI_END, or CLI_HELP or CLI_ERROR (cli_status gives the exit status). */
+static int parse_binary_args(const struct cli_command *c, int argc, char **argv, struct binary_args *b)
 {
-    *a = (struct binary_args){ .format = "text" };
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc)
-            a->arch = argv[++i];
-        else if (imports && strcmp(argv[i], "--format") == 0 && i + 1 < argc)
-            a->format = argv[++i];
-        else if (!imports && strcmp(argv[i], "--all") == 0)
-            a->all = true;
-        else if (argv[i][0] == '-' || a->path)
-            return false;
+    *b = (struct binary_args){ .format = "text" };
+    struct cli_args a;
+    int k;
+    cli_begin(&a, c, argc, argv);
+    while ((k = cli_next(&a)) >= 0) {
+        const char *name = c->options[k].name;
+        if (strcmp(name, "arch") == 0)
+            b->arch = a.value;
+        else if (strcmp(name, "format") == 0)
+            b->format = a.value;
         else
-            a->path = argv[i];
+            b->all = true;
     }
-    if (strcmp(a->format, "text") != 0 && strcmp(a->format, "tsv") != 0 && strcmp(a->format, "json") != 0)
-        return false;
-    return a->path != NULL;
+    if (k == CLI_END)
+        b->path = a.operands[0];
+    return k;
 }
 
 static struct binary *open_binary(const struct binary_args *a)
@@ -77,10 +102,9 @@ static const char *bind_name(const struct binary_symbol *s)
 int cmd_symbols(int argc, char **argv)
 {
     struct binary_args a;
-    if (!parse_binary_args(argc, argv, false, &a)) {
-        fputs("memprof: usage: memprof symbols [--all] [--arch ARCH] FILE\n", stderr);
-        return EXIT_USAGE;
-    }
+    int rc = parse_binary_args(&symbols_command, argc, argv, &a);
+    if (rc != CLI_END)
+        return cli_status(rc);
     struct binary *b = open_binary(&a);
     if (!b)
         return EXIT_USAGE;
@@ -126,10 +150,9 @@ static void import_json(const struct binary_import *imp, bool last)
 int cmd_imports(int argc, char **argv)
 {
     struct binary_args a;
-    if (!parse_binary_args(argc, argv, true, &a)) {
-        fputs("memprof: usage: memprof imports [--arch ARCH] [--format text|tsv|json] FILE\n", stderr);
-        return EXIT_USAGE;
-    }
+    int rc = parse_binary_args(&imports_command, argc, argv, &a);
+    if (rc != CLI_END)
+        return cli_status(rc);
     struct binary *b = open_binary(&a);
     if (!b)
         return EXIT_USAGE;
@@ -175,12 +198,23 @@ int cmd_imports(int argc, char **argv)
     return 0;
 }
 
+static const struct cli_command symbolize_command = {
+    .name = "symbolize", .operands = "FILE ADDRESS...", .min_operands = 2, .max_operands = -1,
+    .summary = "Name file ADDRESSes (hex, e.g. 0x1139) of FILE: function+offset and file:line, with\n"
+               "the functions inlined there.",
+};
+
 int cmd_symbolize(int argc, char **argv)
 {
-    if (argc < 2) {
-        fputs("memprof: usage: memprof symbolize FILE ADDRESS... (file addresses, e.g. 0x1139)\n", stderr);
-        return EXIT_USAGE;
-    }
+    struct cli_args a;
+    int k;
+    cli_begin(&a, &symbolize_command, argc, argv);
+    while ((k = cli_next(&a)) >= 0)
+        ;
+    if (k != CLI_END)
+        return cli_status(k);
+    argc = a.operand_count;
+    argv = a.operands;
     uint64_t *addrs = calloc((size_t)argc, sizeof *addrs);
     if (!addrs)
         return EXIT_USAGE;

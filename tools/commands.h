@@ -23,6 +23,8 @@ int cmd_crash_helper(int argc, char **argv); /* memprof crash-helper --dir DIR P
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+/* The CLI's exit statuses besides 0 (`run` exits with COMMAND's own). */
+enum { EXIT_FAILED = 1, EXIT_USAGE = 2 };
 /* Whether this memprof runs from the build tree (its runtime and gdbinit
  * are the build tree's). */
 bool memprof_in_build_tree(void);
@@ -45,7 +47,7 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
 /* Name each line's first " 0xADDRESS object+0xOFFSET" (memprof name-sites):
  * 0, or 1 on a write error. */
 int name_sites(FILE *in, FILE *out);
-/* The report of a core file (core.c): 0, or 1 with a line in `why`. */
+/* The report of a core file (core/core.c): 0, or 1 with a line in `why`. */
 enum core_report_kind {
     CORE_REPORT_AUTO, CORE_REPORT_RUBY, CORE_REPORT_HEAP, CORE_REPORT_WHERE, CORE_REPORT_THREADS, CORE_REPORT_STATUS
 };

@@ -10,6 +10,7 @@
  * failure is one line (stderr and the system log), the rest of the core is
  * read and dropped, and nothing waits without a limit. */
 #include "commands.h"
+#include "cli.h"
 #include "core/core_notes.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -304,52 +305,68 @@ static int install(const char *dir)
     return 0;
 }
 
+enum { HELPER_DIR, HELPER_COMPRESS, HELPER_MAX_CORE, HELPER_INSTALL };
+static const struct cli_option crash_helper_options[] = {
+    [HELPER_DIR] = CLI_VALUE("dir", 0, "DIR", "where the crashes go (needed, but with --install: /var/crash/memprof)"),
+    [HELPER_COMPRESS] = CLI_FLAG("compress", 0, "keep the core gzipped (core.gz)"),
+    [HELPER_MAX_CORE] = CLI_NUMBER("max-core-size", 0, "BYTES", "keep at most BYTES of the core", 1, LONG_MAX),
+    [HELPER_INSTALL] = CLI_FLAG("install", 0, "print the kernel.core_pattern line that runs this helper"),
+    { 0 },
+};
+static const struct cli_command crash_helper_command = {
+    .name = "crash-helper", .operands = "PID SIGNAL [EXE] < CORE", .max_operands = 3, .operands_end_options = true,
+    .summary = "For the kernel's core_pattern: keep a dying process's core (stdin), its backtraces and\n"
+               "what it was in DIR/TIME-PID-NAME/ (mode 0700).",
+    .options = crash_helper_options,
+};
+
 int cmd_crash_helper(int argc, char **argv)
 {
     struct crash c = { .dir = NULL };
     bool install_only = false;
-    int i = 0;
-    for (; i < argc && argv[i][0] == '-'; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
-            c.dir = argv[++i];
-        } else if (strcmp(argv[i], "--compress") == 0) {
-            c.compress = true;
-        } else if (strcmp(argv[i], "--max-core-size") == 0 && i + 1 < argc) {
-            char *end;
-            c.max_core = strtoull(argv[++i], &end, 10);
-            if (*end || !c.max_core) {
-                complain("--max-core-size: '%s' is not a number of bytes", argv[i]);
-                drain();
-                return 2;
-            }
-        } else if (strcmp(argv[i], "--install") == 0) {
-            install_only = true;
-        } else {
-            break;
+    struct cli_args a;
+    int k;
+    cli_begin(&a, &crash_helper_command, argc, argv);
+    while ((k = cli_next(&a)) >= 0) {
+        switch (k) {
+        case HELPER_DIR: c.dir = a.value; break;
+        case HELPER_COMPRESS: c.compress = true; break;
+        case HELPER_MAX_CORE: c.max_core = (unsigned long long)a.number; break;
+        case HELPER_INSTALL: install_only = true; break;
         }
+    }
+    if (k != CLI_END) {
+        if (k == CLI_ERROR) {   /* said on stderr; the kernel's caller reads syslog */
+            openlog("memprof-crash-helper", LOG_PID, LOG_DAEMON);
+            syslog(LOG_ERR, "the core_pattern line gives arguments this helper does not take");
+            closelog();
+        }
+        drain();
+        return cli_status(k);
     }
     if (install_only)
         return install(c.dir ? c.dir : "/var/crash/memprof");
-    if (!c.dir || argc - i < 2 || argc - i > 3) {
-        fputs("memprof: usage: memprof crash-helper --dir DIR [--compress] [--max-core-size BYTES] PID SIGNAL "
-              "[EXE] < CORE | memprof crash-helper --install [--dir DIR]\n", stderr);
+    if (!c.dir || a.operand_count < 2) {
+        complain("needs --dir DIR PID SIGNAL (usage: memprof crash-helper --dir DIR [--compress] "
+                 "[--max-core-size BYTES] PID SIGNAL [EXE] < CORE, or --install [--dir DIR])");
         drain();
         return 2;
     }
-    char *end;
-    c.pid = strtol(argv[i], &end, 10);
-    if (*end || c.pid <= 0) {
+    argv = a.operands;
+    int i = 0;
+    c.pid = (pid_t)memprof_whole_number(argv[i], 1, INT_MAX);
+    if (c.pid <= 0) {
         complain("'%s' is not a process id", argv[i]);
         drain();
         return 2;
     }
-    c.signal = (int)strtol(argv[i + 1], &end, 10);
-    if (*end || c.signal < 0 || c.signal > 64) {
+    c.signal = (int)memprof_whole_number(argv[i + 1], 0, 64);
+    if (c.signal < 0) {
         complain("'%s' is not a signal number", argv[i + 1]);
         drain();
         return 2;
     }
-    if (argc - i == 3) {   /* %E: the executable's path with '!' for '/' */
+    if (a.operand_count == 3) {   /* %E: the executable's path with '!' for '/' */
         snprintf(c.exe, sizeof c.exe, "%s", argv[i + 2]);
         for (char *p = c.exe; *p; p++)
             if (*p == '!')

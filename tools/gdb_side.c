@@ -6,6 +6,7 @@
  *   memprof keep --dir DIR NAME < TEXT
  *       keep a snapshot in GDB's own directory, for memprof-diff. */
 #include "commands.h"
+#include "cli.h"
 #include "input.h"
 #include "util/atomic_file.h"
 #include <errno.h>
@@ -28,21 +29,29 @@ static const char unsafe_function[] =
  * Exit status: for all threads, the first unsafe thread's number + 1, after
  * a message saying how to get out; for one thread, its outermost unsafe
  * frame's number + 1; 0 when there is none (250 at most: a shell's status). */
+static const struct cli_option safe_point_options[] = {
+    CLI_NUMBER("thread", 0, "N", "the backtrace is of GDB's thread N alone (`bt` there): the status is its\n"
+                        "outermost unsafe frame's number + 1", 1, 1L << 30),
+    { 0 },
+};
+static const struct cli_command safe_point_command = {
+    .name = "safe-point", .operands = "< BACKTRACES", .max_operands = 0,
+    .summary = "Read GDB's 'thread apply all bt': is a thread inside malloc or the dynamic loader?\n"
+               "Exit status: the first such thread's number + 1, 0 for none (GDB's memprof-safe-point).",
+    .options = safe_point_options,
+};
+
 int cmd_safe_point(int argc, char **argv)
 {
     FILE *in = input_stdin();
     long one_thread = -1;
-    if (argc == 2 && strcmp(argv[0], "--thread") == 0) {
-        char *end;
-        one_thread = strtol(argv[1], &end, 10);
-        if (*end || one_thread < 1) {
-            fprintf(stderr, "memprof: safe-point: --thread: '%s' is not a thread number\n", argv[1]);
-            return 2;
-        }
-    } else if (argc != 0) {
-        fputs("memprof: usage: memprof safe-point [--thread N] < BACKTRACES\n", stderr);
-        return 2;
-    }
+    struct cli_args a;
+    int k;
+    cli_begin(&a, &safe_point_command, argc, argv);
+    while ((k = cli_next(&a)) >= 0)
+        one_thread = a.number;
+    if (k != CLI_END)
+        return cli_status(k);
     regex_t unsafe;
     if (regcomp(&unsafe, unsafe_function, REG_EXTENDED | REG_NOSUB) != 0) {
         fputs("memprof: safe-point: cannot compile the pattern of unsafe functions\n", stderr);
@@ -91,14 +100,30 @@ static int keep_failed(const char *dir, bool made, const char *why, const char *
 /* DIR is made with mode 0700, or must already be a directory of this user's
  * with mode 0700 and no symbolic link: whoever owns it could put a link
  * where the file goes. NAME is written whole or not at all. */
+static const struct cli_option keep_options[] = {
+    CLI_VALUE("dir", 0, "DIR", "the directory (needed): made with mode 0700, or already one of yours with that mode"),
+    { 0 },
+};
+static const struct cli_command keep_command = {
+    .name = "keep", .operands = "NAME < TEXT", .min_operands = 1, .max_operands = 1,
+    .summary = "Keep stdin as DIR/NAME, written whole or not at all (GDB's memprof-snapshot).",
+    .options = keep_options,
+};
+
 int cmd_keep(int argc, char **argv)
 {
     FILE *in = input_stdin();
-    if (argc != 3 || strcmp(argv[0], "--dir") != 0) {
-        fputs("memprof: usage: memprof keep --dir DIR NAME < TEXT\n", stderr);
-        return 2;
-    }
-    const char *dir = argv[1], *name = argv[2];
+    const char *dir = NULL;
+    struct cli_args a;
+    int k;
+    cli_begin(&a, &keep_command, argc, argv);
+    while ((k = cli_next(&a)) >= 0)
+        dir = a.value;
+    if (k != CLI_END)
+        return cli_status(k);
+    if (!dir)
+        return cli_fail(&keep_command, "--dir DIR is needed (usage: memprof keep --dir DIR NAME < TEXT)");
+    const char *name = a.operands[0];
     char path[PATH_MAX], why[PATH_MAX + 64];
     if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
         snprintf(why, sizeof why, "'%s' is not a file name", name);

@@ -5,6 +5,7 @@
  * `run` execs CMD with the runtime preloaded, so CMD's exit status and signals
  * are its own; the runtime writes the report when CMD exits. */
 #include "commands.h"
+#include "cli.h"
 #include "runtime/report_signals.h"
 #include "output.h"
 #include "format/pprof.h"
@@ -26,10 +27,11 @@
 #include <unistd.h>
 
 enum {
-    EXIT_USAGE = 2,          /* bad arguments, unusable -o path, runtime missing */
     EXIT_CANNOT_EXEC = 126,  /* as the shell: found but not executable */
     EXIT_NOT_FOUND = 127,    /* as the shell: no such command */
 };
+
+static const struct cli_command run_command;
 
 static void usage(FILE *f)
 {
@@ -99,48 +101,10 @@ static void usage(FILE *f)
           "  keep     keep stdin as DIR/NAME, DIR a directory of yours with mode 0700,\n"
           "           written whole or not at all (GDB's memprof-snapshot uses it)\n"
           "\n"
-          "Options for run:\n"
-          "  -o, --output FILE   write the report to FILE (mode 0600, replaced atomically;\n"
-          "                      %p in FILE becomes the process id); every other\n"
-          "                      profiled process writes its own, FILE.PID.NAME\n"
-          "  --heap              trace the C heap instead (any program): when COMMAND\n"
-          "                      exits, print its live malloc blocks by call site\n"
-          "  --by-thread         with --heap: a row per call site and allocating thread\n"
-          "  --sample-bytes N    with the C heap (implies --heap): record an allocation\n"
-          "                      per N bytes on average, as tcmalloc does; the report\n"
-          "                      scales counts and bytes back and states its error\n"
-          "  --pprof FILE        the C heap also as a google-pprof heap profile (implies\n"
-          "                      --heap): google-pprof --text COMMAND FILE\n"
-          "  --pprof-proto FILE  the report also as pprof's profile.proto, gzipped: the C\n"
-          "                      heap's sites named, or the live Ruby objects with their\n"
-          "                      class as a label (go tool pprof -top FILE)\n"
-          "  --dump FILE         the live Ruby objects at exit as JSON lines in the schema\n"
-          "                      of ObjectSpace.dump_all (heapy reads it)\n"
-          "  --hook SPEC         with the C heap (implies --heap): a custom allocator's\n"
-          "                      blocks too, SPEC as for GDB's memprof-hook, e.g.\n"
-          "                      'pool_alloc size=arg1 ptr=ret', 'pool_free ptr=arg1',\n"
-          "                      '--calls newobj ptr=ret' (repeat for several)\n"
-          "  --site nearest|user attribute each object to the nearest Ruby frame (default),\n"
-          "                      or to the first frame outside gems and the standard library\n"
-          "  --frames N          record N Ruby frames per site (1-64; default 1)\n"
-          "  --sample N          record 1 in N allocations; counts are scaled estimates\n"
-          "  --bytes             add a bytes column (object slot + memory it owns)\n"
-          "  --sort count|bytes  largest count (default) or largest bytes first\n"
-          "  --top N             only the first N rows\n"
-          "  --filter TEXT       only rows whose file:line:Class contains TEXT\n"
-          "  --at-peak           the report is the C heap as it was when live bytes were\n"
-          "                      highest, within 10% (MEMPROF_PEAK_STEP) + 64 KiB a thread\n"
-          "                      (implies --heap)\n"
-          "  --timeline FILE     the C heap over time (implies --heap): FILE.svg a stacked\n"
-          "                      area chart of the sites that held the most, the peak\n"
-          "                      marked; FILE.csv the series (MEMPROF_TIMELINE)\n"
-          "  --peak-report FILE  also the C heap as it was at its peak (implies --heap),\n"
-          "                      within 10% (MEMPROF_PEAK_STEP) + 64 KiB a thread; written\n"
-          "                      even if COMMAND\n"
-          "                      is killed (the OOM killer)\n"
-          "  --on-signal LIST    if COMMAND gets one of these signals (SIGSEGV,SIGABRT,...),\n"
-          "                      write the report first, then let the signal act\n"
-          "\n"
+          "Options for run:\n",
+          f);
+    cli_print_options(&run_command, f);
+    fputs("\n"
           "Exit status: COMMAND's own; 2 for a usage error or an unusable -o FILE;\n"
           "126 if COMMAND cannot be executed; 127 if it is not found.\n"
           "Environment: see doc/manual.md (MEMPROF_START, MEMPROF_OUTPUT, MEMPROF_SITE, ...).\n",
@@ -232,95 +196,99 @@ long memprof_whole_number(const char *s, long min, long max)
     return n;
 }
 
-/* The options of `run` that become the runtime's environment variables. */
-struct run_option {
-    const char *flag;      /* --name */
-    const char *env;       /* MEMPROF_... */
-    const char *const *words;  /* allowed values, or NULL for a number */
-    long min, max;         /* for numbers */
-    bool takes_value;
+enum {
+    RUN_OUTPUT, RUN_HEAP, RUN_BY_THREAD, RUN_SAMPLE_BYTES, RUN_PPROF, RUN_PPROF_PROTO, RUN_DUMP, RUN_HOOK, RUN_WRAPPER,
+    RUN_SITE, RUN_FRAMES, RUN_SAMPLE, RUN_BYTES, RUN_SORT, RUN_TOP, RUN_FILTER, RUN_AT_PEAK, RUN_TIMELINE,
+    RUN_PEAK_REPORT, RUN_ON_SIGNAL,
 };
 static const char *const site_words[] = { "nearest", "user", NULL };
 static const char *const sort_words[] = { "count", "bytes", NULL };
-static const struct run_option run_options[] = {
-    { "--site", "MEMPROF_SITE", site_words, 0, 0, true },
-    { "--frames", "MEMPROF_FRAMES", NULL, 1, 64, true },
-    { "--sample", "MEMPROF_SAMPLE", NULL, 1, 1L << 30, true },
-    { "--sample-bytes", "MEMPROF_SAMPLE_BYTES", NULL, 1, 1L << 40, true },
-    { "--sort", "MEMPROF_SORT", sort_words, 0, 0, true },
-    { "--top", "MEMPROF_TOP", NULL, 1, 1L << 40, true },
-    { "--filter", "MEMPROF_FILTER", NULL, 0, 0, true },
-    { "--bytes", "MEMPROF_BYTES", NULL, 0, 0, false },
-    { "--by-thread", "MEMPROF_HEAP_BY_THREAD", NULL, 0, 0, false },
+static const struct cli_option run_options[] = {
+    [RUN_OUTPUT] = CLI_VALUE("output", 'o', "FILE", "write the report to FILE (mode 0600, replaced atomically;\n"
+                                            "%p in FILE becomes the process id); every other\n"
+                                            "profiled process writes its own, FILE.PID.NAME"),
+    [RUN_HEAP] = CLI_FLAG("heap", 0, "trace the C heap instead (any program): when COMMAND\n"
+                                    "exits, print its live malloc blocks by call site"),
+    [RUN_BY_THREAD] = CLI_FLAG("by-thread", 0, "with --heap: a row per call site and allocating thread"),
+    [RUN_SAMPLE_BYTES] = CLI_NUMBER("sample-bytes", 0, "N", "with the C heap (implies --heap): record an allocation\n"
+                                                   "per N bytes on average, as tcmalloc does; the report\n"
+                                                   "scales counts and bytes back and states its error", 1, 1L << 40),
+    [RUN_PPROF] = CLI_VALUE("pprof", 0, "FILE", "the C heap also as a google-pprof heap profile (implies\n"
+                                        "--heap): google-pprof --text COMMAND FILE"),
+    [RUN_PPROF_PROTO] = CLI_VALUE("pprof-proto", 0, "FILE", "the report also as pprof's profile.proto, gzipped: the C\n"
+                                                    "heap's sites named, or the live Ruby objects with their\n"
+                                                    "class as a label (go tool pprof -top FILE)"),
+    [RUN_DUMP] = CLI_VALUE("dump", 0, "FILE", "the live Ruby objects at exit as JSON lines in the schema\n"
+                                      "of ObjectSpace.dump_all (heapy reads it)"),
+    [RUN_HOOK] = CLI_VALUE("hook", 0, "SPEC", "with the C heap (implies --heap): a custom allocator's\n"
+                                      "blocks too, SPEC as for GDB's memprof-hook, e.g.\n"
+                                      "'pool_alloc size=arg1 ptr=ret', 'pool_free ptr=arg1',\n"
+                                      "'--calls newobj ptr=ret' (repeat for several)"),
+    [RUN_WRAPPER] = CLI_VALUE("wrapper", 0, "NAME", "charge what function NAME (or a glob) allocates to its\n"
+                                            "caller (MEMPROF_WRAPPERS; repeat for several)"),
+    [RUN_SITE] = CLI_WORDS("site", 0, "WHICH", "nearest: each object's nearest Ruby frame (default);\n"
+                                       "user: the first frame outside gems and the standard library", site_words),
+    [RUN_FRAMES] = CLI_NUMBER("frames", 0, "N", "record N Ruby frames per site (1-64; default 1)", 1, 64),
+    [RUN_SAMPLE] = CLI_NUMBER("sample", 0, "N", "record 1 in N allocations; counts are scaled estimates", 1, 1L << 30),
+    [RUN_BYTES] = CLI_FLAG("bytes", 0, "add a bytes column (object slot + memory it owns)"),
+    [RUN_SORT] = CLI_WORDS("sort", 0, "KEY", "count: largest count first (default); bytes: largest bytes", sort_words),
+    [RUN_TOP] = CLI_NUMBER("top", 0, "N", "only the first N rows", 1, 1L << 40),
+    [RUN_FILTER] = CLI_VALUE("filter", 0, "TEXT", "only rows whose file:line:Class contains TEXT"),
+    [RUN_AT_PEAK] = CLI_FLAG("at-peak", 0, "the report is the C heap as it was when live bytes were\n"
+                                          "highest, within 10% (MEMPROF_PEAK_STEP) + 64 KiB a thread\n"
+                                          "(implies --heap)"),
+    [RUN_TIMELINE] = CLI_VALUE("timeline", 0, "FILE", "the C heap over time (implies --heap): FILE.svg a stacked\n"
+                                              "area chart of the sites that held the most, the peak\n"
+                                              "marked; FILE.csv the series (MEMPROF_TIMELINE)"),
+    [RUN_PEAK_REPORT] = CLI_VALUE("peak-report", 0, "FILE", "also the C heap as it was at its peak (implies --heap),\n"
+                                                    "within 10% (MEMPROF_PEAK_STEP) + 64 KiB a thread; written\n"
+                                                    "even if COMMAND is killed (the OOM killer)"),
+    [RUN_ON_SIGNAL] = CLI_VALUE("on-signal", 0, "LIST", "if COMMAND gets one of these signals (SIGSEGV,SIGABRT,...),\n"
+                                                "write the report first, then let the signal act"),
+    { 0 },
+};
+static const struct cli_command run_command = {
+    .name = "run", .operands = "[--] COMMAND [ARGS...]", .min_operands = 1, .max_operands = -1,
+    .operands_end_options = true,
+    .summary = "Run COMMAND with the runtime preloaded; when it exits, print its live Ruby objects by\n"
+               "file:line:Class, or with --heap its live C heap blocks by call site.\n"
+               "Exit status: COMMAND's own; 2 for a usage error or an unusable -o FILE;\n"
+               "126 if COMMAND cannot be executed; 127 if it is not found.",
+    .options = run_options,
+};
+/* The options that are the runtime's environment variables as they are. */
+static const char *const run_option_env[] = {
+    [RUN_BY_THREAD] = "MEMPROF_HEAP_BY_THREAD", [RUN_SAMPLE_BYTES] = "MEMPROF_SAMPLE_BYTES",
+    [RUN_SITE] = "MEMPROF_SITE", [RUN_FRAMES] = "MEMPROF_FRAMES", [RUN_SAMPLE] = "MEMPROF_SAMPLE",
+    [RUN_BYTES] = "MEMPROF_BYTES", [RUN_SORT] = "MEMPROF_SORT", [RUN_TOP] = "MEMPROF_TOP",
+    [RUN_FILTER] = "MEMPROF_FILTER", [RUN_AT_PEAK] = "MEMPROF_HEAP_AT_PEAK",
 };
 
-/* Handle argv[*i] if it is one of run_options: 1 handled, 0 not one, 2 error. */
-static int take_run_option(int argc, char **argv, int *i)
+/* `value` added to the list in environment variable `env`, after `separator`. */
+static int append_env(const char *env, const char *separator, const char *value)
 {
-    const char *a = argv[*i];
-    if (strcmp(a, "--wrapper") == 0 || strncmp(a, "--wrapper=", 10) == 0) {
-        /* Repeatable: the patterns join MEMPROF_WRAPPERS, comma-separated. */
-        if (!a[9] && *i + 1 >= argc)
-            return fail("%s needs a value", "--wrapper"), 2;
-        const char *value = a[9] ? a + 10 : argv[++*i];
-        if (!*value || strchr(value, ','))
-            return fail("--wrapper: '%s' is not one function name or glob", value), 2;
-        const char *before = getenv("MEMPROF_WRAPPERS");
-        char *joined = NULL;
-        if (asprintf(&joined, "%s%s%s", before && *before ? before : "", before && *before ? "," : "", value) < 0)
-            return fail("out of memory"), 2;
-        setenv("MEMPROF_WRAPPERS", joined, 1);
-        free(joined);
-        return 1;
-    }
-    if (strcmp(a, "--on-signal") == 0 || strncmp(a, "--on-signal=", 12) == 0) {
-        if (!a[11] && *i + 1 >= argc)
-            return fail("%s needs a value", "--on-signal"), 2;
-        const char *value = a[11] ? a + 12 : argv[++*i];
-        char words[256];
-        snprintf(words, sizeof words, "%s", value);
-        char *save = NULL;
-        for (char *w = strtok_r(words, ",", &save); w; w = strtok_r(NULL, ",", &save))
-            if (report_signal_index(w) < 0)
-                return fail("--on-signal: '%s' is not a signal memprof reports at (SIGSEGV, SIGABRT, SIGBUS, "
+    const char *before = getenv(env);
+    char *joined = NULL;
+    if (asprintf(&joined, "%s%s%s", before && *before ? before : "", before && *before ? separator : "", value) < 0)
+        return fail("out of memory");
+    setenv(env, joined, 1);
+    free(joined);
+    return 0;
+}
+
+/* --on-signal LIST: 0, or the usage status after a message. */
+static int take_signals(const char *value)
+{
+    char words[256];
+    snprintf(words, sizeof words, "%s", value);
+    char *save = NULL;
+    for (char *w = strtok_r(words, ",", &save); w; w = strtok_r(NULL, ",", &save))
+        if (report_signal_index(w) < 0)
+            return cli_fail(&run_command,
+                            "--on-signal: '%s' is not a signal memprof reports at (SIGSEGV, SIGABRT, SIGBUS, "
                             "SIGILL, SIGFPE, SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGXCPU, "
-                            "SIGXFSZ, SIGPIPE, SIGALRM)", w), 2;
-        if (!*value)
-            return fail("--on-signal: '%s' names no signal", value), 2;
-        setenv("MEMPROF_ON_SIGNAL", value, 1);
-        return 1;
-    }
-    for (size_t k = 0; k < sizeof run_options / sizeof *run_options; k++) {
-        const struct run_option *o = &run_options[k];
-        size_t n = strlen(o->flag);
-        const char *value;
-        if (strcmp(a, o->flag) == 0) {
-            if (!o->takes_value) {
-                setenv(o->env, "1", 1);
-                return 1;
-            }
-            if (*i + 1 >= argc)
-                return fail("%s needs a value", a), 2;
-            value = argv[++*i];
-        } else if (o->takes_value && strncmp(a, o->flag, n) == 0 && a[n] == '=') {
-            value = a + n + 1;
-        } else {
-            continue;
-        }
-        if (o->words) {
-            bool known = false;
-            for (const char *const *w = o->words; *w; w++)
-                known |= strcmp(*w, value) == 0;
-            if (!known)
-                return fail("%s: unknown value '%s' (use %s or %s)", o->flag, value, o->words[0], o->words[1]), 2;
-        } else if (strcmp(o->flag, "--filter") != 0 && memprof_whole_number(value, o->min, o->max) < 0) {
-            return fail("%s: '%s' is not a whole number from %ld to %ld", o->flag, value, o->min, o->max), 2;
-        } else if (strcmp(o->flag, "--filter") == 0 && !*value) {
-            return fail("%s needs a non-empty text", o->flag), 2;
-        }
-        setenv(o->env, value, 1);
-        return 1;
-    }
+                            "SIGXFSZ, SIGPIPE, SIGALRM)", w);
+    setenv("MEMPROF_ON_SIGNAL", value, 1);
     return 0;
 }
 
@@ -329,7 +297,7 @@ static int take_run_option(int argc, char **argv, int *i)
  * for it with Ctrl-C going to COMMAND, as the shell does for a foreground
  * job; its wait status in *status. Its pid; 0 when it could not be run (the
  * child said why), -1 after a message. */
-static int run_command(char **argv, int *status)
+static int run_child(char **argv, int *status)
 {
     /* The child says through this pipe (closed by a successful exec) why
      * COMMAND could not be run: that is memprof's message, not a report's. */
@@ -626,7 +594,7 @@ static int run_heap_in(char **argv, const char *output, const char *dir, pid_t *
     struct timespec since;
     run_start_time(&since);
     int status;
-    pid_t pid = *pid_out = run_command(argv, &status);
+    pid_t pid = *pid_out = run_child(argv, &status);
     *status_out = status;
     if (pid <= 0)
         return 0;
@@ -706,7 +674,7 @@ static int run_with_ruby_report(char **argv, const char *output)
     struct timespec since;
     run_start_time(&since);
     int status;
-    pid_t pid = run_command(argv, &status);
+    pid_t pid = run_child(argv, &status);
     int proto_rc = 0;
     if (*table) {
         FILE *in = pid > 0 ? fopen(table, "r") : NULL;
@@ -751,96 +719,54 @@ static int run_with_ruby_report(char **argv, const char *output)
 static int cmd_run(int argc, char **argv)
 {
     const char *output = NULL;
-    bool heap = false;
-    int i = 0;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        int taken = take_run_option(argc, argv, &i);
-        if (taken == 2)
-            return EXIT_USAGE;
-        if (taken) {
-            heap |= strncmp(a, "--sample-bytes", 14) == 0;   /* sampling is the C heap's */
-            continue;
-        }
-        if (strcmp(a, "--") == 0) {
-            i++;
+    bool heap = false, by_thread = false;
+    struct cli_args a;
+    int k = CLI_END, rc = 0;
+    char path[PATH_MAX];
+    cli_begin(&a, &run_command, argc, argv);
+    while (rc == 0 && (k = cli_next(&a)) >= 0) {
+        switch (k) {
+        case RUN_OUTPUT: output = a.value; break;
+        case RUN_HEAP: break;
+        case RUN_HOOK:   /* SPEC, as memprof-hook's words; several are joined with ';' */
+            if (strchr(a.value, ';'))
+                return cli_fail(&run_command, "--hook: '%s' is one spec (repeat --hook for several)", a.value);
+            rc = append_env("MEMPROF_HOOKS", ";", a.value);
             break;
-        } else if (strcmp(a, "--heap") == 0) {
-            heap = true;
-        } else if (strcmp(a, "--at-peak") == 0) {
-            /* The report is the C heap as it was at its peak. */
-            setenv("MEMPROF_HEAP_AT_PEAK", "1", 1);
-            heap = true;
-        } else if (strcmp(a, "--hook") == 0) {
-            /* SPEC, as memprof-hook's words; several are joined with ';'. */
-            if (i + 1 >= argc || !*argv[i + 1] || strchr(argv[i + 1], ';'))
-                return fail("%s needs a hook spec, e.g. --hook 'pool_alloc size=arg1 ptr=ret'", a);
-            const char *old = getenv("MEMPROF_HOOKS");
-            char *joined = NULL;
-            if (asprintf(&joined, "%s%s%s", old && *old ? old : "", old && *old ? ";" : "", argv[++i]) < 0)
-                return fail("out of memory");
-            setenv("MEMPROF_HOOKS", joined, 1);
-            free(joined);
-            heap = true;
-        } else if (strcmp(a, "--peak-report") == 0) {
-            /* The heap at its peak, named into FILE when COMMAND ends (or is killed). */
-            if (i + 1 >= argc)
-                return fail("%s needs a file name", a);
-            int rc = memprof_resolve_output(argv[++i], peak_output, sizeof peak_output);
-            if (rc)
-                return rc;
-            heap = true;
-        } else if (strcmp(a, "--timeline") == 0) {
-            /* The C heap over time, drawn (FILE.svg) or as a series (FILE.csv). */
-            if (i + 1 >= argc)
-                return fail("%s needs a file name (FILE.svg or FILE.csv)", a);
-            if (!timeline_output_named(argv[i + 1]))
-                return fail("--timeline %s: name it FILE.svg (a chart) or FILE.csv (the series)", argv[i + 1]);
-            int rc = memprof_resolve_output(argv[++i], timeline_output, sizeof timeline_output);
-            if (rc)
-                return rc;
-            heap = true;
-        } else if (strcmp(a, "--pprof-proto") == 0) {
-            /* COMMAND's report as pprof's profile.proto, made when it ends. */
-            if (i + 1 >= argc)
-                return fail("%s needs a file name", a);
-            int rc = memprof_resolve_output(argv[++i], proto_output, sizeof proto_output);
-            if (rc)
-                return rc;
-        } else if (strcmp(a, "--dump") == 0 || strcmp(a, "--pprof") == 0) {
-            /* FILE written by the runtime at exit (MEMPROF_DUMP, MEMPROF_HEAP_PPROF). */
-            if (i + 1 >= argc)
-                return fail("%s needs a file name", a);
-            char path[PATH_MAX];
-            int rc = memprof_resolve_output(argv[++i], path, sizeof path);
-            if (rc)
-                return rc;
-            setenv(strcmp(a, "--dump") == 0 ? "MEMPROF_DUMP" : "MEMPROF_HEAP_PPROF", path, 1);
-            heap |= strcmp(a, "--pprof") == 0;
-        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (i + 1 >= argc)
-                return fail("%s needs a file name", a);
-            output = argv[++i];
-        } else if (strncmp(a, "--output=", 9) == 0) {
-            output = a + 9;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (a[0] == '-') {
-            fail("run: unknown option %s (try 'memprof --help')", a);
-            return EXIT_USAGE;
-        } else {
+        case RUN_WRAPPER:   /* the patterns join MEMPROF_WRAPPERS, comma-separated */
+            if (strchr(a.value, ','))
+                return cli_fail(&run_command, "--wrapper: '%s' is not one function name or glob", a.value);
+            rc = append_env("MEMPROF_WRAPPERS", ",", a.value);
+            break;
+        case RUN_ON_SIGNAL: rc = take_signals(a.value); break;
+        case RUN_PEAK_REPORT: rc = memprof_resolve_output(a.value, peak_output, sizeof peak_output); break;
+        case RUN_TIMELINE:
+            if (!timeline_output_named(a.value))
+                return cli_fail(&run_command, "--timeline %s: name it FILE.svg (a chart) or FILE.csv (the series)",
+                                a.value);
+            rc = memprof_resolve_output(a.value, timeline_output, sizeof timeline_output);
+            break;
+        case RUN_PPROF_PROTO: rc = memprof_resolve_output(a.value, proto_output, sizeof proto_output); break;
+        case RUN_DUMP:
+        case RUN_PPROF:   /* written by the runtime at exit */
+            if (!(rc = memprof_resolve_output(a.value, path, sizeof path)))
+                setenv(k == RUN_DUMP ? "MEMPROF_DUMP" : "MEMPROF_HEAP_PPROF", path, 1);
+            break;
+        default:
+            setenv(run_option_env[k], a.value ? a.value : "1", 1);
             break;
         }
+        /* The options that are the C heap's. */
+        heap |= k == RUN_HEAP || k == RUN_SAMPLE_BYTES || k == RUN_PPROF || k == RUN_HOOK || k == RUN_AT_PEAK ||
+                k == RUN_TIMELINE || k == RUN_PEAK_REPORT;
+        by_thread |= k == RUN_BY_THREAD;
     }
-    if (i >= argc) {
-        fail("run: no command given (usage: memprof run [-o FILE] -- COMMAND [ARGS...])");
-        return EXIT_USAGE;
-    }
-
-    for (int k = 0; k < i && !heap; k++)
-        if (strcmp(argv[k], "--by-thread") == 0)
-            return fail("run: %s needs --heap (rows by thread are for the C heap)", argv[k]);
+    if (rc)
+        return rc;
+    if (k != CLI_END)
+        return cli_status(k);
+    if (by_thread && !heap)
+        return fail("run: --by-thread needs --heap (rows by thread are for the C heap)");
     const char *proto_env = getenv("MEMPROF_PPROF_PROTO");
     if (!*proto_output && proto_env && *proto_env) {
         int rc = memprof_resolve_output(proto_env, proto_output, sizeof proto_output);
@@ -867,8 +793,8 @@ static int cmd_run(int argc, char **argv)
     setenv("MEMPROF_OUTPUT", output ? output_path : "stderr", 1);
     free(preload);
     if (heap)
-        return run_with_heap_report(&argv[i], output ? output_path : NULL);
-    return run_with_ruby_report(&argv[i], output ? output_path : NULL);
+        return run_with_heap_report(a.operands, output ? output_path : NULL);
+    return run_with_ruby_report(a.operands, output ? output_path : NULL);
 }
 
 int main(int argc, char **argv)

@@ -13,6 +13,7 @@
  * instruction. Ctrl-C (or the process's end) clears the events, removes the
  * breakpoints and detaches every thread. */
 #include "commands.h"
+#include "cli.h"
 #include "memprof_debugger.h"
 #include "objfile/symbolizer.h"
 #include "objfile/symbols.h"
@@ -460,27 +461,29 @@ static void finish(struct watch *w)
         ptrace(PTRACE_DETACH, w->lwps[i], NULL, NULL);
 }
 
+static const struct cli_option threads_options[] = {
+    CLI_NUMBER("pid", 'p', "PID", "the process to watch (needed)", 1, 1L << 30),
+    { 0 },
+};
+static const struct cli_command threads_command = {
+    .name = "threads", .operands = "", .max_operands = 0,
+    .summary = "Watch the threads of PID come and go (libthread_db, no GDB): one line per thread\n"
+               "created or exited, until it ends or Ctrl-C.",
+    .options = threads_options,
+};
+
 int cmd_threads(int argc, char **argv)
 {
     pid_t pid = 0;
-    for (int i = 0; i < argc; i++) {
-        if ((strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "--pid") == 0) && i + 1 < argc) {
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end || n < 1 || n > 1L << 30) {
-                fprintf(stderr, "memprof: threads: '%s' is not a process id\n", argv[i]);
-                return 2;
-            }
-            pid = (pid_t)n;
-        } else {
-            fprintf(stderr, "memprof: threads: unknown argument %s (usage: memprof threads -p PID)\n", argv[i]);
-            return 2;
-        }
-    }
-    if (!pid) {
-        fputs("memprof: threads: no process id (usage: memprof threads -p PID)\n", stderr);
-        return 2;
-    }
+    struct cli_args a;
+    int k;
+    cli_begin(&a, &threads_command, argc, argv);
+    while ((k = cli_next(&a)) >= 0)
+        pid = (pid_t)a.number;
+    if (k != CLI_END)
+        return cli_status(k);
+    if (!pid)
+        return cli_fail(&threads_command, "no process id (usage: memprof threads -p PID)");
     static struct watch w;
     w.ph.pid = pid;
     if (kill(pid, 0) != 0 && errno == ESRCH) {

@@ -5,6 +5,7 @@
  * `memprof run --heap`), who allocated one address (--where), the thread
  * registry or the runtime's state (core_threads.c). */
 #include "../commands.h"
+#include "../cli.h"
 #include "core_image.h"
 #include "../input.h"
 #include "../output.h"
@@ -184,63 +185,77 @@ static bool core_of_gdb_target(char *path, size_t size)
     return found;
 }
 
+enum {
+    CORE_RUBY, CORE_HEAP, CORE_THREADS, CORE_STATUS, CORE_TOP, CORE_FILTER, CORE_DUMP, CORE_PPROF, CORE_PROTO,
+    CORE_WHERE, CORE_BYTES, CORE_GDB_TARGET,
+};
+static const struct cli_option core_options[] = {
+    [CORE_RUBY] = CLI_FLAG("ruby", 0, "the live Ruby objects by file:line:Class (the default when it ran Ruby)"),
+    [CORE_HEAP] = CLI_FLAG("heap", 0, "the live C heap blocks by call site"),
+    [CORE_THREADS] = CLI_FLAG("threads", 0, "the threads memprof's registry knew, with their allocations"),
+    [CORE_STATUS] = CLI_FLAG("status", 0, "what the runtime was doing: its settings and tables"),
+    [CORE_TOP] = CLI_NUMBER("top", 0, "N", "only the first N rows (0: all)", 0, LONG_MAX),
+    [CORE_FILTER] = CLI_VALUE("filter", 0, "TEXT", "only rows whose names contain TEXT"),
+    [CORE_DUMP] = CLI_VALUE("dump", 0, "FILE", "the live Ruby objects as JSON lines (ObjectSpace.dump_all's schema)"),
+    [CORE_PPROF] = CLI_VALUE("pprof", 0, "FILE", "the C heap as a google-pprof heap profile"),
+    [CORE_PROTO] = CLI_VALUE("pprof-proto", 0, "FILE", "the report as pprof's profile.proto, gzipped"),
+    [CORE_WHERE] = CLI_VALUE("where", 0, "ADDRESS", "the live block or object at ADDRESS, and where it was made"),
+    [CORE_BYTES] = CLI_FLAG("bytes", 0, "refused: a Ruby object's bytes need the VM, and no code runs in a core"),
+    [CORE_GDB_TARGET] = CLI_FLAG("gdb-target", 0, "the core GDB reads (`info target` on stdin): GDB's memprof-info"),
+    { 0 },
+};
+static const struct cli_command core_command = {
+    .name = "core", .operands = "CORE [PROGRAM]", .min_operands = 0, .max_operands = 2,
+    .summary = "The report of a process that is gone, read from its core file (gcore, a crash) alone.\n"
+               "PROGRAM: the program's file, when the core's own record of it is not enough.",
+    .options = core_options,
+};
+
 int cmd_core(int argc, char **argv)
 {
     struct core_report_options opt = { .kind = CORE_REPORT_AUTO };
     const char *path = NULL;
     char gdb_core[PATH_MAX];
-    bool usage = false;
-    for (int i = 0; i < argc && !usage; i++) {
-        if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) {
-            long top = memprof_whole_number(argv[++i], 0, LONG_MAX);
-            if (top < 0) {
-                fprintf(stderr, "memprof: core: --top: '%s' is not a whole number\n", argv[i]);
-                return 2;
-            }
-            opt.top = (unsigned long)top;
-        } else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
-            opt.filter = argv[++i];
-        } else if (strcmp(argv[i], "--heap") == 0) {
-            opt.kind = CORE_REPORT_HEAP;
-        } else if (strcmp(argv[i], "--ruby") == 0) {
-            opt.kind = CORE_REPORT_RUBY;
-        } else if (strcmp(argv[i], "--threads") == 0) {
-            opt.kind = CORE_REPORT_THREADS;
-        } else if (strcmp(argv[i], "--status") == 0) {
-            opt.kind = CORE_REPORT_STATUS;
-        } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
-            opt.dump = argv[++i];
-        } else if (strcmp(argv[i], "--pprof") == 0 && i + 1 < argc) {
-            opt.pprof = argv[++i];
-        } else if (strcmp(argv[i], "--pprof-proto") == 0 && i + 1 < argc) {
-            opt.proto = argv[++i];
-        } else if (strcmp(argv[i], "--bytes") == 0) {
-            fputs("memprof: core: --bytes: a Ruby object's bytes are the VM's to measure (rb_obj_memsize_of), "
-                  "and no code runs in a core; the C heap report (--heap) has bytes\n",
-                  stderr);
-            return 2;
-        } else if (strcmp(argv[i], "--where") == 0 && i + 1 < argc) {
-            char *end;
+    struct cli_args a;
+    int o;
+    char *end;
+    cli_begin(&a, &core_command, argc, argv);
+    while ((o = cli_next(&a)) >= 0) {
+        switch (o) {
+        case CORE_RUBY: opt.kind = CORE_REPORT_RUBY; break;
+        case CORE_HEAP: opt.kind = CORE_REPORT_HEAP; break;
+        case CORE_THREADS: opt.kind = CORE_REPORT_THREADS; break;
+        case CORE_STATUS: opt.kind = CORE_REPORT_STATUS; break;
+        case CORE_TOP: opt.top = (unsigned long)a.number; break;
+        case CORE_FILTER: opt.filter = a.value; break;
+        case CORE_DUMP: opt.dump = a.value; break;
+        case CORE_PPROF: opt.pprof = a.value; break;
+        case CORE_PROTO: opt.proto = a.value; break;
+        case CORE_WHERE:
             opt.kind = CORE_REPORT_WHERE;
-            opt.where = strtoull(argv[++i], &end, 0);
-            usage = *end != '\0' || !*argv[i];
-        } else if (strcmp(argv[i], "--gdb-target") == 0) {
-            /* GDB's memprof-info heap on a core: `info target` on stdin names it */
+            opt.where = strtoull(a.value, &end, 0);
+            if (*end)
+                return cli_fail(&core_command, "--where: '%s' is not an address", a.value);
+            break;
+        case CORE_BYTES:
+            return cli_fail(&core_command, "--bytes: a Ruby object's bytes are the VM's to measure "
+                                           "(rb_obj_memsize_of), and no code runs in a core; the C heap "
+                                           "report (--heap) has bytes");
+        case CORE_GDB_TARGET:
             if (!core_of_gdb_target(gdb_core, sizeof gdb_core)) {
                 fputs("memprof: GDB reads no core file\n", stderr);
                 return 1;
             }
             path = gdb_core;
-        } else if (argv[i][0] == '-' || (path && path != gdb_core && i + 1 < argc)) {
-            usage = true;
-        } else if (!path) {
-            path = argv[i];
+            break;
         }
     }
-    if (usage || !path) {
-        fputs("memprof: usage: memprof core [--ruby|--heap|--threads|--status] [--top N] [--filter TEXT] [--dump FILE] [--pprof FILE] [--pprof-proto FILE] [--where ADDRESS] CORE [PROGRAM]\n", stderr);
-        return 2;
-    }
+    if (o != CLI_END)
+        return cli_status(o);
+    if (!path && a.operand_count == 0)
+        return cli_fail(&core_command, "no core file given (usage: memprof core [OPTIONS] CORE [PROGRAM])");
+    if (!path)
+        path = a.operands[0];
     char why[PATH_MAX + 160];
     int rc = core_report(path, stdout, &opt, why, sizeof why);
     if (rc)

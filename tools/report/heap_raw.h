@@ -1,5 +1,5 @@
 /* The runtime's raw C heap report (MEMPROF_HEAP_OUTPUT, memprof-info heap,
- * memprof core), read into rows: what the named report (heap_report.c) and
+ * memprof core), read into rows: what the named report (heap_symbolize.c) and
  * the pprof profile (heap_proto.c) are made from. Format: doc/formats.md. */
 #ifndef MEMPROF_TOOLS_HEAP_RAW_H
 #define MEMPROF_TOOLS_HEAP_RAW_H

@@ -7,6 +7,7 @@
  * same lines (several calls on one line, or one call unrolled). Done here,
  * not in the target: naming reads files and calls malloc. */
 #include "../commands.h"
+#include "../cli.h"
 #include "../grow.h"
 #include "heap_raw.h"
 #include "../input.h"
@@ -379,30 +380,35 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     return ferror(out) ? -1 : 0;
 }
 
-/* memprof heap-table [--top N] [--filter TEXT] [FILE|-]: name a raw heap
- * report (GDB's memprof-info heap hands the runtime's rows to it). Input
- * that is not a raw report (the runtime's one-line reason) passes through. */
+enum { TABLE_TOP, TABLE_FILTER };
+static const struct cli_option heap_table_options[] = {
+    [TABLE_TOP] = CLI_NUMBER("top", 0, "N", "only the first N rows (0: all)", 0, LONG_MAX),
+    [TABLE_FILTER] = CLI_VALUE("filter", 0, "TEXT", "only rows whose named frames contain TEXT"),
+    { 0 },
+};
+static const struct cli_command heap_table_command = {
+    .name = "heap-table", .operands = "[FILE|-]", .max_operands = 1,
+    .summary = "Name a raw C heap report (MEMPROF_HEAP_OUTPUT's; GDB's memprof-info heap hands the\n"
+               "runtime's rows to it) as run --heap does. Input that is not a raw report (the\n"
+               "runtime's one-line reason) passes through, with status 1.",
+    .options = heap_table_options,
+};
+
 int cmd_heap_table(int argc, char **argv)
 {
     struct heap_report_options opt = { 0, NULL, "in" };
-    const char *path = "-";
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) {
-            long top = memprof_whole_number(argv[++i], 0, LONG_MAX);
-            if (top < 0) {
-                fprintf(stderr, "memprof: heap-table: --top: '%s' is not a whole number\n", argv[i]);
-                return 2;
-            }
-            opt.top = (unsigned long)top;
-        } else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
-            opt.filter = *argv[++i] ? argv[i] : NULL;
-        } else if (i == argc - 1 && (argv[i][0] != '-' || !argv[i][1])) {
-            path = argv[i];
-        } else {
-            fputs("memprof: usage: memprof heap-table [--top N] [--filter TEXT] [FILE|-]\n", stderr);
-            return 2;
-        }
+    struct cli_args a;
+    int o;
+    cli_begin(&a, &heap_table_command, argc, argv);
+    while ((o = cli_next(&a)) >= 0) {
+        if (o == TABLE_TOP)
+            opt.top = (unsigned long)a.number;
+        else if (o == TABLE_FILTER)
+            opt.filter = a.value;
     }
+    if (o != CLI_END)
+        return cli_status(o);
+    const char *path = a.operand_count ? a.operands[0] : "-";
     FILE *in = input_open(path);
     if (!in) {
         fprintf(stderr, "memprof: cannot read %s: %s\n", path, strerror(errno));
@@ -469,13 +475,20 @@ int name_sites(FILE *in, FILE *out)
     return ferror(out) ? 1 : 0;
 }
 
+static const struct cli_command name_sites_command = {
+    .name = "name-sites", .operands = "< TEXT", .max_operands = 0,
+    .summary = "Copy stdin to stdout, each 'ADDRESS OBJECT+OFFSET' in it named (GDB's memprof-where).",
+};
+
 int cmd_name_sites(int argc, char **argv)
 {
-    (void)argv;
     FILE *in = input_stdin();
-    if (argc != 0) {
-        fputs("memprof: usage: memprof name-sites < TEXT\n", stderr);
-        return 2;
-    }
+    struct cli_args a;
+    int o;
+    cli_begin(&a, &name_sites_command, argc, argv);
+    while ((o = cli_next(&a)) >= 0)
+        ;
+    if (o != CLI_END)
+        return cli_status(o);
     return name_sites(in, stdout);
 }

@@ -2,6 +2,7 @@
  * (reports, dumps, collapsed stacks, profiles, timelines) turned into what
  * other tools read, or compared. */
 #include "../commands.h"
+#include "../cli.h"
 #include "../format/flamegraph.h"
 #include "../input.h"
 #include "../output.h"
@@ -21,42 +22,95 @@ struct options {
     int weight;   /* 0: bytes when the input has them, 1: count, 2: bytes */
 };
 
-static int usage_error(const char *command, const char *usage, const char *what, const char *arg)
-{
-    fprintf(stderr, "memprof: %s: ", command);
-    fprintf(stderr, what, arg);
-    fprintf(stderr, " (usage: memprof %s %s)\n", command, usage);
-    return 2;
-}
+#define OUTPUT_OPTION(what) CLI_VALUE("output", 'o', "FILE", "write " what " to FILE (mode 0600, replaced whole), not stdout")
+#define WEIGHT_OPTIONS                                                                          \
+    CLI_FLAG("count", 0, "weigh each stack by its objects or blocks"),                          \
+    CLI_FLAG("bytes", 0, "weigh each stack by its bytes (the default when the input has them)")
+static const char *const collapse_formats[] = { "collapsed", "speedscope", NULL };
+static const struct cli_option collapse_options[] = {
+    WEIGHT_OPTIONS,
+    CLI_WORDS("format", 0, "F", "collapsed ('outer;...;inner WEIGHT' lines, the default) or speedscope\n"
+                        "(speedscope's JSON file format, unit bytes)", collapse_formats),
+    OUTPUT_OPTION("the stacks"),
+    { 0 },
+};
+static const struct cli_command collapse_command = {
+    .name = "collapse", .operands = "REPORT", .min_operands = 1, .max_operands = 1,
+    .summary = "A report, dump (JSON lines), heap report or profile as collapsed stacks, for flame\n"
+               "graph tools. REPORT '-' reads stdin.",
+    .options = collapse_options,
+};
+static const struct cli_option flamegraph_options[] = {
+    WEIGHT_OPTIONS,
+    CLI_VALUE("title", 0, "TEXT", "the picture's title (default: the input's name)"),
+    OUTPUT_OPTION("the SVG"),
+    { 0 },
+};
+static const struct cli_command flamegraph_command = {
+    .name = "flamegraph", .operands = "REPORT", .min_operands = 1, .max_operands = 1,
+    .summary = "The stacks of a report, dump, heap report or profile as an SVG flame graph, drawn by\n"
+               "memprof. REPORT '-' reads stdin.",
+    .options = flamegraph_options,
+};
+static const struct cli_option proto_options[] = {
+    OUTPUT_OPTION("the profile (FILE.pb.gz)"),
+    { 0 },
+};
+static const struct cli_command proto_command = {
+    .name = "proto", .operands = "REPORT", .min_operands = 1, .max_operands = 1,
+    .summary = "A report as pprof's profile.proto, gzipped (go tool pprof, Pyroscope, Grafana,\n"
+               "speedscope): a raw C heap report named here, with every sample type; a Ruby table\n"
+               "or dump.",
+    .options = proto_options,
+};
+static const struct cli_option timeline_options[] = {
+    OUTPUT_OPTION("a chart (FILE.svg) or the series (FILE.csv)"),
+    { 0 },
+};
+static const struct cli_command timeline_command = {
+    .name = "timeline", .operands = "TIMELINE", .min_operands = 1, .max_operands = 1,
+    .summary = "The runtime's MEMPROF_TIMELINE file as a chart (-o FILE.svg) or a CSV series\n"
+               "(-o FILE.csv, or stdout).",
+    .options = timeline_options,
+};
+static const struct cli_option diff_options[] = {
+    OUTPUT_OPTION("the table"),
+    { 0 },
+};
+static const struct cli_command diff_command = {
+    .name = "diff", .operands = "BEFORE AFTER", .min_operands = 2, .max_operands = 2,
+    .summary = "Per-site growth from BEFORE to AFTER (reports, dumps, profiles or collapsed stacks of\n"
+               "one kind), largest growth first; '-' reads stdin.",
+    .options = diff_options,
+};
 
-static int parse(const char *command, const char *usage, int inputs, int argc, char **argv, struct options *o)
+/* The options the stack commands share, by name: CLI_END, or CLI_HELP or
+ * CLI_ERROR (cli_status gives the exit status). */
+static int parse(const struct cli_command *c, int argc, char **argv, struct options *o)
 {
     *o = (struct options){ 0 };
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) {
-            o->output = argv[++i];
-        } else if (strcmp(a, "--title") == 0 && i + 1 < argc) {
-            o->title = argv[++i];
-        } else if (strcmp(a, "--format") == 0 && i + 1 < argc && strcmp(command, "collapse") == 0) {
-            o->format = argv[++i];
-        } else if (strcmp(a, "--count") == 0) {
-            o->weight = 1;
-        } else if (strcmp(a, "--bytes") == 0) {
-            o->weight = 2;
-        } else if (a[0] == '-' && a[1]) {
-            return usage_error(command, usage, "unknown option %s", a);
-        } else if (o->input_count < inputs) {
-            o->inputs[o->input_count++] = a;
-            if (strcmp(a, "-") == 0)
-                input_stdin();   /* read to its end even if the other input fails */
-        } else {
-            return usage_error(command, usage, "one input too many ('%s')", a);
-        }
+    struct cli_args a;
+    int k;
+    cli_begin(&a, c, argc, argv);
+    while ((k = cli_next(&a)) >= 0) {
+        const char *name = c->options[k].name;
+        if (strcmp(name, "output") == 0)
+            o->output = a.value;
+        else if (strcmp(name, "title") == 0)
+            o->title = a.value;
+        else if (strcmp(name, "format") == 0)
+            o->format = a.value;
+        else
+            o->weight = strcmp(name, "count") == 0 ? 1 : 2;
     }
-    if (o->input_count != inputs)
-        return usage_error(command, usage, "%s", inputs == 1 ? "no input given" : "two inputs are needed");
-    return 0;
+    if (k != CLI_END)
+        return k;
+    for (int i = 0; i < a.operand_count; i++) {
+        o->inputs[o->input_count++] = a.operands[i];
+        if (strcmp(a.operands[i], "-") == 0)
+            input_stdin();   /* read to its end even if the other input fails */
+    }
+    return CLI_END;
 }
 
 /* Read one input ("-": stdin): 0, or 1 after a message. */
@@ -81,13 +135,10 @@ int cmd_collapse(int argc, char **argv)
 {
     struct options o;
     struct stacks s;
-    const char *usage = "[--count|--bytes] [--format collapsed|speedscope] [-o FILE] REPORT";
-    int rc = parse("collapse", usage, 1, argc, argv, &o);
-    if (rc)
-        return rc;
+    int rc = parse(&collapse_command, argc, argv, &o);
+    if (rc != CLI_END)
+        return cli_status(rc);
     bool speedscope = o.format && strcmp(o.format, "speedscope") == 0;
-    if (o.format && !speedscope && strcmp(o.format, "collapsed") != 0)
-        return usage_error("collapse", usage, "--format is collapsed or speedscope, not '%s'", o.format);
     if ((rc = load(o.inputs[0], &s)))
         return rc;
     if (o.weight == 2 && !s.have_bytes) {
@@ -118,8 +169,10 @@ int cmd_flamegraph(int argc, char **argv)
 {
     struct options o;
     struct stacks s;
-    int rc = parse("flamegraph", "[--count|--bytes] [--title TEXT] [-o FILE.svg] REPORT", 1, argc, argv, &o);
-    if (rc || (rc = load(o.inputs[0], &s)))
+    int rc = parse(&flamegraph_command, argc, argv, &o);
+    if (rc != CLI_END)
+        return cli_status(rc);
+    if ((rc = load(o.inputs[0], &s)))
         return rc;
     struct output out;
     if ((rc = output_open(&out, o.output))) {
@@ -152,11 +205,11 @@ static FILE *rewindable(FILE *in)
 int cmd_proto(int argc, char **argv)
 {
     struct options o;
-    int rc = parse("proto", "[-o FILE.pb.gz] REPORT", 1, argc, argv, &o);
-    if (rc)
-        return rc;
+    int rc = parse(&proto_command, argc, argv, &o);
+    if (rc != CLI_END)
+        return cli_status(rc);
     if (!o.output && isatty(STDOUT_FILENO))
-        return usage_error("proto", "[-o FILE.pb.gz] REPORT", "%s", "a profile is binary: give -o FILE, or a pipe");
+        return cli_fail(&proto_command, "a profile is binary: give -o FILE, or a pipe");
     const char *path = o.inputs[0];
     FILE *in = strcmp(path, "-") == 0 ? rewindable(input_stdin()) : fopen(path, "r");
     if (!in) {
@@ -195,9 +248,9 @@ int cmd_proto(int argc, char **argv)
 int cmd_timeline(int argc, char **argv)
 {
     struct options o;
-    int rc = parse("timeline", "[-o FILE.svg|FILE.csv] TIMELINE", 1, argc, argv, &o);
-    if (rc)
-        return rc;
+    int rc = parse(&timeline_command, argc, argv, &o);
+    if (rc != CLI_END)
+        return cli_status(rc);
     const char *path = o.inputs[0];
     FILE *in = input_open(path);
     if (!in) {
@@ -254,8 +307,10 @@ int cmd_diff(int argc, char **argv)
 {
     struct options o;
     struct stacks a, b;
-    int rc = parse("diff", "[-o FILE] BEFORE AFTER", 2, argc, argv, &o);
-    if (rc || (rc = load(o.inputs[0], &a)))
+    int rc = parse(&diff_command, argc, argv, &o);
+    if (rc != CLI_END)
+        return cli_status(rc);
+    if ((rc = load(o.inputs[0], &a)))
         return rc;
     if ((rc = load(o.inputs[1], &b))) {
         stacks_free(&a);
