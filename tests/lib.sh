@@ -5,7 +5,8 @@ srcdir=$(cd "$srcdir" && pwd)   # tests cd elsewhere
 tap_n=0
 tap_failed=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/memprof-test.XXXXXX")
-trap '[ -n "${MEMPROF_TEST_KEEP:-}" ] || rm -rf "$TMP"' EXIT
+# MEMPROF_TEST_KEEP=1 (doc/manual.md, "The test suite"): kept, and named.
+trap 'if [ -n "${MEMPROF_TEST_KEEP:-}" ]; then echo "# kept $TMP"; else rm -rf "$TMP"; fi' EXIT
 # What the tools under test keep in TMPDIR (GDB's snapshots, say) goes too.
 TMPDIR=$TMP; export TMPDIR
 

@@ -1,4 +1,4 @@
-/* Uses the pool allocator (pool.c) between two stops for GDB: at the first,
+/* Uses the pool allocator (pool_alloc.c) between two stops for GDB: at the first,
  * memprof-hook names pool_alloc and pool_free; at the second the heap
  * report must show the pool's blocks by the lines that made them, and the
  * pool's own malloc blocks. For heap-custom.test. */
