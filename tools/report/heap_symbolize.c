@@ -222,6 +222,147 @@ static const struct raw_thread *thread_named(const struct raw_thread *t, size_t 
     return NULL;
 }
 
+static void row_free(struct row *r)
+{
+    free(r->frames);
+    free(r->ruby);
+}
+
+/* Stage 1: each raw row with blocks named (the raw rows freed meanwhile).
+ * Naming reads files: a large heap takes a while, said on a terminal. */
+static void name_rows(struct naming *naming, struct raw_report *report, struct rows *rows)
+{
+    bool progress = isatty(STDERR_FILENO) == 1;
+    size_t named = 0;
+    for (size_t i = 0; i < report->count; i++) {
+        struct raw_row *r = &report->rows[i];
+        if (!r->count)   /* a site whose blocks are all freed (for a profile's totals) */
+            continue;
+        rows->rows[rows->count++] = (struct row){ .frames = r->raw_count ? row_text(naming, r) : NULL,
+                                                  .ruby = r->ruby, .thread = r->thread, .count = r->count,
+                                                  .bytes = r->bytes, .peak = r->peak, .allocs = r->allocs };
+        r->ruby = NULL;   /* the named row's now */
+        heap_raw_free_row(r);
+        if (progress && ++named % 1000 == 0)
+            fprintf(stderr, "\rmemprof: symbolizing: %zu sites", named);
+    }
+    if (progress && named >= 1000)
+        fprintf(stderr, "\rmemprof: symbolized %zu sites\n", named);
+}
+
+/* Stage 2: the rows with names that match --filter (on the names: before
+ * merging, the same text either way); how many did not match. */
+static size_t keep_matching(struct rows *rows, const char *filter)
+{
+    size_t kept = 0, unmatched = 0;
+    for (size_t i = 0; i < rows->count; i++) {
+        struct row *r = &rows->rows[i];
+        if (r->frames && row_matches(r, filter)) {
+            rows->rows[kept++] = *r;
+        } else {
+            unmatched += r->frames != NULL;
+            row_free(r);
+        }
+    }
+    rows->count = kept;
+    return unmatched;
+}
+
+/* Stage 3: rows that name the same frames as one, largest bytes first. The
+ * peak's sum is an upper bound: the parts may have peaked at different times. */
+static void merge_rows(struct rows *rows)
+{
+    qsort(rows->rows, rows->count, sizeof *rows->rows, by_frames);
+    size_t kept = 0;
+    for (size_t i = 0; i < rows->count; i++) {
+        struct row *r = &rows->rows[i];
+        if (kept && by_frames(&rows->rows[kept - 1], r) == 0) {
+            struct row *into = &rows->rows[kept - 1];
+            into->count += r->count;
+            into->bytes += r->bytes;
+            into->allocs += r->allocs;
+            into->peak += r->peak;
+            row_free(r);
+        } else {
+            rows->rows[kept++] = *r;
+        }
+    }
+    rows->count = kept;
+    qsort(rows->rows, rows->count, sizeof *rows->rows, by_bytes);
+}
+
+/* Stage 4: the header line, or the line saying why there are no rows. */
+static void write_header(FILE *out, const struct raw_report *report, const struct rows *rows, pid_t pid,
+                         const struct heap_report_options *opt, size_t unmatched)
+{
+    if (rows->count)
+        fprintf(out, "== memprof: live C heap blocks %s pid %ld (count bytes peak_bytes allocs site) ==\n",
+                report->when[0] ? report->when : opt->when ? opt->when : "at exit of", (long)pid);
+    else if (opt->filter && unmatched)
+        fprintf(out, "memprof: no live C heap rows match '%s'\n", opt->filter);
+    else
+        fprintf(out, "memprof: no live C heap blocks recorded\n");
+    if (rows->count && report->sample)
+        fprintf(out,
+                "memprof: sampled, an allocation per %" PRIu64 " bytes on average: figures are estimates; a row of "
+                "B bytes is within 3*sqrt(B*%" PRIu64 ") of its exact figure (99.7%%)\n",
+                report->sample, report->sample);
+}
+
+/* Stage 5: one row, its frames under its figures, then its Ruby line and thread. */
+static void write_row(FILE *out, const struct raw_report *report, const struct row *r)
+{
+    static const char indent[] = "                                             ";
+    fprintf(out, "%7" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " ", r->count, r->bytes, r->peak, r->allocs);
+    for (const char *f = r->frames, *nl; f; f = nl ? nl + 1 : NULL) {
+        nl = strchr(f, '\n');
+        if (*f == '\t')
+            fprintf(out, "%sinlined into ", indent), f++;
+        else if (f != r->frames)
+            fprintf(out, "%sfrom ", indent);
+        fprintf(out, "%.*s\n", (int)(nl ? (size_t)(nl - f) : strlen(f)), f);
+    }
+    if (r->ruby)
+        fprintf(out, "%sruby %s\n", indent, r->ruby);
+    if (r->thread) {
+        const struct raw_thread *t = thread_named(report->threads, report->thread_count, r->thread);
+        if (t)
+            fprintf(out, "%sthread %u (tid %ld, %s)\n", indent, r->thread, t->tid, t->name);
+        else
+            fprintf(out, "%sthread %u\n", indent, r->thread);
+    }
+}
+
+/* Stage 6: what follows the rows: those left out, the threads' figures,
+ * memprof's own memory, the stacks walked. */
+static void write_footer(FILE *out, const struct raw_report *report, size_t rows, size_t shown)
+{
+    if (shown < rows)
+        fprintf(out, "memprof: %zu more rows not shown (--top %zu)\n", rows - shown, shown);
+    if (!rows)
+        return;
+    if (report->thread_count > 1) {
+        fprintf(out, "memprof: by thread (thread tid count bytes allocs name):\n");
+        for (size_t i = 0; i < report->thread_count; i++) {
+            const struct raw_thread *t = &report->threads[i];
+            fprintf(out, "%7u %8ld %7" PRIu64 " %10" PRIu64 " %8" PRIu64 " %s\n", t->serial, t->tid, t->count,
+                    t->bytes, t->allocs, t->name);
+        }
+    }
+    if (report->blocks && report->table_bytes)
+        fprintf(out, "memprof: %lu live blocks%s; memprof's tables take %lu bytes (%.1f per block)\n",
+                report->blocks, report->sample ? " recorded" : "", report->table_bytes,
+                (double)report->table_bytes / (double)report->blocks);
+    else if (report->blocks)   /* read from a core: the tables' size is not known */
+        fprintf(out, "memprof: %lu live blocks\n", report->blocks);
+    uint64_t stacks = report->stacks_walked + report->stacks_remembered;
+    if (stacks && report->frames > 1)   /* not the few walks of wrappers' callers */
+        fprintf(out, "memprof: %" PRIu64 " stacks: %" PRIu64 " walked, %" PRIu64
+                     " found again from the last walk at their entry (%.0f%%)\n",
+                stacks, report->stacks_walked, report->stacks_remembered,
+                100.0 * (double)report->stacks_remembered / (double)stacks);
+}
+
 int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt)
 {
     /* Only entries below `opened` are read: zeroing the 260 KB cache would
@@ -240,139 +381,23 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
         }
     naming.frames = report.frames;
     snprintf(naming.wrappers, sizeof naming.wrappers, "%s", report.wrappers);
-    if (!pid)
-        pid = (pid_t)report.pid;
-    const struct raw_thread *threads = report.threads;
-    size_t thread_count = report.thread_count;
-    unsigned long blocks = report.blocks, table_bytes = report.table_bytes;
-    uint64_t sample = report.sample;
-    const char *when = report.when;
     struct rows rows = { .rows = calloc(report.count ? report.count : 1, sizeof *rows.rows) };
     if (!rows.rows) {
         heap_raw_free(&report);
         fprintf(out, "memprof: out of memory naming the heap report\n");
         return -1;
     }
-    /* Naming reads files: a large heap takes a while. Say so on a terminal. */
-    bool progress = isatty(STDERR_FILENO) == 1;
-    size_t named = 0;
-    for (size_t i = 0; i < report.count; i++) {
-        struct raw_row *r = &report.rows[i];
-        if (!r->count)   /* a site whose blocks are all freed (for a profile's totals) */
-            continue;
-        rows.rows[rows.count++] = (struct row){ .frames = r->raw_count ? row_text(&naming, r) : NULL, .ruby = r->ruby,
-                                                .thread = r->thread, .count = r->count, .bytes = r->bytes,
-                                                .peak = r->peak, .allocs = r->allocs };
-        r->ruby = NULL;   /* the named row's now */
-        heap_raw_free_row(r);
-        if (progress && ++named % 1000 == 0)
-            fprintf(stderr, "\rmemprof: symbolizing: %zu sites", named);
-    }
-    if (progress && named >= 1000)
-        fprintf(stderr, "\rmemprof: symbolized %zu sites\n", named);
-    /* Merge rows that name the same frames: sums (the peak's sum is an upper
- * bound: the parts may have peaked at different times). */
-    size_t kept = 0;
-    for (size_t i = 0; i < rows.count; i++)
-        if (rows.rows[i].frames)
-            rows.rows[kept++] = rows.rows[i];
-        else
-            free(rows.rows[i].ruby);
-    rows.count = kept;
-    /* --filter, on the names: before merging, the same text either way. */
-    size_t filtered_out = rows.count;
-    kept = 0;
-    for (size_t i = 0; i < rows.count; i++) {
-        if (row_matches(&rows.rows[i], opt->filter)) {
-            rows.rows[kept++] = rows.rows[i];
-        } else {
-            free(rows.rows[i].frames);
-            free(rows.rows[i].ruby);
-        }
-    }
-    rows.count = kept;
-    filtered_out -= kept;
-    qsort(rows.rows, rows.count, sizeof *rows.rows, by_frames);
-    kept = 0;
-    for (size_t i = 0; i < rows.count; i++) {
-        struct row *r = &rows.rows[i];
-        if (kept && by_frames(&rows.rows[kept - 1], r) == 0) {
-            struct row *into = &rows.rows[kept - 1];
-            into->count += r->count;
-            into->bytes += r->bytes;
-            into->allocs += r->allocs;
-            into->peak += r->peak;
-            free(r->frames);
-            free(r->ruby);
-        } else {
-            rows.rows[kept++] = *r;
-        }
-    }
-    rows.count = kept;
-    qsort(rows.rows, rows.count, sizeof *rows.rows, by_bytes);
+    name_rows(&naming, &report, &rows);
+    size_t unmatched = keep_matching(&rows, opt->filter);
+    merge_rows(&rows);
     size_t shown = opt->top && opt->top < rows.count ? opt->top : rows.count;
-
-    if (rows.count)
-        fprintf(out, "== memprof: live C heap blocks %s pid %ld (count bytes peak_bytes allocs site) ==\n",
-                when[0] ? when : opt->when ? opt->when : "at exit of", (long)pid);
-    else if (opt->filter && filtered_out)
-        fprintf(out, "memprof: no live C heap rows match '%s'\n", opt->filter);
-    else
-        fprintf(out, "memprof: no live C heap blocks recorded\n");
-    if (rows.count && sample)
-        fprintf(out,
-                "memprof: sampled, an allocation per %" PRIu64 " bytes on average: figures are estimates; a row of "
-                "B bytes is within 3*sqrt(B*%" PRIu64 ") of its exact figure (99.7%%)\n",
-                sample, sample);
+    write_header(out, &report, &rows, pid ? pid : (pid_t)report.pid, opt, unmatched);
     for (size_t i = 0; i < rows.count; i++) {
-        const struct row *r = &rows.rows[i];
-        if (i >= shown) {
-            free(r->frames);
-            free(r->ruby);
-            continue;
-        }
-        fprintf(out, "%7" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " ", r->count, r->bytes, r->peak,
-                r->allocs);
-        for (const char *f = r->frames, *nl; f; f = nl ? nl + 1 : NULL) {
-            nl = strchr(f, '\n');
-            if (*f == '\t')
-                fputs("                                             inlined into ", out), f++;
-            else if (f != r->frames)
-                fputs("                                             from ", out);
-            fprintf(out, "%.*s\n", (int)(nl ? (size_t)(nl - f) : strlen(f)), f);
-        }
-        if (r->ruby)
-            fprintf(out, "                                             ruby %s\n", r->ruby);
-        if (r->thread) {
-            const struct raw_thread *t = thread_named(threads, thread_count, r->thread);
-            if (t)
-                fprintf(out, "                                             thread %u (tid %ld, %s)\n",
-                        r->thread, t->tid, t->name);
-            else
-                fprintf(out, "                                             thread %u\n", r->thread);
-        }
-        free(r->frames);
-        free(r->ruby);
+        if (i < shown)
+            write_row(out, &report, &rows.rows[i]);
+        row_free(&rows.rows[i]);
     }
-    if (shown < rows.count)
-        fprintf(out, "memprof: %zu more rows not shown (--top %zu)\n", rows.count - shown, shown);
-    if (thread_count > 1 && rows.count) {
-        fprintf(out, "memprof: by thread (thread tid count bytes allocs name):\n");
-        for (size_t i = 0; i < thread_count; i++)
-            fprintf(out, "%7u %8ld %7" PRIu64 " %10" PRIu64 " %8" PRIu64 " %s\n", threads[i].serial,
-                    threads[i].tid, threads[i].count, threads[i].bytes, threads[i].allocs, threads[i].name);
-    }
-    if (rows.count && blocks && table_bytes)
-        fprintf(out, "memprof: %lu live blocks%s; memprof's tables take %lu bytes (%.1f per block)\n",
-                blocks, sample ? " recorded" : "", table_bytes, (double)table_bytes / (double)blocks);
-    else if (rows.count && blocks)   /* read from a core: the tables' size is not known */
-        fprintf(out, "memprof: %lu live blocks\n", blocks);
-    uint64_t stacks = report.stacks_walked + report.stacks_remembered;
-    if (rows.count && stacks && report.frames > 1)   /* not the few walks of wrappers' callers */
-        fprintf(out, "memprof: %" PRIu64 " stacks: %" PRIu64 " walked, %" PRIu64
-                     " found again from the last walk at their entry (%.0f%%)\n",
-                stacks, report.stacks_walked, report.stacks_remembered,
-                100.0 * (double)report.stacks_remembered / (double)stacks);
+    write_footer(out, &report, rows.count, shown);
     free(rows.rows);
     heap_raw_free(&report);
     for (size_t i = 0; i < naming.opened; i++)
