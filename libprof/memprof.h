@@ -80,6 +80,12 @@ enum memprof_report_flag {
                                       each followed by "  thread N" */
     MEMPROF_REPORT_FREED_SITES = 8,/* HEAP: also the sites whose blocks are all
                                       freed (count 0), for their totals */
+    MEMPROF_REPORT_ALLOCATED = 16, /* RUBY: an allocated column: the objects made
+                                      at the row since recording started */
+    MEMPROF_REPORT_SORT_ALLOCATED = 32, /* RUBY: most allocated first (and the column) */
+    MEMPROF_REPORT_GC = 64,        /* RUBY: a full GC first, where the calling thread
+                                      may run one (it holds the GVL, outside any hook
+                                      and the GC): the rows are what it retains */
 };
 /* A report of `kind`: with `flags`, the first `top` rows (0: all), Ruby
  * objects of epoch `since` or later (0: all), rows containing `filter`

@@ -415,10 +415,8 @@ static int write_report(pid_t pid, const char *ruby, const char *heap, const cha
     struct output out;
     if (output_open(&out, output) != 0)
         return EXIT_FAILED;
-    if (ruby) {
-        fprintf(out.fp, "== memprof: live Ruby objects in pid %d (count file:line:Class) ==\n", (int)pid);
-        fputs(ruby, out.fp);
-    }
+    if (ruby)
+        fputs(ruby, out.fp);   /* the runtime's table, with its header */
     if (heap) {
         FILE *raw = fmemopen((void *)heap, strlen(heap), "r");
         if (raw) {

@@ -199,10 +199,10 @@ long memprof_whole_number(const char *s, long min, long max)
 enum {
     RUN_OUTPUT, RUN_HEAP, RUN_BY_THREAD, RUN_SAMPLE_BYTES, RUN_PPROF, RUN_PPROF_PROTO, RUN_DUMP, RUN_HOOK, RUN_WRAPPER,
     RUN_SITE, RUN_FRAMES, RUN_SAMPLE, RUN_BYTES, RUN_SORT, RUN_TOP, RUN_FILTER, RUN_AT_PEAK, RUN_TIMELINE,
-    RUN_PEAK_REPORT, RUN_ON_SIGNAL,
+    RUN_PEAK_REPORT, RUN_ON_SIGNAL, RUN_NO_GC, RUN_ALLOCATED, RUN_OPTIONS
 };
 static const char *const site_words[] = { "nearest", "user", NULL };
-static const char *const sort_words[] = { "count", "bytes", NULL };
+static const char *const sort_words[] = { "count", "retained", "bytes", "allocated", NULL };
 static const struct cli_option run_options[] = {
     [RUN_OUTPUT] = CLI_VALUE("output", 'o', "FILE", "write the report to FILE (mode 0600, replaced atomically;\n"
                                             "%p in FILE becomes the process id); every other\n"
@@ -231,7 +231,13 @@ static const struct cli_option run_options[] = {
     [RUN_FRAMES] = CLI_NUMBER("frames", 0, "N", "record N Ruby frames per site (1-64; default 1)", 1, 64),
     [RUN_SAMPLE] = CLI_NUMBER("sample", 0, "N", "record 1 in N allocations; counts are scaled estimates", 1, 1L << 30),
     [RUN_BYTES] = CLI_FLAG("bytes", 0, "add a bytes column (object slot + memory it owns)"),
-    [RUN_SORT] = CLI_WORDS("sort", 0, "KEY", "count: largest count first (default); bytes: largest bytes", sort_words),
+    [RUN_SORT] = CLI_WORDS("sort", 0, "KEY", "count (or retained): most objects first (default); bytes:\n"
+                                             "largest bytes; allocated: most made (and the column)",
+                           sort_words),
+    [RUN_ALLOCATED] = CLI_FLAG("allocated", 0, "an allocated column: the objects each row's line made since\n"
+                                               "recording started, dead or alive"),
+    [RUN_NO_GC] = CLI_FLAG("no-gc", 0, "no full GC before the Ruby table: garbage the GC has not\n"
+                                       "found yet is counted as live (MEMPROF_NO_GC)"),
     [RUN_TOP] = CLI_NUMBER("top", 0, "N", "only the first N rows", 1, 1L << 40),
     [RUN_FILTER] = CLI_VALUE("filter", 0, "TEXT", "only rows whose file:line:Class contains TEXT"),
     [RUN_AT_PEAK] = CLI_FLAG("at-peak", 0, "the report is the C heap as it was when live bytes were\n"
@@ -245,7 +251,7 @@ static const struct cli_option run_options[] = {
                                                     "even if COMMAND is killed (the OOM killer)"),
     [RUN_ON_SIGNAL] = CLI_VALUE("on-signal", 0, "LIST", "if COMMAND gets one of these signals (SIGSEGV,SIGABRT,...),\n"
                                                 "write the report first, then let the signal act"),
-    { 0 },
+    [RUN_OPTIONS] = { 0 },
 };
 static const struct cli_command run_command = {
     .name = "run", .operands = "[--] COMMAND [ARGS...]", .min_operands = 1, .max_operands = -1,
@@ -261,7 +267,8 @@ static const char *const run_option_env[] = {
     [RUN_BY_THREAD] = "MEMPROF_HEAP_BY_THREAD", [RUN_SAMPLE_BYTES] = "MEMPROF_SAMPLE_BYTES",
     [RUN_SITE] = "MEMPROF_SITE", [RUN_FRAMES] = "MEMPROF_FRAMES", [RUN_SAMPLE] = "MEMPROF_SAMPLE",
     [RUN_BYTES] = "MEMPROF_BYTES", [RUN_SORT] = "MEMPROF_SORT", [RUN_TOP] = "MEMPROF_TOP",
-    [RUN_FILTER] = "MEMPROF_FILTER", [RUN_AT_PEAK] = "MEMPROF_HEAP_AT_PEAK",
+    [RUN_FILTER] = "MEMPROF_FILTER", [RUN_AT_PEAK] = "MEMPROF_HEAP_AT_PEAK", [RUN_NO_GC] = "MEMPROF_NO_GC",
+    [RUN_ALLOCATED] = "MEMPROF_ALLOCATED",
 };
 
 /* `value` added to the list in environment variable `env`, after `separator`. */

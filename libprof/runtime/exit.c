@@ -82,25 +82,14 @@ bool expand_output_path(const char *spec, char *path, size_t size)
     return out_finish(&o) == 0;
 }
 
-/* A report where `spec` says, with `suffix` appended to a path; on stderr
- * after `header`, the pid and `header_end` when a header is given. */
-static void report_at_exit_to(const char *spec, const char *suffix, const struct report_request *r,
-                              const char *header, const char *header_end)
+/* A report where `spec` says, with `suffix` appended to a path. */
+static void report_at_exit_to(const char *spec, const char *suffix, const struct report_request *r)
 {
     if (!spec || !*spec || strcmp(spec, "none") == 0)
         return;
     char path[PATH_MAX];
     int status;
     if (strcmp(spec, "stderr") == 0) {
-        if (header) {
-            struct out o;
-            char buf[128];
-            out_init_fd(&o, STDERR_FILENO, buf, sizeof buf);
-            out_str(&o, header);
-            out_u64(&o, (uint64_t)getpid());
-            out_str(&o, header_end);
-            out_finish(&o);
-        }
         status = report_to_fd(STDERR_FILENO, r);
     } else if (expand_output_path(spec, path, sizeof path) &&
                strlen(path) + strlen(suffix) < sizeof path) {
@@ -122,28 +111,31 @@ void exit_reports_want_ruby(bool wanted, int flags, unsigned long top)
 }
 
 /* The Ruby reports; `when` says at what ("exit", "SIGSEGV"). */
-static void write_ruby_reports(const char *when)
+static void write_ruby_reports(const char *when, int gc_flag)
 {
     const char *spec = getenv("MEMPROF_OUTPUT");
-    bool bytes = ruby_report_flags & MEMPROF_REPORT_BYTES;
-    char header[96];
+    char header[48];
     struct out h;
     out_init_fd(&h, -1, header, sizeof header);
-    out_str(&h, "== memprof: live Ruby objects at ");
+    out_str(&h, "at ");
     out_str(&h, when);
-    out_str(&h, " of pid ");
+    out_str(&h, " of");
     out_finish(&h);
-    report_at_exit_to(getenv("MEMPROF_DUMP"), "", &(struct report_request){ .kind = MEMPROF_REPORT_RUBY_JSON },
-                      NULL, NULL);
+    /* One GC for the three, before the first (a dump retains what a table
+     * does); none when nothing is written. */
+    bool written = !spec || !*spec || strcmp(spec, "none") != 0 || getenv("MEMPROF_DUMP") ||
+                   getenv("MEMPROF_RUBY_TABLE");
+    int gc = gc_flag && written ? (int)ruby_tracer_collect() : 0;
+    report_at_exit_to(getenv("MEMPROF_DUMP"), "",
+                      &(struct report_request){ .kind = MEMPROF_REPORT_RUBY_JSON, .gc = gc });
     /* The whole table with bytes, for `memprof run --pprof-proto` to convert. */
     report_at_exit_to(getenv("MEMPROF_RUBY_TABLE"), "",
-                      &(struct report_request){ .kind = MEMPROF_REPORT_RUBY,
-                                                .flags = ruby_report_flags | MEMPROF_REPORT_BYTES },
-                      NULL, NULL);
+                      &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .gc = gc, .when = header,
+                                                .flags = ruby_report_flags | MEMPROF_REPORT_BYTES });
     report_at_exit_to(spec && *spec ? spec : "stderr", "",
-                      &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .flags = ruby_report_flags,
-                                                .top = ruby_report_top, .filter = getenv("MEMPROF_FILTER") },
-                      header, bytes ? " (count bytes file:line:Class) ==\n" : " (count file:line:Class) ==\n");
+                      &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .flags = ruby_report_flags, .gc = gc,
+                                                .when = header, .top = ruby_report_top,
+                                                .filter = getenv("MEMPROF_FILTER") });
 }
 
 /* From a Ruby end proc: after the program's own at_exit handlers, while the
@@ -152,7 +144,7 @@ void ruby_report_at_exit(void)
 {
     if (!ruby_tracer_running() || !ruby_report_wanted)
         return;
-    write_ruby_reports("exit");
+    write_ruby_reports("exit", ruby_report_flags & MEMPROF_REPORT_GC);
     ruby_tracer_stop();
 }
 
@@ -177,11 +169,10 @@ static void write_heap_reports(const char *suffix, bool with_pprof, const char *
     bool peak = heap_at_peak && !*suffix;
     report_at_exit_to(getenv("MEMPROF_HEAP_OUTPUT"), suffix,
                       &(struct report_request){ .kind = peak ? MEMPROF_REPORT_HEAP_PEAK : MEMPROF_REPORT_HEAP,
-                                                .flags = heap_flags(), .preface = peak ? NULL : preface },
-                      NULL, NULL);
+                                                .flags = heap_flags(), .preface = peak ? NULL : preface });
     if (with_pprof)
         report_at_exit_to(getenv("MEMPROF_HEAP_PPROF"), suffix,
-                          &(struct report_request){ .kind = MEMPROF_REPORT_HEAP_PPROF }, NULL, NULL);
+                          &(struct report_request){ .kind = MEMPROF_REPORT_HEAP_PPROF });
 }
 
 static void heap_report_at_program_end(void)
@@ -214,7 +205,7 @@ void exit_reports_at_signal(int number)
 {
     bool entered = reentry_enter();   /* whatever the report does is memprof's */
     if (ruby_tracer_running() && ruby_report_wanted)
-        write_ruby_reports(signal_name(number));
+        write_ruby_reports(signal_name(number), 0);   /* no GC in a signal handler */
     if (heap_tracer_running() && !heap_reported_at_end) {
         char preface[64];
         struct out p;
@@ -234,6 +225,5 @@ void exit_reports_at_signal(int number)
 /* The heap's peak snapshot, now, where `spec` says (peak.c). */
 void exit_reports_heap_peak_to(const char *spec)
 {
-    report_at_exit_to(spec, "", &(struct report_request){ .kind = MEMPROF_REPORT_HEAP_PEAK, .flags = heap_flags() },
-                      NULL, NULL);
+    report_at_exit_to(spec, "", &(struct report_request){ .kind = MEMPROF_REPORT_HEAP_PEAK, .flags = heap_flags() });
 }

@@ -96,14 +96,30 @@ static enum memprof_report_kind resolve_auto(enum memprof_report_kind kind)
            : heap_tracer_running() ? MEMPROF_REPORT_HEAP_PPROF : MEMPROF_REPORT_ALL;
 }
 
+/* The GC a report of live Ruby objects asks for (MEMPROF_REPORT_GC), run
+ * once before any table is read. */
+static enum ruby_gc_state collect_for(const struct report_request *r, enum memprof_report_kind kind)
+{
+    if (r->gc != RUBY_GC_NOT_ASKED || !(r->flags & MEMPROF_REPORT_GC) ||
+        (kind != MEMPROF_REPORT_RUBY && kind != MEMPROF_REPORT_RUBY_JSON && kind != MEMPROF_REPORT_ALL) ||
+        !ruby_tracer_available())
+        return r->gc;
+    return ruby_tracer_collect();
+}
+
 static int run_report(struct out *o, const struct report_request *r)
 {
-    switch (resolve_auto(r->kind)) {
+    enum memprof_report_kind kind = resolve_auto(r->kind);
+    enum ruby_gc_state gc = collect_for(r, kind);
+    switch (kind) {
     case MEMPROF_REPORT_RUBY: {
         struct ruby_report_options opt = {
-            .sort = r->flags & MEMPROF_REPORT_SORT_BYTES ? RUBY_SORT_BYTES : RUBY_SORT_COUNT,
+            .sort = r->flags & MEMPROF_REPORT_SORT_ALLOCATED ? RUBY_SORT_ALLOCATED
+                    : r->flags & MEMPROF_REPORT_SORT_BYTES   ? RUBY_SORT_BYTES
+                                                             : RUBY_SORT_COUNT,
             .bytes = (r->flags & MEMPROF_REPORT_BYTES) != 0,
-            .top = r->top, .since = r->since, .filter = r->filter,
+            .allocated = (r->flags & (MEMPROF_REPORT_ALLOCATED | MEMPROF_REPORT_SORT_ALLOCATED)) != 0,
+            .gc = gc, .when = r->when, .top = r->top, .since = r->since, .filter = r->filter,
         };
         return ruby_tracer_report(o, &opt);
     }
@@ -127,8 +143,8 @@ static int run_report(struct out *o, const struct report_request *r)
         write_status(o);
         int status = MEMPROF_OK;
         if (ruby_tracer_available()) {
-            out_str(o, "\n== Ruby objects (count bytes file:line:Class) ==\n");
-            status = run_report(o, &(struct report_request){ .kind = MEMPROF_REPORT_RUBY,
+            out_char(o, '\n');
+            status = run_report(o, &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .gc = gc,
                                                               .flags = MEMPROF_REPORT_BYTES | MEMPROF_REPORT_SORT_BYTES });
         }
         if (status == MEMPROF_OK && heap_tracer_running()) {

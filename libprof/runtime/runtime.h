@@ -34,6 +34,8 @@ struct report_request {
     unsigned since;
     const char *filter;
     const char *preface;         /* lines written before the report, or NULL */
+    int gc;                      /* enum ruby_gc_state: a GC run for it already */
+    const char *when;            /* a table's header: "at exit of" (NULL: "in") */
 };
 /* The report into `fd`, into the file `path` (atomically), or as text owned
  * by reports.c; each sets the call's status and text (call_done). */

@@ -52,7 +52,8 @@ static unsigned long env_number(const char *name, unsigned long min, unsigned lo
 }
 
 /* MEMPROF_SITE, MEMPROF_FRAMES, MEMPROF_SAMPLE and the exit report's options
- * (MEMPROF_SORT, MEMPROF_BYTES, MEMPROF_TOP; MEMPROF_FILTER is read at exit). */
+ * (MEMPROF_SORT, MEMPROF_BYTES, MEMPROF_ALLOCATED, MEMPROF_NO_GC, MEMPROF_TOP;
+ * MEMPROF_FILTER is read at exit). */
 static void configure_ruby_from_environment(bool report_at_exit)
 {
     struct ruby_config c;
@@ -70,14 +71,20 @@ static void configure_ruby_from_environment(bool report_at_exit)
     c.sample = (unsigned)env_number("MEMPROF_SAMPLE", 1, 1ul << 30, c.sample);
     ruby_tracer_configure(&c);
 
-    int flags = 0;
+    /* What a full GC retains, unless MEMPROF_NO_GC. */
+    int flags = env_says_yes("MEMPROF_NO_GC") ? 0 : MEMPROF_REPORT_GC;
     const char *sort = getenv("MEMPROF_SORT");
     if (sort && strcmp(sort, "bytes") == 0)
         flags |= MEMPROF_REPORT_SORT_BYTES | MEMPROF_REPORT_BYTES;
-    else if (sort && *sort && strcmp(sort, "count") != 0)
-        say("memprof: ignoring MEMPROF_SORT=", sort, ": it is count or bytes", (char *)NULL);
+    else if (sort && strcmp(sort, "allocated") == 0)
+        flags |= MEMPROF_REPORT_SORT_ALLOCATED | MEMPROF_REPORT_ALLOCATED;
+    else if (sort && *sort && strcmp(sort, "count") != 0 && strcmp(sort, "retained") != 0)
+        say("memprof: ignoring MEMPROF_SORT=", sort, ": it is count (or retained), bytes or allocated",
+            (char *)NULL);
     if (env_says_yes("MEMPROF_BYTES"))
         flags |= MEMPROF_REPORT_BYTES;
+    if (env_says_yes("MEMPROF_ALLOCATED"))
+        flags |= MEMPROF_REPORT_ALLOCATED;
     exit_reports_want_ruby(report_at_exit, flags, env_number("MEMPROF_TOP", 0, ~0ul, 0));
 }
 

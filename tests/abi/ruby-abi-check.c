@@ -122,6 +122,7 @@ FN(rb_class_path_cached);
 FN(rb_string_value_ptr);
 FN(rb_during_gc);
 FN(rb_gc_count);
+FN(rb_gc);
 FN(rb_postponed_job_register_one);
 FN(rb_set_end_proc);
 FN(rb_profile_frames);

@@ -172,6 +172,7 @@ bool ruby_tracer_available(void)
                   RESOLVE(rb_cBasicObject) && RESOLVE(rb_eException) &&
                   RESOLVE(ruby_current_vm_ptr) && RESOLVE(ruby_single_main_ractor);
     (void)(RESOLVE(rb_obj_memsize_of));
+    (void)(RESOLVE(rb_gc));
     (void)(RESOLVE(ruby_version));   /* without it, no thread layout is trusted (ruby_thread.c) */
 #undef RESOLVE
     for (size_t i = 0; api_present && i < HOOK_COUNT; i++)
@@ -258,9 +259,22 @@ static void name_origin(struct ruby_tracer *t, uint32_t origin, VALUE klass)
     t->origin_names[origin] = name == STRING_NONE ? 0 : name + 1;
 }
 
-/* An entry of the pc cache filled (with the lock held). */
+/* `n` more objects recorded at `origin` (with the lock held); lost, as
+ * records are, when there is no memory for the count. */
+static void count_allocs(struct ruby_tracer *t, uint32_t origin, uint64_t n)
+{
+    if ((size_t)origin * sizeof *t->origin_allocs < t->origin_allocs_bytes ||
+        pages_grow((void **)&t->origin_allocs, &t->origin_allocs_bytes,
+                   ((size_t)origin + 1) * sizeof *t->origin_allocs, 4096))
+        t->origin_allocs[origin] += n;
+}
+
+/* An entry of the pc cache filled (with the lock held): the count the old
+ * entry held goes to its origin first. */
 static void pc_cache_fill(struct ruby_tracer *t, struct ruby_pc_cache_entry *slot, struct ruby_pc_cache_entry entry)
 {
+    if (slot->allocs && slot->origin < t->origins.count)
+        count_allocs(t, slot->origin, slot->allocs);
     *slot = entry;
     unsigned n = t->pc_cache_filled_count;
     if (n < RUBY_PC_CACHE_FILLED_MAX)
@@ -339,7 +353,7 @@ static __attribute__((noinline)) uint32_t new_origin(struct ruby_tracer *t, cons
      * its path (the main script's goes from "<main>" to "ruby" to its name). */
     bool no_frame = pc == RUBY_PC_KEY_NO_FRAME;
     if (origin != INTERN_NONE && (no_frame ? depth == 0 : pc && depth > 0 && frames[0].line != 0))
-        pc_cache_fill(t, cached, (struct ruby_pc_cache_entry){ pc, iseq, klass, origin });
+        pc_cache_fill(t, cached, (struct ruby_pc_cache_entry){ pc, iseq, klass, origin, 0 });
     return origin;
 }
 
@@ -423,12 +437,15 @@ static __attribute__((noinline)) VALUE record_entered(VALUE obj)
             begin_epoch(t, gc_count);
         if (__builtin_expect(cached->pc == pc && cached->iseq == iseq && cached->klass == klass, 1)) {
             origin = cached->origin;
+            cached->allocs++;
             goto store;
         }
         spin_unlock(&t->lock);
     }
 
     origin = new_origin(t, pc, iseq, klass, cached);   /* takes the lock */
+    if (origin != INTERN_NONE)
+        count_allocs(t, origin, 1);
     /* (A new epoch empties the cache, this entry with the rest.) */
     if (__builtin_expect(gc_count != t->epoch_gc_now, 0))
         begin_epoch(t, gc_count);
@@ -505,6 +522,7 @@ static inline __attribute__((always_inline)) VALUE record(VALUE obj)
     }
     slot_map_put_in_fixed(&t->objects, page, obj, cached->origin, t->epoch_aux | type, RUBY_HEAP_PAGE_ALIGN,
                           RUBY_SLOT_SIZE);
+    cached->allocs++;
     spin_unlock(&t->lock);
     reentry_leave();
     return obj;
@@ -620,6 +638,20 @@ enum memprof_status ruby_tracer_detach(void)
     return MEMPROF_OK;
 }
 
+enum ruby_gc_state ruby_tracer_collect(void)
+{
+    struct ruby_tracer *t = &ruby_tracer;
+    if (!ruby_tracer_available() || !ruby_tracer_vm_running())
+        return RUBY_GC_NOT_HERE;
+    if (!t->api.rb_gc)
+        return RUBY_GC_NONE;
+    if (memprof_in_runtime || t->api.rb_during_gc() || !ruby_thread_holds_gvl(&t->api))
+        return RUBY_GC_NOT_HERE;
+    size_t before = t->api.rb_gc_count();
+    t->api.rb_gc();   /* (a GC the program disabled stays so: rb_gc is not GC.start) */
+    return t->api.rb_gc_count() != before ? RUBY_GC_RAN : RUBY_GC_DISABLED;
+}
+
 bool ruby_tracer_running(void)
 {
     return ruby_recording;
@@ -640,6 +672,11 @@ enum memprof_status ruby_tracer_reset(void)
     pages_free(t->origin_names, t->origin_names_bytes);
     t->origin_names = NULL;
     t->origin_names_bytes = 0;
+    pages_free(t->origin_allocs, t->origin_allocs_bytes);
+    t->origin_allocs = NULL;
+    t->origin_allocs_bytes = 0;
+    for (size_t i = 0; i < RUBY_PC_CACHE_SIZE; i++)
+        t->pc_cache[i].allocs = 0;   /* their origins are gone */
     t->dropped = 0;
     spin_unlock(&t->lock);
     return MEMPROF_OK;
@@ -683,7 +720,7 @@ void ruby_tracer_usage(unsigned long *objects, unsigned long *bytes)
     const struct ruby_tracer *t = &ruby_tracer;
     *objects = t->objects.count;
     *bytes = slot_map_bytes(&t->objects) + intern_bytes(&t->origins) + sites_bytes(&t->sites) +
-             strings_bytes(&t->class_names) + t->origin_names_bytes;
+             strings_bytes(&t->class_names) + t->origin_names_bytes + t->origin_allocs_bytes;
 }
 
 void ruby_tracer_after_fork(void)

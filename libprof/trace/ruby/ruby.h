@@ -18,11 +18,23 @@ struct ruby_config {
     unsigned sample;   /* record 1 in `sample` allocations (1: all) */
 };
 
+/* Whether a report's objects are what a full GC retains (its header says). */
+enum ruby_gc_state {
+    RUBY_GC_NOT_ASKED = 0,   /* none asked for (--no-gc, GDB, a core): garbage included */
+    RUBY_GC_RAN,             /* one ran just before */
+    RUBY_GC_NOT_HERE,        /* asked for, but this thread may not run one now */
+    RUBY_GC_NONE,            /* this Ruby exports no rb_gc */
+    RUBY_GC_DISABLED,        /* the program disabled the GC (GC.disable): none ran */
+};
+
 /* Report selection and layout. */
-enum ruby_sort { RUBY_SORT_COUNT = 0, RUBY_SORT_BYTES = 1 };
+enum ruby_sort { RUBY_SORT_COUNT = 0, RUBY_SORT_BYTES = 1, RUBY_SORT_ALLOCATED = 2 };
 struct ruby_report_options {
     enum ruby_sort sort;
     bool bytes;           /* show a bytes column */
+    bool allocated;       /* show an allocated column (objects made at the row) */
+    enum ruby_gc_state gc;
+    const char *when;     /* the header's "at exit of" (NULL: "in") */
     unsigned long top;    /* 0: every row */
     const char *filter;   /* NULL, or rows whose "file:line:Class" contains it */
     uint32_t since;       /* only objects made in this epoch or later */
@@ -43,6 +55,9 @@ void ruby_tracer_stop(void);
 enum memprof_status ruby_tracer_detach(void);
 bool ruby_tracer_running(void);
 enum memprof_status ruby_tracer_reset(void);
+/* A full GC, swept at once, if this thread may run one now: it holds the
+ * GVL, and is in no hook and not in the GC. Never with a report's lock held. */
+enum ruby_gc_state ruby_tracer_collect(void);
 /* Write the table of live objects. Allocation-free and lock-free (try-lock):
  * callable from GDB with the process stopped anywhere. */
 enum memprof_status ruby_tracer_report(struct out *o, const struct ruby_report_options *opt);

@@ -141,6 +141,7 @@ struct ruby_api {
     /* Optional (NULL if absent): the report then shows no bytes; C blocks
      * then get no Ruby line (no thread layout is trusted). */
     size_t (*rb_obj_memsize_of)(VALUE obj);
+    void (*rb_gc)(void);                     /* a full GC, swept at once: retained objects */
     const char *ruby_version;                /* "3.1.2" */
 };
 #endif

@@ -8,6 +8,7 @@
 #include "../../util/pages.h"
 #include "../../util/sort.h"
 #include <string.h>
+#include <unistd.h>
 
 struct row {
     uint32_t site;
@@ -15,6 +16,7 @@ struct row {
     VALUE klass;      /* the objects' class now (0: hidden) */
     uint64_t count;
     uint64_t bytes;
+    uint64_t allocated;   /* objects made at the site of this class since recording started */
     size_t name;      /* offset of the class name in the names buffer */
 };
 
@@ -24,6 +26,9 @@ struct rows {
     uint32_t *index;  /* open-addressed set of (row + 1) */
     size_t mask, index_bytes;
     struct out names;
+    /* Rows of one class apart by type too (as a core's reader keys them);
+     * not with allocated counts, whose origins keep no type. */
+    bool by_type;
 };
 
 static const struct ruby_basic *heap_object(const struct maps *maps, VALUE v)
@@ -85,6 +90,10 @@ void ruby_class_name(const struct ruby_api *api, const struct maps *maps,
         out_str(o, "(singleton class)");
         return;
     }
+    if (klass == 0 && type == RUBY_T_NONE) {   /* allocated: the type is not kept */
+        out_str(o, "(hidden or internal)");
+        return;
+    }
     if (klass == 0) {
         out_str(o, "(hidden ");
         out_str(o, ruby_type_name(type));
@@ -131,12 +140,21 @@ static void rows_free(struct rows *r)
     out_release_mem(&r->names);
 }
 
+/* A row's key: its site, its class, and its type (with allocated counts,
+ * only where the class does not say it: hidden objects, and a singleton
+ * class against its class's class). */
+static uint32_t key_type(const struct rows *r, uint32_t type, VALUE klass)
+{
+    return klass && !r->by_type ? type & ROW_SINGLETON_CLASS : type;
+}
+
 static struct row *rows_add(struct rows *r, uint32_t site, uint32_t type, VALUE klass)
 {
-    size_t i = (size_t)row_hash(site, type, klass) & r->mask;
+    uint32_t key = key_type(r, type, klass);
+    size_t i = (size_t)row_hash(site, key, klass) & r->mask;
     for (; r->index[i]; i = (i + 1) & r->mask) {
         struct row *row = &r->rows[r->index[i] - 1];
-        if (row->site == site && row->type == type && row->klass == klass)
+        if (row->site == site && key_type(r, row->type, row->klass) == key && row->klass == klass)
             return row;
     }
     struct row *row = &r->rows[r->count++];
@@ -159,8 +177,8 @@ static int row_cmp(const void *x, const void *y, void *ctx)
 {
     const struct row *a = x, *b = y;
     const struct row_order *o = ctx;
-    uint64_t ka = o->sort == RUBY_SORT_BYTES ? a->bytes : a->count;
-    uint64_t kb = o->sort == RUBY_SORT_BYTES ? b->bytes : b->count;
+    uint64_t ka = o->sort == RUBY_SORT_BYTES ? a->bytes : o->sort == RUBY_SORT_ALLOCATED ? a->allocated : a->count;
+    uint64_t kb = o->sort == RUBY_SORT_BYTES ? b->bytes : o->sort == RUBY_SORT_ALLOCATED ? b->allocated : b->count;
     if (ka != kb)
         return ka > kb ? -1 : 1;
     if (a->count != b->count)
@@ -237,12 +255,14 @@ static bool row_matches(const struct rows *r, const struct site_table *sites,
 static void write_rows(struct out *o, const struct rows *r, const struct site_table *sites,
                        const struct ruby_report_options *opt, unsigned scale)
 {
-    int width = 7, bytes_width = 10;
+    int width = 7, bytes_width = 10, allocated_width = 9;
     for (size_t i = 0; i < r->count; i++) {
         if (u64_digits(r->rows[i].count * scale) > width)
             width = u64_digits(r->rows[i].count * scale);
         if (u64_digits(r->rows[i].bytes * scale) > bytes_width)
             bytes_width = u64_digits(r->rows[i].bytes * scale);
+        if (u64_digits(r->rows[i].allocated * scale) > allocated_width)
+            allocated_width = u64_digits(r->rows[i].allocated * scale);
     }
     size_t shown = 0, hidden = 0;
     uint64_t hidden_objects = 0;
@@ -257,6 +277,10 @@ static void write_rows(struct out *o, const struct rows *r, const struct site_ta
         }
         shown++;
         out_u64_width(o, row->count * scale, width);
+        if (opt->allocated) {
+            out_char(o, ' ');
+            out_u64_width(o, row->allocated * scale, allocated_width);
+        }
         if (opt->bytes) {
             out_char(o, ' ');
             out_u64_width(o, row->bytes * scale, bytes_width);
@@ -265,7 +289,8 @@ static void write_rows(struct out *o, const struct rows *r, const struct site_ta
         write_site(o, sites, row->site);
         out_str(o, r->names.buf + row->name);
         out_char(o, '\n');
-        write_callers(o, sites, row->site, width + 1 + (opt->bytes ? bytes_width + 1 : 0));
+        write_callers(o, sites, row->site,
+                      width + 1 + (opt->bytes ? bytes_width + 1 : 0) + (opt->allocated ? allocated_width + 1 : 0));
     }
     if (shown == 0 && r->count && opt->filter && *opt->filter) {
         out_str(o, "memprof: no live Ruby objects match '");
@@ -307,10 +332,59 @@ static void tally_one(const struct slot_entry *e, void *ctx)
     uint32_t type = RUBY_AUX_TYPE(e->aux);
     if (type == RUBY_T_CLASS && (((const struct ruby_basic *)e->key)->flags & RUBY_FL_SINGLETON))
         type |= ROW_SINGLETON_CLASS;
+    if (klass == 0 && y->opt->allocated)   /* as their allocated count: no type kept */
+        type = RUBY_T_NONE;
     struct row *row = rows_add(y->rows, (uint32_t)origin->a, type, klass);
     row->count++;
     if (y->want_bytes)
         row->bytes += t->api.rb_obj_memsize_of(e->key);
+}
+
+/* An origin's objects made into the row of its site and class (hidden and
+ * internal objects together: their type is not in the origin). */
+static void add_allocated(const struct ruby_tracer *t, struct rows *rows, uint32_t origin, uint64_t made)
+{
+    const struct intern_tuple *o = intern_get(&t->origins, origin);
+    VALUE klass = (VALUE)o->b;
+    rows_add(rows, (uint32_t)o->a, klass ? 0 : RUBY_T_NONE, klass)->allocated += made;
+}
+
+/* Every origin's objects made: the counts moved to it, and those its pc
+ * cache entries still hold. */
+static void tally_allocated(const struct ruby_tracer *t, struct rows *rows)
+{
+    size_t n = t->origins.count;
+    for (size_t i = 0; i < n && i * sizeof *t->origin_allocs < t->origin_allocs_bytes; i++)
+        if (t->origin_allocs[i])
+            add_allocated(t, rows, (uint32_t)i, t->origin_allocs[i]);
+    for (size_t i = 0; i < RUBY_PC_CACHE_SIZE; i++) {
+        const struct ruby_pc_cache_entry *e = &t->pc_cache[i];
+        if (e->allocs && e->origin < n)
+            add_allocated(t, rows, e->origin, e->allocs);
+    }
+}
+
+/* The table's first line: what its objects are, and its columns. */
+static void write_header(struct out *o, const struct ruby_report_options *opt)
+{
+    static const char *const gc_words[] = {
+        [RUBY_GC_NOT_ASKED] = ", garbage the GC has not found included (no GC asked for)",
+        [RUBY_GC_RAN] = " after a full GC",
+        [RUBY_GC_NOT_HERE] = ", garbage the GC has not found included (no GC may run here)",
+        [RUBY_GC_NONE] = ", garbage the GC has not found included (this Ruby has no rb_gc)",
+        [RUBY_GC_DISABLED] = ", garbage the GC has not found included (the program disabled the GC)",
+    };
+    out_str(o, "== memprof: live Ruby objects ");
+    out_str(o, opt->when ? opt->when : "in");
+    out_str(o, " pid ");
+    out_u64(o, (uint64_t)getpid());
+    out_str(o, gc_words[opt->gc <= RUBY_GC_DISABLED ? opt->gc : RUBY_GC_NOT_ASKED]);
+    out_str(o, " (count");
+    if (opt->allocated)
+        out_str(o, " allocated");
+    if (opt->bytes)
+        out_str(o, " bytes");
+    out_str(o, " file:line:Class) ==\n");
 }
 
 enum memprof_status ruby_lock_for_reading(void)
@@ -340,16 +414,19 @@ enum memprof_status ruby_tracer_report(struct out *o, const struct ruby_report_o
         status = MEMPROF_NO_MEMORY;
         goto out;
     }
-    if (!rows_init(&rows, t->objects.count)) {
+    if (!rows_init(&rows, t->objects.count + (opt->allocated ? t->origins.count : 0))) {
         rows_free(&rows);
         status = MEMPROF_NO_MEMORY;
         goto out;
     }
+    rows.by_type = !opt->allocated;
     struct tally tally = {
         .t = t, .maps = &maps, .rows = &rows, .opt = opt,
         .want_bytes = (opt->bytes || opt->sort == RUBY_SORT_BYTES) && t->api.rb_obj_memsize_of,
     };
     slot_map_each(&t->objects, tally_one, &tally);
+    if (opt->allocated)
+        tally_allocated(t, &rows);
     for (size_t i = 0; i < rows.count; i++) {
         rows.rows[i].name = rows.names.len;
         ruby_class_name(&t->api, &maps, rows.rows[i].klass, rows.rows[i].type, &rows.names);
@@ -361,6 +438,7 @@ enum memprof_status ruby_tracer_report(struct out *o, const struct ruby_report_o
         unsigned scale = t->config.sample;
         struct row_order order = { &rows, &t->sites, opt->sort };
         sort_in_place(rows.rows, rows.count, sizeof *rows.rows, row_cmp, &order);
+        write_header(o, opt);
         write_rows(o, &rows, &t->sites, opt, scale);
         if (scale > 1) {
             out_str(o, "memprof: sampled 1 in ");

@@ -30,6 +30,10 @@ struct ruby_pc_cache_entry {
     const void *iseq;
     VALUE klass;
     uint32_t origin;
+    /* Objects recorded through this entry not yet added to the origin's
+     * count (origin_allocs): one add on the line the record reads anyway.
+     * Moved there when the entry is filled again, read as they are by a report. */
+    uint32_t allocs;
 };
 _Static_assert(sizeof(struct ruby_pc_cache_entry) == 32, "a pc cache entry is 32 bytes");
 /* Set in the klass of an entry a new epoch emptied (a class is never at an
@@ -54,6 +58,10 @@ struct ruby_tracer {
      * in class_names: for a reader of a core, which cannot ask the VM. */
     uint32_t *origin_names;
     size_t origin_names_bytes;
+    /* [origin]: objects recorded there since recording started (the pc
+     * cache's entries hold more, not yet added). */
+    uint64_t *origin_allocs;
+    size_t origin_allocs_bytes;
     struct string_pool class_names;
     unsigned long dropped;        /* records lost to memory exhaustion */
     unsigned long compactions;    /* GC compactions followed */
