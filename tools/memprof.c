@@ -9,6 +9,7 @@
 #include "runtime/report_signals.h"
 #include "output.h"
 #include "format/pprof.h"
+#include "report/ruby_groups.h"
 #include "util/atomic_file.h"
 #include <errno.h>
 #include <signal.h>
@@ -199,8 +200,9 @@ long memprof_whole_number(const char *s, long min, long max)
 enum {
     RUN_OUTPUT, RUN_HEAP, RUN_BY_THREAD, RUN_SAMPLE_BYTES, RUN_PPROF, RUN_PPROF_PROTO, RUN_DUMP, RUN_HOOK, RUN_WRAPPER,
     RUN_SITE, RUN_FRAMES, RUN_SAMPLE, RUN_BYTES, RUN_SORT, RUN_TOP, RUN_FILTER, RUN_AT_PEAK, RUN_TIMELINE,
-    RUN_PEAK_REPORT, RUN_ON_SIGNAL, RUN_NO_GC, RUN_ALLOCATED, RUN_OPTIONS
+    RUN_PEAK_REPORT, RUN_ON_SIGNAL, RUN_NO_GC, RUN_ALLOCATED, RUN_GROUP, RUN_OPTIONS
 };
+static const char *const group_words[] = { "gem", "file", "location", "class", NULL };
 static const char *const site_words[] = { "nearest", "user", NULL };
 static const char *const sort_words[] = { "count", "retained", "bytes", "allocated", NULL };
 static const struct cli_option run_options[] = {
@@ -236,6 +238,10 @@ static const struct cli_option run_options[] = {
                            sort_words),
     [RUN_ALLOCATED] = CLI_FLAG("allocated", 0, "an allocated column: the objects each row's line made since\n"
                                                "recording started, dead or alive"),
+    [RUN_GROUP] = CLI_WORDS("group", 0, "G", "after the table, the objects grouped as memory_profiler prints\n"
+                                             "them: gem, file, location or class (repeat for several):\n"
+                                             "allocated objects, retained memory and objects, each\n"
+                                             "largest first (--top rows each)", group_words),
     [RUN_NO_GC] = CLI_FLAG("no-gc", 0, "no full GC before the Ruby table: garbage the GC has not\n"
                                        "found yet is counted as live (MEMPROF_NO_GC)"),
     [RUN_TOP] = CLI_NUMBER("top", 0, "N", "only the first N rows", 1, 1L << 40),
@@ -442,6 +448,9 @@ static void free_names(char **names, size_t n)
 
 /* --pprof-proto FILE (or MEMPROF_PPROF_PROTO), resolved; "" when not asked for. */
 static char proto_output[PATH_MAX];
+/* --group: enum ruby_group bits, and the rows each table shows (--top). */
+static unsigned ruby_groups;
+static unsigned long groups_top = 50;   /* memory_profiler's default */
 
 /* COMMAND's report (a raw heap report, or the Ruby table) as a profile in
  * `proto`: 0, or EXIT_USAGE after a one-line message. */
@@ -664,13 +673,42 @@ static int run_heap_in(char **argv, const char *output, const char *dir, pid_t *
     return rc;
 }
 
+/* --group: the grouped tables after the report, on stderr, or at the end of
+ * the report FILE (written again whole). 0, or 1 after a message. */
+static int append_groups(FILE *table, const char *output)
+{
+    char here[PATH_MAX];
+    const char *app = getcwd(here, sizeof here);   /* COMMAND ran here: its files are the app's */
+    if (!output)
+        return ruby_groups_write(table, stderr, ruby_groups, groups_top, app);
+    FILE *report = fopen(output, "r");
+    if (!report) {
+        fprintf(stderr, "memprof: cannot read %s to add the groups to it: %s\n", output, strerror(errno));
+        return 1;
+    }
+    struct output out;
+    if (output_open(&out, output) != 0) {
+        fclose(report);
+        return 1;
+    }
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, report)) > 0)
+        fwrite(buf, 1, n, out.fp);
+    bool failed = ferror(report) != 0;
+    fclose(report);
+    failed |= ruby_groups_write(table, out.fp, ruby_groups, groups_top, app) != 0;
+    return output_close(&out, failed);
+}
+
 /* Ruby: run COMMAND; then say where the reports of other profiled
  * processes are, and whether COMMAND's own process wrote one. */
 static int run_with_ruby_report(char **argv, const char *output)
 {
-    /* --pprof-proto: the runtime also writes its whole table, with bytes. */
+    /* --pprof-proto, --group: the runtime also writes its whole table, with
+     * bytes and allocated counts. */
     char dir[PATH_MAX], table[PATH_MAX + 8] = "";
-    if (*proto_output) {
+    if (*proto_output || ruby_groups) {
         int made = scratch_make(dir, sizeof dir);
         if (made)
             return made;
@@ -687,10 +725,14 @@ static int run_with_ruby_report(char **argv, const char *output)
         FILE *in = pid > 0 ? fopen(table, "r") : NULL;
         if (in && fgetc(in) != EOF) {
             rewind(in);
-            proto_rc = write_proto(in, proto_output);
+            if (*proto_output)
+                proto_rc = write_proto(in, proto_output);
+            rewind(in);
+            if (ruby_groups && !proto_rc)
+                proto_rc = append_groups(in, output);
         } else if (pid > 0) {
-            fprintf(stderr, "memprof: %s (pid %ld) wrote no Ruby table: no profile in %s\n", argv[0], (long)pid,
-                    proto_output);
+            fprintf(stderr, "memprof: %s (pid %ld) wrote no Ruby table%s%s\n", argv[0], (long)pid,
+                    *proto_output ? ": no profile in " : ": no groups", proto_output);
         }
         if (in)
             fclose(in);
@@ -735,6 +777,11 @@ static int cmd_run(int argc, char **argv)
         switch (k) {
         case RUN_OUTPUT: output = a.value; break;
         case RUN_HEAP: break;
+        case RUN_GROUP:
+            for (unsigned g = 0; group_words[g]; g++)
+                if (strcmp(a.value, group_words[g]) == 0)
+                    ruby_groups |= 1u << g;
+            break;
         case RUN_HOOK:   /* SPEC, as memprof-hook's words; several are joined with ';' */
             if (strchr(a.value, ';'))
                 return cli_fail(&run_command, "--hook: '%s' is one spec (repeat --hook for several)", a.value);
@@ -761,6 +808,8 @@ static int cmd_run(int argc, char **argv)
             break;
         default:
             setenv(run_option_env[k], a.value ? a.value : "1", 1);
+            if (k == RUN_TOP)
+                groups_top = (unsigned long)a.number;
             break;
         }
         /* The options that are the C heap's. */
@@ -772,6 +821,8 @@ static int cmd_run(int argc, char **argv)
         return rc;
     if (k != CLI_END)
         return cli_status(k);
+    if (ruby_groups && heap)
+        return fail("run: --group groups the Ruby table, not the C heap's (--heap)");
     if (by_thread && !heap)
         return fail("run: --by-thread needs --heap (rows by thread are for the C heap)");
     const char *proto_env = getenv("MEMPROF_PPROF_PROTO");

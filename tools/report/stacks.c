@@ -336,11 +336,14 @@ int stacks_read(FILE *in, const char *name, struct stacks *out)
     }
     struct pending p = { 0 };
     bool skipping = false;
+    /* A Ruby table's header names its columns: "(count allocated bytes ...)". */
+    bool allocated_column = false;
     for (; got > 0; got = getline(&line, &cap, in)) {
         line[strcspn(line, "\n")] = '\0';
         if (strncmp(line, "== ", 3) == 0) {
             flush(out, &p);
             skipping = strstr(line, "thread") != NULL;
+            allocated_column = strstr(line, "(count allocated ") != NULL;
             continue;
         }
         if (skipping || line[0] == '#' || strncmp(line, "memprof", 7) == 0 || !line[0])
@@ -358,11 +361,12 @@ int stacks_read(FILE *in, const char *name, struct stacks *out)
                 p.short_of_memory |= !(p.ruby = frame_text(trimmed + 5, strlen(trimmed + 5)));
         } else if (n == 0 && (strncmp(trimmed, "thread ", 7) == 0 || line[0] == ' ')) {
             continue;   /* a row's thread, or a line of a section that is not rows */
-        } else if ((n == 1 || n == 2) && *rest && strchr(rest, ':')) {
+        } else if (n >= 1 && n <= 2 + allocated_column && *rest && strchr(rest, ':')) {
             flush(out, &p);
             out->kind = "ruby";
-            out->have_bytes = n == 2;
-            p = (struct pending){ .open = true, .count = v[0], .bytes = n == 2 ? v[1] : 0 };
+            int bytes_at = allocated_column ? 2 : 1;   /* the allocated count is not a weight here */
+            out->have_bytes = n > bytes_at;
+            p = (struct pending){ .open = true, .count = v[0], .bytes = n > bytes_at ? v[bytes_at] : 0 };
             ruby_site(&p, rest);
         } else if (n == 4 && *rest) {
             flush(out, &p);

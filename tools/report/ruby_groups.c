@@ -1,0 +1,247 @@
+/* The Ruby table grouped as memory_profiler prints its report (ruby_groups.h):
+ * objects and memory by gem, file, location and class, allocated and
+ * retained, each group a table of its own, largest first. */
+#include "ruby_groups.h"
+#include "../grow.h"
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One row of the table, or one group's sums. */
+struct tally {
+    char *key;
+    uint64_t retained, allocated, bytes;
+};
+
+struct tallies {
+    struct tally *items;
+    size_t count, cap;
+};
+
+/* The component after `at` up to the next '/', or NULL. */
+static char *component(const char *at)
+{
+    size_t n = strcspn(at, "/");
+    return n ? strndup(at, n) : NULL;
+}
+
+char *ruby_gem_of(const char *file, const char *app_dir)
+{
+    if (strncmp(file, "<internal", 9) == 0 || strcmp(file, "<main>") == 0)
+        return strdup("<internal>");
+    const char *gems = NULL;
+    for (const char *at = strstr(file, "/gems/"); at; at = strstr(at + 1, "/gems/"))
+        gems = at;
+    char *name;
+    if (gems && (name = component(gems + 6)) && strchr(gems + 6, '/'))
+        return name;   /* gems/NAME-VERSION/..., Debian's rubygems-integration too */
+    const char *vendor = strstr(file, "/vendor_ruby/");
+    if (vendor && (name = component(vendor + 13))) {   /* a Debian package's library */
+        char *dot = strstr(name, ".rb");
+        if (dot && !dot[3])
+            *dot = '\0';
+        return name;
+    }
+    if (strstr(file, "/lib/ruby/3.") || strstr(file, "/ruby/3.1.0/"))
+        return strdup("stdlib");
+    size_t n = app_dir ? strlen(app_dir) : 0;
+    if (file[0] != '/' || (n > 1 && strncmp(file, app_dir, n) == 0 && file[n] == '/'))
+        return strdup("app");   /* where the program ran, or relative to it: its own */
+    return strdup("other");
+}
+
+/* "file:line:Class" split at the colon that starts ":LINE:". */
+static bool split_site(const char *site, const char **file_end, const char **class_start)
+{
+    for (const char *c = strchr(site, ':'); c; c = strchr(c + 1, ':')) {
+        const char *d = c + 1;
+        while (*d >= '0' && *d <= '9')
+            d++;
+        if (d > c + 1 && *d == ':') {
+            *file_end = c;
+            *class_start = d + 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+static char *group_key(enum ruby_group g, const char *site, const char *app_dir)
+{
+    const char *file_end, *class_start;
+    if (!split_site(site, &file_end, &class_start))
+        return NULL;
+    switch (g) {
+    case RUBY_GROUP_GEM: {
+        char *file = strndup(site, (size_t)(file_end - site));
+        char *gem = file ? ruby_gem_of(file, app_dir) : NULL;
+        free(file);
+        return gem;
+    }
+    case RUBY_GROUP_FILE: return strndup(site, (size_t)(file_end - site));
+    case RUBY_GROUP_LOCATION: return strndup(site, (size_t)(class_start - 1 - site));
+    case RUBY_GROUP_CLASS: return strdup(class_start);
+    }
+    return NULL;
+}
+
+static bool add(struct tallies *t, char *key, const struct tally *v)
+{
+    struct tally *items = key ? grow_array(t->items, t->count, &t->cap, sizeof *items, 256) : NULL;
+    if (!items) {
+        free(key);
+        return false;
+    }
+    t->items = items;
+    t->items[t->count++] = (struct tally){ key, v->retained, v->allocated, v->bytes };
+    return true;
+}
+
+static void tallies_free(struct tallies *t)
+{
+    for (size_t i = 0; i < t->count; i++)
+        free(t->items[i].key);
+    free(t->items);
+    *t = (struct tallies){ 0 };
+}
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(((const struct tally *)a)->key, ((const struct tally *)b)->key);
+}
+
+/* What the groups are sorted by, for qsort (no context argument). */
+static enum { BY_RETAINED, BY_ALLOCATED, BY_BYTES } sort_by;
+
+static uint64_t measure(const struct tally *t)
+{
+    return sort_by == BY_RETAINED ? t->retained : sort_by == BY_ALLOCATED ? t->allocated : t->bytes;
+}
+
+static int by_measure(const void *a, const void *b)
+{
+    uint64_t x = measure(a), y = measure(b);
+    return x != y ? (x > y ? -1 : 1) : by_key(a, b);
+}
+
+/* The rows' sums by the key of group `g`, keys in order. */
+static bool group(const struct tallies *rows, enum ruby_group g, const char *app_dir, struct tallies *out)
+{
+    *out = (struct tallies){ 0 };
+    for (size_t i = 0; i < rows->count; i++)
+        if (!add(out, group_key(g, rows->items[i].key, app_dir), &rows->items[i])) {
+            tallies_free(out);
+            return false;
+        }
+    qsort(out->items, out->count, sizeof *out->items, by_key);
+    size_t kept = 0;
+    for (size_t i = 0; i < out->count; i++) {
+        struct tally *it = &out->items[i];
+        if (kept && strcmp(out->items[kept - 1].key, it->key) == 0) {
+            out->items[kept - 1].retained += it->retained;
+            out->items[kept - 1].allocated += it->allocated;
+            out->items[kept - 1].bytes += it->bytes;
+            free(it->key);
+        } else {
+            out->items[kept++] = *it;
+        }
+    }
+    out->count = kept;
+    return true;
+}
+
+static void write_section(FILE *out, struct tallies *groups, const char *title, const char *name, int by,
+                          unsigned long top)
+{
+    sort_by = by;
+    qsort(groups->items, groups->count, sizeof *groups->items, by_measure);
+    fprintf(out, "\n%s by %s\n-----------------------------------\n", title, name);
+    size_t shown = 0;
+    for (size_t i = 0; i < groups->count && (!top || shown < top); i++) {
+        if (!measure(&groups->items[i]))
+            continue;
+        fprintf(out, "%10" PRIu64 "  %s\n", measure(&groups->items[i]), groups->items[i].key);
+        shown++;
+    }
+}
+
+int ruby_groups_write(FILE *table, FILE *out, unsigned groups, unsigned long top, const char *app_dir)
+{
+    static const char *const names[] = { "gem", "file", "location", "class" };
+    struct tallies rows = { 0 };
+    struct tally hidden = { 0 };
+    bool allocated = false, bytes = false, ok = true;
+    char *line = NULL;
+    size_t cap = 0;
+    while (ok && getline(&line, &cap, table) > 0) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "== memprof: live Ruby objects", 29) == 0) {
+            allocated = strstr(line, "(count allocated") != NULL;
+            bytes = strstr(line, " bytes file:line:Class)") != NULL;
+            continue;
+        }
+        uint64_t v[3] = { 0 };
+        int n = 0;
+        char *at = line, *end;
+        while (n < 1 + allocated + bytes) {
+            while (*at == ' ')
+                at++;
+            if (*at < '0' || *at > '9')
+                break;
+            v[n++] = strtoull(at, &end, 10);
+            at = end;
+        }
+        if (n != 1 + allocated + bytes || *at != ' ')
+            continue;   /* a caller's line, a note */
+        while (*at == ' ')
+            at++;
+        struct tally t = { NULL, v[0], allocated ? v[1] : 0, bytes ? v[1 + allocated] : 0 };
+        const char *file_end, *class_start;
+        if (split_site(at, &file_end, &class_start) &&
+            (strncmp(class_start, "(hidden", 7) == 0 || strcmp(class_start, "(imemo)") == 0)) {
+            hidden.retained += t.retained;   /* ObjectSpace lists none of them */
+            hidden.allocated += t.allocated;
+            continue;
+        }
+        ok = add(&rows, strdup(at), &t);
+    }
+    free(line);
+    uint64_t total[3] = { 0 };
+    for (size_t i = 0; i < rows.count; i++) {
+        total[0] += rows.items[i].retained;
+        total[1] += rows.items[i].allocated;
+        total[2] += rows.items[i].bytes;
+    }
+    if (ok) {
+        if (allocated)
+            fprintf(out, "Total allocated: %" PRIu64 " objects (their bytes are not known: each object's size "
+                         "is known only once it is filled)\n", total[1]);
+        if (bytes)
+            fprintf(out, "Total retained:  %" PRIu64 " bytes (%" PRIu64 " objects)\n", total[2], total[0]);
+        else
+            fprintf(out, "Total retained:  %" PRIu64 " objects\n", total[0]);
+        fprintf(out, "Left out, as ObjectSpace lists none of them: %" PRIu64 " hidden and internal objects retained",
+                hidden.retained);
+        if (allocated)
+            fprintf(out, ", %" PRIu64 " allocated", hidden.allocated);
+        fputc('\n', out);
+    }
+    for (unsigned g = 0; ok && g < 4; g++) {
+        if (!(groups & (1u << g)))
+            continue;
+        struct tallies sums;
+        if (!(ok = group(&rows, (enum ruby_group)(1u << g), app_dir, &sums)))
+            break;
+        if (allocated)
+            write_section(out, &sums, "allocated objects", names[g], BY_ALLOCATED, top);
+        if (bytes)
+            write_section(out, &sums, "retained memory", names[g], BY_BYTES, top);
+        write_section(out, &sums, "retained objects", names[g], BY_RETAINED, top);
+        tallies_free(&sums);
+    }
+    tallies_free(&rows);
+    if (!ok)
+        fprintf(stderr, "memprof: out of memory grouping the Ruby table\n");
+    return ok && !ferror(out) ? 0 : 1;
+}
