@@ -5,7 +5,7 @@ _memprof()
     local cur prev words cword
     _init_completion || return
 
-    local commands="run attach threads collapse flamegraph diff proto timeline symbols imports symbolize heap-table name-sites safe-point keep crash-helper core"
+    local commands="run attach threads collapse flamegraph diff proto timeline groups symbols imports symbolize heap-table name-sites safe-point keep crash-helper core"
     if [[ $cword -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return
@@ -20,7 +20,7 @@ _memprof()
                 _command_offset $((i + 1))
                 return
             fi
-            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--pprof-proto|--timeline|--dump|--hook|--wrapper|--on-signal|--peak-report|--site|--frames|--sample|--sample-bytes|--sort|--top|--filter) ]]; then
+            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--pprof-proto|--timeline|--dump|--hook|--wrapper|--on-signal|--peak-report|--site|--frames|--sample|--sample-bytes|--sort|--top|--filter|--group|--strings) ]]; then
                 _command_offset $i
                 return
             fi
@@ -28,12 +28,13 @@ _memprof()
         case $prev in
         -o | --output | --pprof | --pprof-proto | --timeline | --dump | --peak-report) _filedir; return ;;
         --site) COMPREPLY=($(compgen -W "nearest user" -- "$cur")); return ;;
-        --sort) COMPREPLY=($(compgen -W "count bytes" -- "$cur")); return ;;
-        --hook | --wrapper | --on-signal | --frames | --sample | --sample-bytes | --top | --filter) return ;;
+        --sort) COMPREPLY=($(compgen -W "count retained bytes allocated" -- "$cur")); return ;;
+        --group) COMPREPLY=($(compgen -W "gem file location class" -- "$cur")); return ;;
+        --hook | --wrapper | --on-signal | --frames | --sample | --sample-bytes | --top | --filter | --strings) return ;;
         esac
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-o --output --heap --at-peak --timeline --by-thread --wrapper --on-signal --peak-report --pprof --pprof-proto --dump --hook --site --frames
-                --sample --sample-bytes --bytes --sort --top --filter --help --" -- "$cur"))
+                --sample --sample-bytes --bytes --sort --top --filter --allocated --no-gc --group --strings --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))
         fi
@@ -54,6 +55,17 @@ _memprof()
             _pids
         else
             COMPREPLY=($(compgen -W "-p" -- "$cur"))
+        fi
+        ;;
+    groups)
+        case $prev in
+        --group) COMPREPLY=($(compgen -W "gem file location class" -- "$cur")); return ;;
+        --strings | --top) return ;;
+        esac
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "--group --strings --top" -- "$cur"))
+        else
+            _filedir
         fi
         ;;
     collapse | flamegraph | diff | proto | timeline)

@@ -86,6 +86,8 @@ enum memprof_report_flag {
     MEMPROF_REPORT_GC = 64,        /* RUBY: a full GC first, where the calling thread
                                       may run one (it holds the GVL, outside any hook
                                       and the GC): the rows are what it retains */
+    MEMPROF_REPORT_STRINGS = 128,  /* RUBY: after the rows, each live String's site
+                                      and value (64 bytes at most, escaped) */
 };
 /* A report of `kind`: with `flags`, the first `top` rows (0: all), Ruby
  * objects of epoch `since` or later (0: all), rows containing `filter`

@@ -13,6 +13,7 @@ int cmd_flamegraph(int argc, char **argv); /* memprof flamegraph REPORT */
 int cmd_diff(int argc, char **argv);       /* memprof diff BEFORE AFTER */
 int cmd_proto(int argc, char **argv);      /* memprof proto [-o FILE] REPORT */
 int cmd_timeline(int argc, char **argv);   /* memprof timeline [-o FILE.svg|.csv] TIMELINE */
+int cmd_groups(int argc, char **argv);     /* memprof groups [--group G]... [--strings N] [TABLE] */
 int cmd_heap_table(int argc, char **argv); /* memprof heap-table [FILE] */
 int cmd_name_sites(int argc, char **argv); /* memprof name-sites < TEXT */
 int cmd_safe_point(int argc, char **argv); /* memprof safe-point < BACKTRACES */

@@ -44,6 +44,7 @@ static void usage(FILE *f)
           "       memprof diff [-o FILE] BEFORE AFTER\n"
           "       memprof proto [-o FILE.pb.gz] REPORT\n"
           "       memprof timeline [-o FILE.svg|FILE.csv] TIMELINE\n"
+          "       memprof groups [--group G]... [--strings N] [--top N] [TABLE|-]\n"
           "       memprof symbols [--all] [--arch ARCH] FILE\n"
           "       memprof imports [--arch ARCH] [--format text|tsv|json] FILE\n"
           "       memprof symbolize FILE ADDRESS...\n"
@@ -78,6 +79,9 @@ static void usage(FILE *f)
           "  (collapse, flamegraph and diff also read such profiles)\n"
           "  timeline    the runtime's MEMPROF_TIMELINE file as a chart (-o FILE.svg) or\n"
           "              a CSV series (-o FILE.csv, or stdout)\n"
+          "  groups      a Ruby table grouped by gem, file, location and class, and the strings\n"
+          "              most often retained, as memory_profiler prints them (run --group,\n"
+          "              Memprof.report's block)\n"
           "\n"
           "  symbols  list the function symbols of an ELF or Mach-O FILE (from .symtab or\n"
           "           .dynsym, or its separate debug file; LC_SYMTAB), and where they come\n"
@@ -200,7 +204,7 @@ long memprof_whole_number(const char *s, long min, long max)
 enum {
     RUN_OUTPUT, RUN_HEAP, RUN_BY_THREAD, RUN_SAMPLE_BYTES, RUN_PPROF, RUN_PPROF_PROTO, RUN_DUMP, RUN_HOOK, RUN_WRAPPER,
     RUN_SITE, RUN_FRAMES, RUN_SAMPLE, RUN_BYTES, RUN_SORT, RUN_TOP, RUN_FILTER, RUN_AT_PEAK, RUN_TIMELINE,
-    RUN_PEAK_REPORT, RUN_ON_SIGNAL, RUN_NO_GC, RUN_ALLOCATED, RUN_GROUP, RUN_OPTIONS
+    RUN_PEAK_REPORT, RUN_ON_SIGNAL, RUN_NO_GC, RUN_ALLOCATED, RUN_GROUP, RUN_STRINGS, RUN_OPTIONS
 };
 static const char *const group_words[] = { "gem", "file", "location", "class", NULL };
 static const char *const site_words[] = { "nearest", "user", NULL };
@@ -242,6 +246,10 @@ static const struct cli_option run_options[] = {
                                              "them: gem, file, location or class (repeat for several):\n"
                                              "allocated objects, retained memory and objects, each\n"
                                              "largest first (--top rows each)", group_words),
+    [RUN_STRINGS] = CLI_NUMBER("strings", 0, "N", "after the table, the N string values most often retained\n"
+                                                  "(cut at 64 bytes, escaped), each with the lines that\n"
+                                                  "made them, as memory_profiler's Retained String Report",
+                               1, 1L << 20),
     [RUN_NO_GC] = CLI_FLAG("no-gc", 0, "no full GC before the Ruby table: garbage the GC has not\n"
                                        "found yet is counted as live (MEMPROF_NO_GC)"),
     [RUN_TOP] = CLI_NUMBER("top", 0, "N", "only the first N rows", 1, 1L << 40),
@@ -450,6 +458,7 @@ static void free_names(char **names, size_t n)
 static char proto_output[PATH_MAX];
 /* --group: enum ruby_group bits, and the rows each table shows (--top). */
 static unsigned ruby_groups;
+static unsigned long strings_top;   /* --strings N */
 static unsigned long groups_top = 50;   /* memory_profiler's default */
 
 /* COMMAND's report (a raw heap report, or the Ruby table) as a profile in
@@ -680,7 +689,7 @@ static int append_groups(FILE *table, const char *output)
     char here[PATH_MAX];
     const char *app = getcwd(here, sizeof here);   /* COMMAND ran here: its files are the app's */
     if (!output)
-        return ruby_groups_write(table, stderr, ruby_groups, groups_top, app);
+        return ruby_groups_write(table, stderr, ruby_groups, groups_top, app, strings_top);
     FILE *report = fopen(output, "r");
     if (!report) {
         fprintf(stderr, "memprof: cannot read %s to add the groups to it: %s\n", output, strerror(errno));
@@ -697,7 +706,7 @@ static int append_groups(FILE *table, const char *output)
         fwrite(buf, 1, n, out.fp);
     bool failed = ferror(report) != 0;
     fclose(report);
-    failed |= ruby_groups_write(table, out.fp, ruby_groups, groups_top, app) != 0;
+    failed |= ruby_groups_write(table, out.fp, ruby_groups, groups_top, app, strings_top) != 0;
     return output_close(&out, failed);
 }
 
@@ -708,7 +717,7 @@ static int run_with_ruby_report(char **argv, const char *output)
     /* --pprof-proto, --group: the runtime also writes its whole table, with
      * bytes and allocated counts. */
     char dir[PATH_MAX], table[PATH_MAX + 8] = "";
-    if (*proto_output || ruby_groups) {
+    if (*proto_output || ruby_groups || strings_top) {
         int made = scratch_make(dir, sizeof dir);
         if (made)
             return made;
@@ -728,7 +737,7 @@ static int run_with_ruby_report(char **argv, const char *output)
             if (*proto_output)
                 proto_rc = write_proto(in, proto_output);
             rewind(in);
-            if (ruby_groups && !proto_rc)
+            if ((ruby_groups || strings_top) && !proto_rc)
                 proto_rc = append_groups(in, output);
         } else if (pid > 0) {
             fprintf(stderr, "memprof: %s (pid %ld) wrote no Ruby table%s%s\n", argv[0], (long)pid,
@@ -777,10 +786,16 @@ static int cmd_run(int argc, char **argv)
         switch (k) {
         case RUN_OUTPUT: output = a.value; break;
         case RUN_HEAP: break;
+        case RUN_STRINGS:
+            strings_top = (unsigned long)a.number;
+            setenv("MEMPROF_STRINGS", "1", 1);   /* the runtime's whole table has them */
+            setenv("MEMPROF_GROUPS", "1", 1);
+            break;
         case RUN_GROUP:
             for (unsigned g = 0; group_words[g]; g++)
                 if (strcmp(a.value, group_words[g]) == 0)
                     ruby_groups |= 1u << g;
+            setenv("MEMPROF_GROUPS", "1", 1);   /* the runtime's whole table with allocated counts */
             break;
         case RUN_HOOK:   /* SPEC, as memprof-hook's words; several are joined with ';' */
             if (strchr(a.value, ';'))
@@ -821,8 +836,8 @@ static int cmd_run(int argc, char **argv)
         return rc;
     if (k != CLI_END)
         return cli_status(k);
-    if (ruby_groups && heap)
-        return fail("run: --group groups the Ruby table, not the C heap's (--heap)");
+    if ((ruby_groups || strings_top) && heap)
+        return fail("run: --%s is of the Ruby table, not the C heap's (--heap)", ruby_groups ? "group" : "strings");
     if (by_thread && !heap)
         return fail("run: --by-thread needs --heap (rows by thread are for the C heap)");
     const char *proto_env = getenv("MEMPROF_PPROF_PROTO");
@@ -881,7 +896,7 @@ int main(int argc, char **argv)
         { "run", cmd_run },           { "attach", cmd_attach }, { "threads", cmd_threads },
         { "collapse", cmd_collapse }, { "flamegraph", cmd_flamegraph }, { "diff", cmd_diff },
         { "proto", cmd_proto },
-        { "timeline", cmd_timeline },
+        { "timeline", cmd_timeline }, { "groups", cmd_groups },
         { "symbols", cmd_symbols },   { "imports", cmd_imports },   { "symbolize", cmd_symbolize },
         { "heap-table", cmd_heap_table }, { "name-sites", cmd_name_sites },
         { "safe-point", cmd_safe_point }, { "keep", cmd_keep }, { "crash-helper", cmd_crash_helper },

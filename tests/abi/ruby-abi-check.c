@@ -110,6 +110,14 @@ SAME(offsetof(struct ruby_data_type, function.dcompact), offsetof(rb_data_type_t
 SAME(offsetof(struct ruby_data_type, parent), offsetof(rb_data_type_t, parent));
 SAME(offsetof(struct ruby_data_type, data), offsetof(rb_data_type_t, data));
 SAME(offsetof(struct ruby_data_type, flags), offsetof(rb_data_type_t, flags));
+SAME(sizeof(struct ruby_string), sizeof(struct RString));
+SAME(offsetof(struct ruby_string, as.heap.len), offsetof(struct RString, as.heap.len));
+SAME(offsetof(struct ruby_string, as.heap.ptr), offsetof(struct RString, as.heap.ptr));
+SAME(offsetof(struct ruby_string, as.embed), offsetof(struct RString, as.embed.ary));
+SAME(sizeof(((struct ruby_string *)0)->as.embed), sizeof(((struct RString *)0)->as.embed.ary));
+SAME(RUBY_STR_NOEMBED, RSTRING_NOEMBED);
+SAME(RUBY_STR_EMBED_LEN_SHIFT, RSTRING_EMBED_LEN_SHIFT);
+SAME(RUBY_STR_EMBED_LEN_MASK, RSTRING_EMBED_LEN_MASK);
 
 /* Each exported function the tracer resolves with dlsym: the type it calls
  * it by is the type ruby.h declares. */

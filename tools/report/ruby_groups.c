@@ -2,7 +2,14 @@
  * objects and memory by gem, file, location and class, allocated and
  * retained, each group a table of its own, largest first. */
 #include "ruby_groups.h"
+#include "../cli.h"
+#include "../commands.h"
 #include "../grow.h"
+#include "../input.h"
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -166,19 +173,79 @@ static void write_section(FILE *out, struct tallies *groups, const char *title, 
     }
 }
 
-int ruby_groups_write(FILE *table, FILE *out, unsigned groups, unsigned long top, const char *app_dir)
+/* The strings most often retained, each with the lines that made them, as
+ * memory_profiler's "Retained String Report": `pairs` are "VALUE\tfile:line". */
+static void write_strings(FILE *out, struct tallies *pairs, unsigned long top)
+{
+    qsort(pairs->items, pairs->count, sizeof *pairs->items, by_key);
+    /* Each value's count, and each (value, line)'s, in the tallies' numbers:
+     * retained on the value's first pair, allocated on each pair's first. */
+    for (size_t i = 0, first = 0; i < pairs->count; i++) {
+        const char *k = pairs->items[i].key, *tab = strchr(k, '\t');
+        size_t vlen = (size_t)(tab - k);
+        const char *fk = pairs->items[first].key;
+        if (strncmp(fk, k, vlen + 1) != 0)
+            first = i;
+        pairs->items[first].retained++;
+    }
+    struct tallies values = { 0 };
+    for (size_t i = 0; i < pairs->count; i++)
+        if (pairs->items[i].retained)
+            add(&values, strdup(pairs->items[i].key), &(struct tally){ .retained = pairs->items[i].retained,
+                                                                      .bytes = i });
+    sort_by = BY_RETAINED;
+    qsort(values.items, values.count, sizeof *values.items, by_measure);
+    fprintf(out, "\nRetained String Report\n-----------------------------------\n");
+    for (size_t v = 0; v < values.count && v < top; v++) {
+        const char *key = values.items[v].key, *tab = strchr(key, '\t');
+        size_t vlen = (size_t)(tab - key);
+        fprintf(out, "%10" PRIu64 "  %.*s\n", values.items[v].retained, (int)vlen, key);
+        /* Its lines, most first: runs of equal pairs from its first. */
+        size_t at = (size_t)values.items[v].bytes;
+        struct tallies lines = { 0 };
+        for (size_t i = at; i < pairs->count && strncmp(pairs->items[i].key, key, vlen + 1) == 0;) {
+            size_t j = i;
+            while (j < pairs->count && strcmp(pairs->items[j].key, pairs->items[i].key) == 0)
+                j++;
+            add(&lines, strdup(pairs->items[i].key + vlen + 1), &(struct tally){ .retained = j - i });
+            i = j;
+        }
+        qsort(lines.items, lines.count, sizeof *lines.items, by_measure);
+        for (size_t l = 0; l < lines.count; l++)
+            fprintf(out, "%10" PRIu64 "  %s\n", lines.items[l].retained, lines.items[l].key);
+        fputc('\n', out);
+        tallies_free(&lines);
+    }
+    tallies_free(&values);
+}
+
+int ruby_groups_write(FILE *table, FILE *out, unsigned groups, unsigned long top, const char *app_dir,
+                      unsigned long strings_top)
 {
     static const char *const names[] = { "gem", "file", "location", "class" };
-    struct tallies rows = { 0 };
+    struct tallies rows = { 0 }, strings = { 0 };
     struct tally hidden = { 0 };
     bool allocated = false, bytes = false, ok = true;
     char *line = NULL;
     size_t cap = 0;
+    bool in_strings = false;
     while (ok && getline(&line, &cap, table) > 0) {
         line[strcspn(line, "\n")] = '\0';
         if (strncmp(line, "== memprof: live Ruby objects", 29) == 0) {
             allocated = strstr(line, "(count allocated") != NULL;
             bytes = strstr(line, " bytes file:line:Class)") != NULL;
+            continue;
+        }
+        if (strncmp(line, "== memprof: live strings", 24) == 0) {
+            in_strings = true;
+            continue;
+        }
+        if (in_strings) {   /* "file:line<TAB>VALUE": kept as "VALUE<TAB>file:line" */
+            char *tab = strchr(line, '\t');
+            char *pair = NULL;
+            if (tab && asprintf(&pair, "%s\t%.*s", tab + 1, (int)(tab - line), line) < 0)
+                pair = NULL;
+            ok = !tab || add(&strings, pair, &(struct tally){ 0 });
             continue;
         }
         uint64_t v[3] = { 0 };
@@ -240,8 +307,63 @@ int ruby_groups_write(FILE *table, FILE *out, unsigned groups, unsigned long top
         write_section(out, &sums, "retained objects", names[g], BY_RETAINED, top);
         tallies_free(&sums);
     }
+    if (ok && strings_top)
+        write_strings(out, &strings, strings_top);
     tallies_free(&rows);
+    tallies_free(&strings);
     if (!ok)
         fprintf(stderr, "memprof: out of memory grouping the Ruby table\n");
     return ok && !ferror(out) ? 0 : 1;
+}
+
+/* --- memprof groups --------------------------------------------------------- */
+
+enum { GROUPS_GROUP, GROUPS_STRINGS, GROUPS_TOP, GROUPS_OPTIONS };
+static const char *const group_words[] = { "gem", "file", "location", "class", NULL };
+static const struct cli_option groups_options[] = {
+    [GROUPS_GROUP] = CLI_WORDS("group", 0, "G", "gem, file, location or class (repeat for several; default all)",
+                               group_words),
+    [GROUPS_STRINGS] = CLI_NUMBER("strings", 0, "N", "the N string values most often retained (the table's\n"
+                                                     "strings section)", 1, 1L << 20),
+    [GROUPS_TOP] = CLI_NUMBER("top", 0, "N", "rows per table (default 50)", 1, 1L << 40),
+    [GROUPS_OPTIONS] = { 0 },
+};
+static const struct cli_command groups_command = {
+    .name = "groups", .operands = "[TABLE|-]", .max_operands = 1,
+    .summary = "A Ruby table the runtime wrote (memprof_report with its allocated and bytes columns,\n"
+               "and its strings for --strings; Memprof.report's block keeps one) grouped as\n"
+               "memory_profiler prints its report. Files under the current directory are the app's.",
+    .options = groups_options,
+};
+
+int cmd_groups(int argc, char **argv)
+{
+    unsigned groups = 0;
+    unsigned long strings = 0, top = 50;
+    struct cli_args a;
+    int k;
+    cli_begin(&a, &groups_command, argc, argv);
+    while ((k = cli_next(&a)) >= 0) {
+        if (k == GROUPS_GROUP) {
+            for (unsigned g = 0; group_words[g]; g++)
+                if (strcmp(a.value, group_words[g]) == 0)
+                    groups |= 1u << g;
+        } else if (k == GROUPS_STRINGS) {
+            strings = (unsigned long)a.number;
+        } else {
+            top = (unsigned long)a.number;
+        }
+    }
+    if (k != CLI_END)
+        return cli_status(k);
+    const char *path = a.operand_count ? a.operands[0] : "-";
+    FILE *in = input_open(path);
+    if (!in) {
+        fprintf(stderr, "memprof: cannot read %s: %s\n", path, strerror(errno));
+        return EXIT_USAGE;
+    }
+    char here[PATH_MAX];
+    int rc = ruby_groups_write(in, stdout, groups ? groups : 15u, top, getcwd(here, sizeof here), strings);
+    input_close(in);
+    return rc;
 }

@@ -15,6 +15,9 @@ char *ruby_gem_of(const char *file, const char *app_dir);
 /* Totals, then for each group in `groups` (enum ruby_group bits) its tables:
  * allocated objects (when the table has that column), retained memory (when
  * it has bytes) and retained objects, largest first, `top` rows each (0:
- * all). 0, or 1 after a message. */
-int ruby_groups_write(FILE *table, FILE *out, unsigned groups, unsigned long top, const char *app_dir);
+ * all); then, with `strings_top`, that many of the string values most often
+ * retained with the lines that made them (the table's strings section).
+ * 0, or 1 after a message. */
+int ruby_groups_write(FILE *table, FILE *out, unsigned groups, unsigned long top, const char *app_dir,
+                      unsigned long strings_top);
 #endif

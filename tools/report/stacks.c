@@ -342,7 +342,7 @@ int stacks_read(FILE *in, const char *name, struct stacks *out)
         line[strcspn(line, "\n")] = '\0';
         if (strncmp(line, "== ", 3) == 0) {
             flush(out, &p);
-            skipping = strstr(line, "thread") != NULL;
+            skipping = strstr(line, "thread") != NULL || strstr(line, "live strings") != NULL;
             allocated_column = strstr(line, "(count allocated ") != NULL;
             continue;
         }

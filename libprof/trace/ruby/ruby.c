@@ -638,6 +638,18 @@ enum memprof_status ruby_tracer_detach(void)
     return MEMPROF_OK;
 }
 
+/* The GC marks every word between its own frame and the stack's base that
+ * looks like an object (it is conservative there). The words deeper calls
+ * left below this frame (the program's own work, earlier) would be read as
+ * the GC's frames' unset slots, and keep garbage alive: zeroed first, for
+ * rb_gc's frames to take. */
+static __attribute__((noinline)) void scrub_stack(void)
+{
+    volatile char below[64 * 1024];
+    memset((char *)below, 0, sizeof below);
+    __asm__ volatile("" : : "r"(below) : "memory");
+}
+
 enum ruby_gc_state ruby_tracer_collect(void)
 {
     struct ruby_tracer *t = &ruby_tracer;
@@ -648,6 +660,7 @@ enum ruby_gc_state ruby_tracer_collect(void)
     if (memprof_in_runtime || t->api.rb_during_gc() || !ruby_thread_holds_gvl(&t->api))
         return RUBY_GC_NOT_HERE;
     size_t before = t->api.rb_gc_count();
+    scrub_stack();
     t->api.rb_gc();   /* (a GC the program disabled stays so: rb_gc is not GC.start) */
     return t->api.rb_gc_count() != before ? RUBY_GC_RAN : RUBY_GC_DISABLED;
 }
@@ -675,6 +688,10 @@ enum memprof_status ruby_tracer_reset(void)
     pages_free(t->origin_allocs, t->origin_allocs_bytes);
     t->origin_allocs = NULL;
     t->origin_allocs_bytes = 0;
+    pages_free(t->allocs_base, t->allocs_base_bytes);
+    t->allocs_base = NULL;
+    t->allocs_base_bytes = 0;
+    t->allocs_base_epoch = 0;
     for (size_t i = 0; i < RUBY_PC_CACHE_SIZE; i++)
         t->pc_cache[i].allocs = 0;   /* their origins are gone */
     t->dropped = 0;
@@ -705,12 +722,33 @@ enum memprof_status ruby_tracer_configure(const struct ruby_config *c)
     return new_rate ? ruby_tracer_reset() : MEMPROF_OK;
 }
 
+/* Every origin's count as of now kept in allocs_base (with the lock held):
+ * the pc cache's counts moved to their origins first. */
+static void snapshot_allocs(struct ruby_tracer *t, uint32_t epoch)
+{
+    for (size_t i = 0; i < RUBY_PC_CACHE_SIZE; i++) {
+        struct ruby_pc_cache_entry *e = &t->pc_cache[i];
+        if (e->allocs && e->origin < t->origins.count)
+            count_allocs(t, e->origin, e->allocs);
+        e->allocs = 0;
+    }
+    size_t n = t->origin_allocs_bytes;
+    if (n > t->allocs_base_bytes && !pages_grow((void **)&t->allocs_base, &t->allocs_base_bytes, n, 4096)) {
+        t->allocs_base_epoch = 0;   /* no base: allocated counts are since recording started */
+        return;
+    }
+    memcpy(t->allocs_base, t->origin_allocs, n);
+    memset((char *)t->allocs_base + n, 0, t->allocs_base_bytes - n);
+    t->allocs_base_epoch = epoch;
+}
+
 uint32_t ruby_tracer_new_epoch(void)
 {
     struct ruby_tracer *t = &ruby_tracer;
     size_t gc = ruby_tracer_available() ? t->api.rb_gc_count() : 0;
     spin_lock(&t->lock);
     uint32_t e = begin_epoch(t, gc);
+    snapshot_allocs(t, e);
     spin_unlock(&t->lock);
     return e;
 }
@@ -720,7 +758,7 @@ void ruby_tracer_usage(unsigned long *objects, unsigned long *bytes)
     const struct ruby_tracer *t = &ruby_tracer;
     *objects = t->objects.count;
     *bytes = slot_map_bytes(&t->objects) + intern_bytes(&t->origins) + sites_bytes(&t->sites) +
-             strings_bytes(&t->class_names) + t->origin_names_bytes + t->origin_allocs_bytes;
+             strings_bytes(&t->class_names) + t->origin_names_bytes + t->origin_allocs_bytes + t->allocs_base_bytes;
 }
 
 void ruby_tracer_after_fork(void)

@@ -35,6 +35,7 @@ struct ruby_report_options {
     bool allocated;       /* show an allocated column (objects made at the row) */
     enum ruby_gc_state gc;
     const char *when;     /* the header's "at exit of" (NULL: "in") */
+    bool strings;         /* after the rows, each live String's site and value */
     unsigned long top;    /* 0: every row */
     const char *filter;   /* NULL, or rows whose "file:line:Class" contains it */
     uint32_t since;       /* only objects made in this epoch or later */

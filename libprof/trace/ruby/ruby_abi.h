@@ -12,6 +12,19 @@ typedef uintptr_t VALUE;
 /* struct RBasic: every heap object starts with these two words. */
 struct ruby_basic { VALUE flags; VALUE klass; };
 
+/* struct RString as Debian's 3.1 is built (USE_RVARGC 0): up to 23 bytes in
+ * the object, the length in its flags; else a length and a pointer. */
+struct ruby_string {
+    struct ruby_basic basic;
+    union {
+        struct { long len; char *ptr; VALUE aux; } heap;
+        char embed[24];
+    } as;
+};
+#define RUBY_STR_NOEMBED ((VALUE)1 << 13)             /* RUBY_FL_USER1 */
+#define RUBY_STR_EMBED_LEN_SHIFT 14                   /* RUBY_FL_USHIFT + 2 */
+#define RUBY_STR_EMBED_LEN_MASK ((VALUE)0x1f << 14)   /* RUBY_FL_USER2 ... USER6 */
+
 enum ruby_type {
     RUBY_T_NONE = 0x00, RUBY_T_OBJECT = 0x01, RUBY_T_CLASS = 0x02, RUBY_T_MODULE = 0x03,
     RUBY_T_FLOAT = 0x04, RUBY_T_STRING = 0x05, RUBY_T_REGEXP = 0x06, RUBY_T_ARRAY = 0x07,

@@ -332,8 +332,6 @@ static void tally_one(const struct slot_entry *e, void *ctx)
     uint32_t type = RUBY_AUX_TYPE(e->aux);
     if (type == RUBY_T_CLASS && (((const struct ruby_basic *)e->key)->flags & RUBY_FL_SINGLETON))
         type |= ROW_SINGLETON_CLASS;
-    if (klass == 0 && y->opt->allocated)   /* as their allocated count: no type kept */
-        type = RUBY_T_NONE;
     struct row *row = rows_add(y->rows, (uint32_t)origin->a, type, klass);
     row->count++;
     if (y->want_bytes)
@@ -350,13 +348,17 @@ static void add_allocated(const struct ruby_tracer *t, struct rows *rows, uint32
 }
 
 /* Every origin's objects made: the counts moved to it, and those its pc
- * cache entries still hold. */
-static void tally_allocated(const struct ruby_tracer *t, struct rows *rows)
+ * cache entries still hold; for a report of the epoch the counts were last
+ * kept at (Memprof.report's block), those made since. */
+static void tally_allocated(const struct ruby_tracer *t, struct rows *rows, uint32_t since)
 {
     size_t n = t->origins.count;
-    for (size_t i = 0; i < n && i * sizeof *t->origin_allocs < t->origin_allocs_bytes; i++)
-        if (t->origin_allocs[i])
-            add_allocated(t, rows, (uint32_t)i, t->origin_allocs[i]);
+    bool from_base = since && since == t->allocs_base_epoch;
+    for (size_t i = 0; i < n && i * sizeof *t->origin_allocs < t->origin_allocs_bytes; i++) {
+        uint64_t base = from_base && i * sizeof *t->allocs_base < t->allocs_base_bytes ? t->allocs_base[i] : 0;
+        if (t->origin_allocs[i] > base)
+            add_allocated(t, rows, (uint32_t)i, t->origin_allocs[i] - base);
+    }
     for (size_t i = 0; i < RUBY_PC_CACHE_SIZE; i++) {
         const struct ruby_pc_cache_entry *e = &t->pc_cache[i];
         if (e->allocs && e->origin < n)
@@ -385,6 +387,79 @@ static void write_header(struct out *o, const struct ruby_report_options *opt)
     if (opt->bytes)
         out_str(o, " bytes");
     out_str(o, " file:line:Class) ==\n");
+}
+
+/* A live String's bytes (*len of them, 64 at most read): false unless the
+ * object's own words say where, and those bytes are readable. */
+#define STRING_VALUE_MAX 64
+static bool string_bytes(const struct maps *maps, VALUE obj, const char **bytes, long *len)
+{
+    const struct ruby_string *str = (const struct ruby_string *)obj;
+    VALUE flags = str->basic.flags;
+    if (flags & RUBY_STR_NOEMBED) {
+        *len = str->as.heap.len;
+        *bytes = str->as.heap.ptr;
+        return *len >= 0 && *len <= (1L << 40) &&
+               (!*len || maps_readable(maps, (uintptr_t)*bytes,
+                                       *len < STRING_VALUE_MAX ? (size_t)*len : STRING_VALUE_MAX));
+    }
+    *len = (long)((flags & RUBY_STR_EMBED_LEN_MASK) >> RUBY_STR_EMBED_LEN_SHIFT);
+    *bytes = str->as.embed;
+    return *len < (long)sizeof str->as.embed;
+}
+
+/* The value cut at 64 bytes: printable ASCII as it is, '"' and '\\'
+ * escaped, any other byte as \xNN; "..." after the quote when cut. */
+static void write_string_value(struct out *o, const char *bytes, long len)
+{
+    static const char hex[] = "0123456789abcdef";
+    out_char(o, '"');
+    for (long i = 0; i < len && i < STRING_VALUE_MAX; i++) {
+        unsigned char c = (unsigned char)bytes[i];
+        if (c == '"' || c == '\\') {
+            out_char(o, '\\');
+            out_char(o, (char)c);
+        } else if (c >= 0x20 && c < 0x7f) {
+            out_char(o, (char)c);
+        } else {
+            out_str(o, "\\x");
+            out_char(o, hex[c >> 4]);
+            out_char(o, hex[c & 15]);
+        }
+    }
+    out_char(o, '"');
+    if (len > STRING_VALUE_MAX)
+        out_str(o, "...");
+}
+
+struct strings_pass {
+    const struct ruby_tracer *t;
+    const struct maps *maps;
+    const struct ruby_report_options *opt;
+    struct out *o;
+};
+
+/* One live String (of class String or a subclass): "file:line\tVALUE". */
+static void write_string_one(const struct slot_entry *e, void *ctx)
+{
+    struct strings_pass *p = ctx;
+    const struct ruby_tracer *t = p->t;
+    if (RUBY_AUX_TYPE(e->aux) != RUBY_T_STRING || RUBY_AUX_EPOCH(e->aux) < p->opt->since)
+        return;
+    const struct intern_tuple *origin = intern_get(&t->origins, e->origin);
+    VALUE klass = ruby_live_class(&t->api, p->maps, e, (VALUE)origin->b);
+    uint32_t site = (uint32_t)origin->a;
+    const char *bytes;
+    long len;
+    if (klass == RUBY_NOT_LIVE || klass == 0 || hidden_file(sites_file(&t->sites, site)) ||
+        !string_bytes(p->maps, e->key, &bytes, &len))
+        return;
+    out_str(p->o, sites_file(&t->sites, site));
+    out_char(p->o, ':');
+    out_u64(p->o, sites_line(&t->sites, site));
+    out_char(p->o, '\t');
+    write_string_value(p->o, bytes, len);
+    out_char(p->o, '\n');
 }
 
 enum memprof_status ruby_lock_for_reading(void)
@@ -426,7 +501,7 @@ enum memprof_status ruby_tracer_report(struct out *o, const struct ruby_report_o
     };
     slot_map_each(&t->objects, tally_one, &tally);
     if (opt->allocated)
-        tally_allocated(t, &rows);
+        tally_allocated(t, &rows, opt->since);
     for (size_t i = 0; i < rows.count; i++) {
         rows.rows[i].name = rows.names.len;
         ruby_class_name(&t->api, &maps, rows.rows[i].klass, rows.rows[i].type, &rows.names);
@@ -440,6 +515,11 @@ enum memprof_status ruby_tracer_report(struct out *o, const struct ruby_report_o
         sort_in_place(rows.rows, rows.count, sizeof *rows.rows, row_cmp, &order);
         write_header(o, opt);
         write_rows(o, &rows, &t->sites, opt, scale);
+        if (opt->strings) {
+            out_str(o, "== memprof: live strings (file:line value) ==\n");
+            slot_map_each(&t->objects, write_string_one,
+                          &(struct strings_pass){ .t = t, .maps = &maps, .opt = opt, .o = o });
+        }
         if (scale > 1) {
             out_str(o, "memprof: sampled 1 in ");
             out_u64(o, scale);

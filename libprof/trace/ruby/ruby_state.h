@@ -62,6 +62,11 @@ struct ruby_tracer {
      * cache's entries hold more, not yet added). */
     uint64_t *origin_allocs;
     size_t origin_allocs_bytes;
+    /* The counts when epoch allocs_base_epoch began (ruby_tracer_new_epoch):
+     * a report of that epoch's objects counts those made since. */
+    uint64_t *allocs_base;
+    size_t allocs_base_bytes;
+    uint32_t allocs_base_epoch;
     struct string_pool class_names;
     unsigned long dropped;        /* records lost to memory exhaustion */
     unsigned long compactions;    /* GC compactions followed */
