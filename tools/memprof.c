@@ -789,13 +789,11 @@ static int cmd_run(int argc, char **argv)
         case RUN_STRINGS:
             strings_top = (unsigned long)a.number;
             setenv("MEMPROF_STRINGS", "1", 1);   /* the runtime's whole table has them */
-            setenv("MEMPROF_GROUPS", "1", 1);
             break;
         case RUN_GROUP:
             for (unsigned g = 0; group_words[g]; g++)
                 if (strcmp(a.value, group_words[g]) == 0)
                     ruby_groups |= 1u << g;
-            setenv("MEMPROF_GROUPS", "1", 1);   /* the runtime's whole table with allocated counts */
             break;
         case RUN_HOOK:   /* SPEC, as memprof-hook's words; several are joined with ';' */
             if (strchr(a.value, ';'))

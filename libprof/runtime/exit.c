@@ -128,12 +128,12 @@ static void write_ruby_reports(const char *when, int gc_flag)
     int gc = gc_flag && written ? (int)ruby_tracer_collect() : 0;
     report_at_exit_to(getenv("MEMPROF_DUMP"), "",
                       &(struct report_request){ .kind = MEMPROF_REPORT_RUBY_JSON, .gc = gc });
-    /* The whole table with bytes, for `memprof run --pprof-proto` to convert;
-     * with allocated counts and strings for `--group` and `--strings`. */
+    /* The whole table with bytes and allocated counts, for `memprof run
+     * --pprof-proto` and `--group`; with the strings for `--strings`. */
     report_at_exit_to(getenv("MEMPROF_RUBY_TABLE"), "",
                       &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .gc = gc, .when = header,
                                                 .flags = ruby_report_flags | MEMPROF_REPORT_BYTES |
-                                                         (getenv("MEMPROF_GROUPS") ? MEMPROF_REPORT_ALLOCATED : 0) |
+                                                         MEMPROF_REPORT_ALLOCATED |
                                                          (getenv("MEMPROF_STRINGS") ? MEMPROF_REPORT_STRINGS : 0) });
     report_at_exit_to(spec && *spec ? spec : "stderr", "",
                       &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .flags = ruby_report_flags, .gc = gc,

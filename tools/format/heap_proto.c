@@ -11,12 +11,14 @@
 #include "../commands.h"
 #include "../report/heap_raw.h"
 #include "pprof.h"
+#include "../report/ruby_groups.h"
 #include "objfile/debugfile.h"
 #include "objfile/symbolizer.h"
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_OBJECTS 64
 #define MAX_STACK 512
@@ -163,7 +165,11 @@ int stacks_proto(const struct stacks *s, FILE *out, char *why, size_t why_size)
 {
     /* Ruby's table and dump end each stack with the class. */
     bool ruby = strcmp(s->kind, "ruby") == 0 || strcmp(s->kind, "dump") == 0;
-    struct pprof *p = pprof_new(s->have_bytes ? 2 : 1);
+    /* alloc_objects after inuse_space: a table with both columns. */
+    bool allocated = s->have_allocated && s->have_bytes;
+    struct pprof *p = pprof_new(allocated ? 3 : s->have_bytes ? 2 : 1);
+    char here[PATH_MAX];
+    const char *app = getcwd(here, sizeof here);   /* the program's own files: the gem "app" */
     bool ok = p != NULL;
     for (size_t r = 0; ok && r < s->count; r++) {
         char *frames = strdup(s->rows[r].frames), *klass = NULL;
@@ -189,9 +195,27 @@ int stacks_proto(const struct stacks *s, FILE *out, char *why, size_t why_size)
             }
             ok = locations[i] != 0;
         }
-        int64_t values[2] = { (int64_t)s->rows[r].count, (int64_t)s->rows[r].bytes };
-        const char *labels[2] = { "class", klass };
-        ok = ok && pprof_sample(p, locations, n, values, labels, klass ? 1 : 0);
+        int64_t values[3] = { (int64_t)s->rows[r].count, (int64_t)s->rows[r].bytes,
+                              (int64_t)s->rows[r].allocated };
+        /* A Ruby row's class, and the gem of its innermost line's file. */
+        char *gem = NULL;
+        if (ruby && n) {
+            const char *leaf = parts[n - 1], *colon = strrchr(leaf, ':');
+            char *file = strndup(leaf, colon ? (size_t)(colon - leaf) : strlen(leaf));
+            gem = file ? ruby_gem_of(file, app) : NULL;
+            free(file);
+        }
+        const char *labels[4] = { "class", klass, "gem", gem };
+        size_t pairs = 0;
+        if (klass)
+            pairs++;
+        if (gem) {
+            labels[2 * pairs] = "gem";
+            labels[2 * pairs + 1] = gem;
+            pairs++;
+        }
+        ok = ok && pprof_sample(p, locations, n, values, labels, pairs);
+        free(gem);
         free(frames);
     }
     int rc = ok ? pprof_write(p, out, why, why_size) : -1;

@@ -851,7 +851,7 @@ int pprof_read_stacks(FILE *in, const char *name, struct stacks *out)
         out->rows = rows;
         uint64_t count = objects >= 0 && (size_t)objects < sample->n_values ? sample->values[objects] : 0;
         uint64_t bytes = space >= 0 && (size_t)space < sample->n_values ? sample->values[space] : 0;
-        out->rows[out->count++] = (struct stack){ text, count, bytes };
+        out->rows[out->count++] = (struct stack){ text, count, bytes, 0 };
     }
     free(frames.bytes);
     profile_free(&p);

@@ -34,7 +34,7 @@ static struct stack *add_row(struct stacks *s, char *frames, uint64_t count, uin
         return NULL;
     }
     s->rows = rows;
-    s->rows[s->count] = (struct stack){ frames, count, bytes };
+    s->rows[s->count] = (struct stack){ frames, count, bytes, 0 };
     return &s->rows[s->count++];
 }
 
@@ -57,6 +57,7 @@ static void merge(struct stacks *s)
         if (kept && strcmp(s->rows[kept - 1].frames, s->rows[i].frames) == 0) {
             s->rows[kept - 1].count += s->rows[i].count;
             s->rows[kept - 1].bytes += s->rows[i].bytes;
+            s->rows[kept - 1].allocated += s->rows[i].allocated;
             free(s->rows[i].frames);
         } else {
             s->rows[kept++] = s->rows[i];
@@ -104,7 +105,7 @@ struct pending {
     char *frames[MAX_FRAMES];
     size_t n;
     char *ruby;            /* the C heap row's Ruby line */
-    uint64_t count, bytes;
+    uint64_t count, bytes, allocated;
     bool short_of_memory;  /* a frame could not be made */
 };
 
@@ -123,7 +124,9 @@ static void flush(struct stacks *s, struct pending *p)
     if (p->open) {
         if (p->ruby)
             push_frame(p, p->ruby);
-        add_row(s, join_outermost_first(p->frames, p->n), p->count, p->bytes);
+        struct stack *row = add_row(s, join_outermost_first(p->frames, p->n), p->count, p->bytes);
+        if (row)
+            row->allocated = p->allocated;
     } else {
         free(p->ruby);
     }
@@ -366,7 +369,9 @@ int stacks_read(FILE *in, const char *name, struct stacks *out)
             out->kind = "ruby";
             int bytes_at = allocated_column ? 2 : 1;   /* the allocated count is not a weight here */
             out->have_bytes = n > bytes_at;
-            p = (struct pending){ .open = true, .count = v[0], .bytes = n > bytes_at ? v[bytes_at] : 0 };
+            out->have_allocated |= allocated_column && n > 1;
+            p = (struct pending){ .open = true, .count = v[0], .bytes = n > bytes_at ? v[bytes_at] : 0,
+                                  .allocated = allocated_column && n > 1 ? v[1] : 0 };
             ruby_site(&p, rest);
         } else if (n == 4 && *rest) {
             flush(out, &p);

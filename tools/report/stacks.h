@@ -12,12 +12,14 @@
 struct stack {
     char *frames;          /* outermost first, separated by ';' */
     uint64_t count, bytes;
+    uint64_t allocated;    /* a Ruby table's allocated column, when it has one */
 };
 
 struct stacks {
     struct stack *rows;
     size_t count, cap;
     bool have_bytes;       /* the input gave bytes, not only counts */
+    bool have_allocated;   /* and allocated counts (a Ruby table with that column) */
     const char *kind;      /* "ruby", "heap", "dump", "pprof" or "collapsed" */
     bool short_of_memory;  /* while reading: a row or frame could not be kept */
 };
