@@ -206,7 +206,6 @@ enum {
     RUN_SITE, RUN_FRAMES, RUN_SAMPLE, RUN_BYTES, RUN_SORT, RUN_TOP, RUN_FILTER, RUN_AT_PEAK, RUN_TIMELINE,
     RUN_PEAK_REPORT, RUN_ON_SIGNAL, RUN_NO_GC, RUN_ALLOCATED, RUN_GROUP, RUN_STRINGS, RUN_OPTIONS
 };
-static const char *const group_words[] = { "gem", "file", "location", "class", NULL };
 static const char *const site_words[] = { "nearest", "user", NULL };
 static const char *const sort_words[] = { "count", "retained", "bytes", "allocated", NULL };
 static const struct cli_option run_options[] = {
@@ -245,7 +244,7 @@ static const struct cli_option run_options[] = {
     [RUN_GROUP] = CLI_WORDS("group", 0, "G", "after the table, the objects grouped as memory_profiler prints\n"
                                              "them: gem, file, location or class (repeat for several):\n"
                                              "allocated objects, retained memory and objects, each\n"
-                                             "largest first (--top rows each)", group_words),
+                                             "largest first (--top rows each)", ruby_group_words),
     [RUN_STRINGS] = CLI_NUMBER("strings", 0, "N", "after the table, the N string values most often retained\n"
                                                   "(cut at 64 bytes, escaped), each with the lines that\n"
                                                   "made them, as memory_profiler's Retained String Report",
@@ -791,9 +790,7 @@ static int cmd_run(int argc, char **argv)
             setenv("MEMPROF_STRINGS", "1", 1);   /* the runtime's whole table has them */
             break;
         case RUN_GROUP:
-            for (unsigned g = 0; group_words[g]; g++)
-                if (strcmp(a.value, group_words[g]) == 0)
-                    ruby_groups |= 1u << g;
+            ruby_groups |= ruby_group_named(a.value);
             break;
         case RUN_HOOK:   /* SPEC, as memprof-hook's words; several are joined with ';' */
             if (strchr(a.value, ';'))

@@ -222,7 +222,6 @@ static void write_strings(FILE *out, struct tallies *pairs, unsigned long top)
 int ruby_groups_write(FILE *table, FILE *out, unsigned groups, unsigned long top, const char *app_dir,
                       unsigned long strings_top)
 {
-    static const char *const names[] = { "gem", "file", "location", "class" };
     struct tallies rows = { 0 }, strings = { 0 };
     struct tally hidden = { 0 };
     bool allocated = false, bytes = false, ok = true;
@@ -301,10 +300,10 @@ int ruby_groups_write(FILE *table, FILE *out, unsigned groups, unsigned long top
         if (!(ok = group(&rows, (enum ruby_group)(1u << g), app_dir, &sums)))
             break;
         if (allocated)
-            write_section(out, &sums, "allocated objects", names[g], BY_ALLOCATED, top);
+            write_section(out, &sums, "allocated objects", ruby_group_words[g], BY_ALLOCATED, top);
         if (bytes)
-            write_section(out, &sums, "retained memory", names[g], BY_BYTES, top);
-        write_section(out, &sums, "retained objects", names[g], BY_RETAINED, top);
+            write_section(out, &sums, "retained memory", ruby_group_words[g], BY_BYTES, top);
+        write_section(out, &sums, "retained objects", ruby_group_words[g], BY_RETAINED, top);
         tallies_free(&sums);
     }
     if (ok && strings_top)
@@ -318,11 +317,20 @@ int ruby_groups_write(FILE *table, FILE *out, unsigned groups, unsigned long top
 
 /* --- memprof groups --------------------------------------------------------- */
 
+const char *const ruby_group_words[] = { "gem", "file", "location", "class", NULL };
+
+unsigned ruby_group_named(const char *word)
+{
+    for (unsigned g = 0; ruby_group_words[g]; g++)
+        if (strcmp(word, ruby_group_words[g]) == 0)
+            return 1u << g;
+    return 0;
+}
+
 enum { GROUPS_GROUP, GROUPS_STRINGS, GROUPS_TOP, GROUPS_OPTIONS };
-static const char *const group_words[] = { "gem", "file", "location", "class", NULL };
 static const struct cli_option groups_options[] = {
     [GROUPS_GROUP] = CLI_WORDS("group", 0, "G", "gem, file, location or class (repeat for several; default all)",
-                               group_words),
+                               ruby_group_words),
     [GROUPS_STRINGS] = CLI_NUMBER("strings", 0, "N", "the N string values most often retained (the table's\n"
                                                      "strings section)", 1, 1L << 20),
     [GROUPS_TOP] = CLI_NUMBER("top", 0, "N", "rows per table (default 50)", 1, 1L << 40),
@@ -345,9 +353,7 @@ int cmd_groups(int argc, char **argv)
     cli_begin(&a, &groups_command, argc, argv);
     while ((k = cli_next(&a)) >= 0) {
         if (k == GROUPS_GROUP) {
-            for (unsigned g = 0; group_words[g]; g++)
-                if (strcmp(a.value, group_words[g]) == 0)
-                    groups |= 1u << g;
+            groups |= ruby_group_named(a.value);
         } else if (k == GROUPS_STRINGS) {
             strings = (unsigned long)a.number;
         } else {

@@ -5,6 +5,10 @@
 #include <stdio.h>
 
 enum ruby_group { RUBY_GROUP_GEM = 1, RUBY_GROUP_FILE = 2, RUBY_GROUP_LOCATION = 4, RUBY_GROUP_CLASS = 8 };
+/* Their names, in bit order, NULL-terminated: "gem", "file", "location", "class". */
+extern const char *const ruby_group_words[];
+/* The bit of a group's name (one of ruby_group_words), or 0. */
+unsigned ruby_group_named(const char *word);
 
 /* The gem a Ruby file belongs to (malloc'd, NULL when out of memory):
  * NAME-VERSION of a gems/NAME-VERSION/ tree (RubyGems', Debian's
