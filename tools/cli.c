@@ -74,14 +74,44 @@ static void print_help(const struct cli_command *c)
     printf("  -h, --help               this text\n");
 }
 
+/* getopt_long's tables from the command's (false: out of memory). */
+static bool make_tables(struct cli_args *a)
+{
+    const struct cli_command *c = a->command;
+    size_t n = option_count(c);
+    a->longs = calloc(n + 2, sizeof *a->longs);
+    char *s = a->shorts = calloc(2 * n + 8, 1);
+    if (!a->longs || !s)
+        return false;
+    *s++ = c->operands_end_options ? '+' : ':';
+    if (c->operands_end_options)
+        *s++ = ':';
+    for (size_t i = 0; i < n; i++) {
+        const struct cli_option *o = &c->options[i];
+        int val = o->letter ? (unsigned char)o->letter : LONG_ONLY_BASE + (int)i;
+        a->longs[i] = (struct option){ o->name, o->value ? required_argument : no_argument, NULL, val };
+        if (o->letter) {
+            *s++ = o->letter;
+            if (o->value)
+                *s++ = ':';
+        }
+    }
+    a->longs[n] = (struct option){ "help", no_argument, NULL, 'h' };
+    *s = 'h';
+    return true;
+}
+
 void cli_begin(struct cli_args *a, const struct cli_command *command, int argc, char **argv)
 {
     *a = (struct cli_args){ .command = command, .argc = argc + 1 };
-    /* getopt reorders what it reads: a copy, the caller's argv untouched. */
+    /* getopt reorders what it reads: a copy, the caller's argv untouched.
+     * It and the tables live until exit, as the operands point into it. */
     a->argv = calloc((size_t)argc + 2, sizeof *a->argv);
-    if (a->argv) {
+    if (a->argv && make_tables(a)) {
         a->argv[0] = (char *)command->name;
         memcpy(a->argv + 1, argv, (size_t)argc * sizeof *argv);
+    } else {
+        a->argv = NULL;
     }
     optind = 0;   /* getopt starts afresh (GNU: 0 re-initialises) */
     opterr = 0;
@@ -138,28 +168,7 @@ int cli_next(struct cli_args *a)
         cli_fail(c, "out of memory");
         return CLI_ERROR;
     }
-    /* getopt_long's tables, made from the command's each time (a few options). */
-    struct option longs[n + 2];
-    char shorts[2 * n + 8], *s = shorts;
-    *s++ = c->operands_end_options ? '+' : ':';
-    if (c->operands_end_options)
-        *s++ = ':';
-    for (size_t i = 0; i < n; i++) {
-        const struct cli_option *o = &c->options[i];
-        int val = o->letter ? (unsigned char)o->letter : LONG_ONLY_BASE + (int)i;
-        longs[i] = (struct option){ o->name, o->value ? required_argument : no_argument, NULL, val };
-        if (o->letter) {
-            *s++ = o->letter;
-            if (o->value)
-                *s++ = ':';
-        }
-    }
-    longs[n] = (struct option){ "help", no_argument, NULL, 'h' };
-    longs[n + 1] = (struct option){ 0 };
-    *s++ = 'h';
-    *s = '\0';
-
-    int val = getopt_long(a->argc, a->argv, shorts, longs, NULL);
+    int val = getopt_long(a->argc, a->argv, a->shorts, a->longs, NULL);
     size_t index;
     const struct cli_option *o;
     switch (val) {

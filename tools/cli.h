@@ -48,8 +48,11 @@ struct cli_command {
 
 enum { CLI_END = -1, CLI_HELP = -2, CLI_ERROR = -3 };
 
+struct option;
 struct cli_args {
     const struct cli_command *command;
+    struct option *longs;          /* getopt_long's tables, made from the command's once */
+    char *shorts;
     int argc;
     char **argv;                   /* a copy getopt may reorder, argv[0] the command's name; kept
                                       until exit, as the operands point into it */

@@ -82,10 +82,16 @@ bool expand_output_path(const char *spec, char *path, size_t size)
     return out_finish(&o) == 0;
 }
 
+/* Whether a report goes anywhere where `spec` says. */
+static bool spec_writes(const char *spec)
+{
+    return spec && *spec && strcmp(spec, "none") != 0;
+}
+
 /* A report where `spec` says, with `suffix` appended to a path. */
 static void report_at_exit_to(const char *spec, const char *suffix, const struct report_request *r)
 {
-    if (!spec || !*spec || strcmp(spec, "none") == 0)
+    if (!spec_writes(spec))
         return;
     char path[PATH_MAX];
     int status;
@@ -114,6 +120,8 @@ void exit_reports_want_ruby(bool wanted, int flags, unsigned long top)
 static void write_ruby_reports(const char *when, int gc_flag)
 {
     const char *spec = getenv("MEMPROF_OUTPUT");
+    if (!spec || !*spec)
+        spec = "stderr";
     char header[48];
     struct out h;
     out_init_fd(&h, -1, header, sizeof header);
@@ -123,8 +131,7 @@ static void write_ruby_reports(const char *when, int gc_flag)
     out_finish(&h);
     /* One GC for the three, before the first (a dump retains what a table
      * does); none when nothing is written. */
-    bool written = !spec || !*spec || strcmp(spec, "none") != 0 || getenv("MEMPROF_DUMP") ||
-                   getenv("MEMPROF_RUBY_TABLE");
+    bool written = spec_writes(spec) || spec_writes(getenv("MEMPROF_DUMP")) || spec_writes(getenv("MEMPROF_RUBY_TABLE"));
     int gc = gc_flag && written ? (int)ruby_tracer_collect() : 0;
     report_at_exit_to(getenv("MEMPROF_DUMP"), "",
                       &(struct report_request){ .kind = MEMPROF_REPORT_RUBY_JSON, .gc = gc });
@@ -135,7 +142,7 @@ static void write_ruby_reports(const char *when, int gc_flag)
                                                 .flags = ruby_report_flags | MEMPROF_REPORT_BYTES |
                                                          MEMPROF_REPORT_ALLOCATED |
                                                          (getenv("MEMPROF_STRINGS") ? MEMPROF_REPORT_STRINGS : 0) });
-    report_at_exit_to(spec && *spec ? spec : "stderr", "",
+    report_at_exit_to(spec, "",
                       &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .flags = ruby_report_flags, .gc = gc,
                                                 .when = header, .top = ruby_report_top,
                                                 .filter = getenv("MEMPROF_FILTER") });

@@ -6,6 +6,7 @@
 #include "../commands.h"
 #include "../grow.h"
 #include "../input.h"
+#include "stacks.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -61,17 +62,7 @@ char *ruby_gem_of(const char *file, const char *app_dir)
 /* "file:line:Class" split at the colon that starts ":LINE:". */
 static bool split_site(const char *site, const char **file_end, const char **class_start)
 {
-    for (const char *c = strchr(site, ':'); c; c = strchr(c + 1, ':')) {
-        const char *d = c + 1;
-        while (*d >= '0' && *d <= '9')
-            d++;
-        if (d > c + 1 && *d == ':') {
-            *file_end = c;
-            *class_start = d + 1;
-            return true;
-        }
-    }
-    return false;
+    return stacks_ruby_site_split(site, strlen(site), file_end, class_start);
 }
 
 static char *group_key(enum ruby_group g, const char *site, const char *app_dir)
@@ -173,50 +164,65 @@ static void write_section(FILE *out, struct tallies *groups, const char *title, 
     }
 }
 
+/* The pairs ("VALUE\tfile:line") of one value, sorted: where they start, how many. */
+struct value_run {
+    size_t first, count;
+};
+
+static bool same_value(const char *pair, const char *other)
+{
+    return strncmp(pair, other, (size_t)(strchr(pair, '\t') - pair) + 1) == 0;
+}
+
+static int by_run_count(const void *a, const void *b)
+{
+    const struct value_run *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
 /* The strings most often retained, each with the lines that made them, as
- * memory_profiler's "Retained String Report": `pairs` are "VALUE\tfile:line". */
-static void write_strings(FILE *out, struct tallies *pairs, unsigned long top)
+ * memory_profiler's "Retained String Report": `pairs` are "VALUE\tfile:line".
+ * False when memory ran out. */
+static bool write_strings(FILE *out, struct tallies *pairs, unsigned long top)
 {
     qsort(pairs->items, pairs->count, sizeof *pairs->items, by_key);
-    /* Each value's count, and each (value, line)'s, in the tallies' numbers:
-     * retained on the value's first pair, allocated on each pair's first. */
-    for (size_t i = 0, first = 0; i < pairs->count; i++) {
-        const char *k = pairs->items[i].key, *tab = strchr(k, '\t');
-        size_t vlen = (size_t)(tab - k);
-        const char *fk = pairs->items[first].key;
-        if (strncmp(fk, k, vlen + 1) != 0)
-            first = i;
-        pairs->items[first].retained++;
+    struct value_run *runs = malloc((pairs->count ? pairs->count : 1) * sizeof *runs);
+    if (!runs)
+        return false;
+    size_t n = 0;
+    for (size_t i = 0; i < pairs->count; i++) {
+        if (n && same_value(pairs->items[runs[n - 1].first].key, pairs->items[i].key))
+            runs[n - 1].count++;
+        else
+            runs[n++] = (struct value_run){ i, 1 };
     }
-    struct tallies values = { 0 };
-    for (size_t i = 0; i < pairs->count; i++)
-        if (pairs->items[i].retained)
-            add(&values, strdup(pairs->items[i].key), &(struct tally){ .retained = pairs->items[i].retained,
-                                                                      .bytes = i });
-    sort_by = BY_RETAINED;
-    qsort(values.items, values.count, sizeof *values.items, by_measure);
+    qsort(runs, n, sizeof *runs, by_run_count);
     fprintf(out, "\nRetained String Report\n-----------------------------------\n");
-    for (size_t v = 0; v < values.count && v < top; v++) {
-        const char *key = values.items[v].key, *tab = strchr(key, '\t');
-        size_t vlen = (size_t)(tab - key);
-        fprintf(out, "%10" PRIu64 "  %.*s\n", values.items[v].retained, (int)vlen, key);
-        /* Its lines, most first: runs of equal pairs from its first. */
-        size_t at = (size_t)values.items[v].bytes;
+    bool ok = true;
+    for (size_t v = 0; ok && v < n && v < top; v++) {
+        const struct tally *first = &pairs->items[runs[v].first];
+        size_t vlen = (size_t)(strchr(first->key, '\t') - first->key);
+        fprintf(out, "%10zu  %.*s\n", runs[v].count, (int)vlen, first->key);
+        /* Its lines, most first: the runs of equal pairs within the value's. */
         struct tallies lines = { 0 };
-        for (size_t i = at; i < pairs->count && strncmp(pairs->items[i].key, key, vlen + 1) == 0;) {
+        for (size_t i = runs[v].first, end = i + runs[v].count; ok && i < end;) {
             size_t j = i;
-            while (j < pairs->count && strcmp(pairs->items[j].key, pairs->items[i].key) == 0)
+            while (j < end && strcmp(pairs->items[j].key, pairs->items[i].key) == 0)
                 j++;
-            add(&lines, strdup(pairs->items[i].key + vlen + 1), &(struct tally){ .retained = j - i });
+            ok = add(&lines, strdup(pairs->items[i].key + vlen + 1), &(struct tally){ .retained = j - i });
             i = j;
         }
+        sort_by = BY_RETAINED;
         qsort(lines.items, lines.count, sizeof *lines.items, by_measure);
         for (size_t l = 0; l < lines.count; l++)
             fprintf(out, "%10" PRIu64 "  %s\n", lines.items[l].retained, lines.items[l].key);
         fputc('\n', out);
         tallies_free(&lines);
     }
-    tallies_free(&values);
+    free(runs);
+    return ok;
 }
 
 int ruby_groups_write(FILE *table, FILE *out, unsigned groups, unsigned long top, const char *app_dir,
@@ -307,7 +313,7 @@ int ruby_groups_write(FILE *table, FILE *out, unsigned groups, unsigned long top
         tallies_free(&sums);
     }
     if (ok && strings_top)
-        write_strings(out, &strings, strings_top);
+        ok = write_strings(out, &strings, strings_top);
     tallies_free(&rows);
     tallies_free(&strings);
     if (!ok)

@@ -153,20 +153,31 @@ static char *heap_frame(const char *text)
 }
 
 /* A Ruby table's "file:line:Class": frames "file:line" and "Class". */
-static void ruby_site(struct pending *p, const char *text)
+bool stacks_ruby_site_split(const char *site, size_t n, const char **file_end, const char **class_start)
 {
-    size_t n = strcspn(text, "\n");
-    for (const char *c = text; c < text + n; c++) {
+    for (const char *c = site; c < site + n; c++) {
         if (*c != ':' || !isdigit((unsigned char)c[1]))
             continue;
         const char *d = c + 1;
         while (isdigit((unsigned char)*d))
             d++;
         if (*d == ':') {
-            push_frame(p, frame_text(d + 1, n - (size_t)(d + 1 - text)));   /* the class, innermost */
-            push_frame(p, frame_text(text, (size_t)(d - text)));
-            return;
+            *file_end = c;
+            *class_start = d + 1;
+            return true;
         }
+    }
+    return false;
+}
+
+static void ruby_site(struct pending *p, const char *text)
+{
+    size_t n = strcspn(text, "\n");
+    const char *file_end, *class_start;
+    if (stacks_ruby_site_split(text, n, &file_end, &class_start)) {
+        push_frame(p, frame_text(class_start, n - (size_t)(class_start - text)));   /* the class, innermost */
+        push_frame(p, frame_text(text, (size_t)(class_start - 1 - text)));
+        return;
     }
     push_frame(p, frame_text(text, n));
 }

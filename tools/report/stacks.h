@@ -29,6 +29,10 @@ struct stacks {
  * rows missing). Rows with the same frames are summed. */
 int stacks_read(FILE *in, const char *name, struct stacks *out);
 void stacks_free(struct stacks *s);
+/* A Ruby table's "file:line:Class" (the first `n` bytes of `site`) split
+ * at the colon that starts ":LINE:": where the file ends and the class
+ * starts; false when it is not that shape. */
+bool stacks_ruby_site_split(const char *site, size_t n, const char **file_end, const char **class_start);
 /* The rows sorted by their frames (for merging and diffing). */
 void stacks_sort_by_frames(struct stacks *s);
 #endif
