@@ -88,6 +88,8 @@ enum memprof_report_flag {
                                       and the GC): the rows are what it retains */
     MEMPROF_REPORT_STRINGS = 128,  /* RUBY: after the rows, each live String's site
                                       and value (64 bytes at most, escaped) */
+    MEMPROF_REPORT_UNSORTED = 256, /* RUBY: rows in no order, for a reader that
+                                      sorts them itself (memprof run --group) */
 };
 /* A report of `kind`: with `flags`, the first `top` rows (0: all), Ruby
  * objects of epoch `since` or later (0: all), rows containing `filter`

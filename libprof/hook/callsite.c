@@ -51,7 +51,7 @@ int callsite_find(const struct code_range *functions, size_t n, uintptr_t target
         return err;
     }
     /* Functions come in any order: the sites go ascending. */
-    sort_in_place(out->sites, out->count, sizeof *out->sites, by_address, NULL);
+    sort_items(out->sites, out->count, sizeof *out->sites, by_address, NULL);
     return 0;
 }
 

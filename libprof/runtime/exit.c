@@ -140,7 +140,7 @@ static void write_ruby_reports(const char *when, int gc_flag)
     report_at_exit_to(getenv("MEMPROF_RUBY_TABLE"), "",
                       &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .gc = gc, .when = header,
                                                 .flags = ruby_report_flags | MEMPROF_REPORT_BYTES |
-                                                         MEMPROF_REPORT_ALLOCATED |
+                                                         MEMPROF_REPORT_ALLOCATED | MEMPROF_REPORT_UNSORTED |
                                                          (getenv("MEMPROF_STRINGS") ? MEMPROF_REPORT_STRINGS : 0) });
     report_at_exit_to(spec, "",
                       &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .flags = ruby_report_flags, .gc = gc,

@@ -121,6 +121,7 @@ static int run_report(struct out *o, const struct report_request *r)
             .allocated = (r->flags & (MEMPROF_REPORT_ALLOCATED | MEMPROF_REPORT_SORT_ALLOCATED)) != 0,
             .gc = gc, .when = r->when, .top = r->top, .since = r->since, .filter = r->filter,
             .strings = (r->flags & MEMPROF_REPORT_STRINGS) != 0,
+            .unsorted = (r->flags & MEMPROF_REPORT_UNSORTED) != 0,
         };
         return ruby_tracer_report(o, &opt);
     }

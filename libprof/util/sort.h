@@ -1,13 +1,15 @@
 /* Sorting for reports made with the process stopped anywhere: glibc's qsort
- * may call malloc, so this is a heapsort, in place and allocation-free. */
+ * may call malloc, so this is a merge sort over pages of its own (half the
+ * comparisons of a heapsort), and a heapsort in place without them. */
 #ifndef MEMPROF_UTIL_SORT_H
 #define MEMPROF_UTIL_SORT_H
 #include <stddef.h>
 #include <stdint.h>
 
 /* Sort `n` elements of `size` bytes (at most 64) so that cmp(a, b, ctx) <= 0
- * for each neighbouring pair. Not stable. */
-void sort_in_place(void *base, size_t n, size_t size,
+ * for each neighbouring pair. Stable only when memory was there for it:
+ * callers order ties themselves. */
+void sort_items(void *base, size_t n, size_t size,
                    int (*cmp)(const void *a, const void *b, void *ctx), void *ctx);
 
 /* In `n` elements of `size` bytes sorted by a uint64_t key at the start of

@@ -20,6 +20,7 @@
 struct tally {
     char *key;
     uint64_t retained, allocated, bytes;
+    size_t file_len, class_at;   /* a row's "file" and "Class" in its key */
 };
 
 struct tallies {
@@ -65,21 +66,19 @@ static bool split_site(const char *site, const char **file_end, const char **cla
     return stacks_ruby_site_split(site, strlen(site), file_end, class_start);
 }
 
-static char *group_key(enum ruby_group g, const char *site, const char *app_dir)
+static char *group_key(enum ruby_group g, const struct tally *row, const char *app_dir)
 {
-    const char *file_end, *class_start;
-    if (!split_site(site, &file_end, &class_start))
-        return NULL;
+    const char *site = row->key;
     switch (g) {
     case RUBY_GROUP_GEM: {
-        char *file = strndup(site, (size_t)(file_end - site));
+        char *file = strndup(site, row->file_len);
         char *gem = file ? ruby_gem_of(file, app_dir) : NULL;
         free(file);
         return gem;
     }
-    case RUBY_GROUP_FILE: return strndup(site, (size_t)(file_end - site));
-    case RUBY_GROUP_LOCATION: return strndup(site, (size_t)(class_start - 1 - site));
-    case RUBY_GROUP_CLASS: return strdup(class_start);
+    case RUBY_GROUP_FILE: return strndup(site, row->file_len);
+    case RUBY_GROUP_LOCATION: return strndup(site, row->class_at - 1);
+    case RUBY_GROUP_CLASS: return strdup(site + row->class_at);
     }
     return NULL;
 }
@@ -92,7 +91,7 @@ static bool add(struct tallies *t, char *key, const struct tally *v)
         return false;
     }
     t->items = items;
-    t->items[t->count++] = (struct tally){ key, v->retained, v->allocated, v->bytes };
+    t->items[t->count++] = (struct tally){ key, v->retained, v->allocated, v->bytes, v->file_len, v->class_at };
     return true;
 }
 
@@ -128,7 +127,7 @@ static bool group(const struct tallies *rows, enum ruby_group g, const char *app
 {
     *out = (struct tallies){ 0 };
     for (size_t i = 0; i < rows->count; i++)
-        if (!add(out, group_key(g, rows->items[i].key, app_dir), &rows->items[i])) {
+        if (!add(out, group_key(g, &rows->items[i], app_dir), &rows->items[i])) {
             tallies_free(out);
             return false;
         }
@@ -268,10 +267,12 @@ int ruby_groups_write(FILE *table, FILE *out, unsigned groups, unsigned long top
             continue;   /* a caller's line, a note */
         while (*at == ' ')
             at++;
-        struct tally t = { NULL, v[0], allocated ? v[1] : 0, bytes ? v[1 + allocated] : 0 };
         const char *file_end, *class_start;
-        if (split_site(at, &file_end, &class_start) &&
-            (strncmp(class_start, "(hidden", 7) == 0 || strcmp(class_start, "(imemo)") == 0)) {
+        if (!split_site(at, &file_end, &class_start))
+            continue;
+        struct tally t = { NULL, v[0], allocated ? v[1] : 0, bytes ? v[1 + allocated] : 0,
+                           (size_t)(file_end - at), (size_t)(class_start - at) };
+        if (strncmp(class_start, "(hidden", 7) == 0 || strcmp(class_start, "(imemo)") == 0) {
             hidden.retained += t.retained;   /* ObjectSpace lists none of them */
             hidden.allocated += t.allocated;
             continue;

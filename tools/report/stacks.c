@@ -155,8 +155,8 @@ static char *heap_frame(const char *text)
 /* A Ruby table's "file:line:Class": frames "file:line" and "Class". */
 bool stacks_ruby_site_split(const char *site, size_t n, const char **file_end, const char **class_start)
 {
-    for (const char *c = site; c < site + n; c++) {
-        if (*c != ':' || !isdigit((unsigned char)c[1]))
+    for (const char *c = site, *end = site + n; (c = memchr(c, ':', (size_t)(end - c))) != NULL; c++) {
+        if (!isdigit((unsigned char)c[1]))
             continue;
         const char *d = c + 1;
         while (isdigit((unsigned char)*d))

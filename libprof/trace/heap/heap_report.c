@@ -672,7 +672,7 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
     for (size_t r = 0; r < row_count; r++)
         if (rows[r].sum.live_count || format == HEAP_FORMAT_TEXT_ALL)
             rows[shown++] = rows[r];
-    sort_in_place(rows, shown, sizeof *rows, report_row_cmp, NULL);
+    sort_items(rows, shown, sizeof *rows, report_row_cmp, NULL);
     if (format == HEAP_FORMAT_PPROF) {
         write_pprof(o, rows, shown, frames);
         return MEMPROF_OK;

@@ -36,6 +36,7 @@ struct ruby_report_options {
     enum ruby_gc_state gc;
     const char *when;     /* the header's "at exit of" (NULL: "in") */
     bool strings;         /* after the rows, each live String's site and value */
+    bool unsorted;        /* the rows in no order (the reader sorts them) */
     unsigned long top;    /* 0: every row */
     const char *filter;   /* NULL, or rows whose "file:line:Class" contains it */
     uint32_t since;       /* only objects made in this epoch or later */

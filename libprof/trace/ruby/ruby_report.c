@@ -163,7 +163,7 @@ static struct row *rows_add(struct rows *r, uint32_t site, uint32_t type, VALUE 
     return row;
 }
 
-_Static_assert(sizeof(struct row) <= 64, "sort_in_place swaps through a 64-byte buffer");
+_Static_assert(sizeof(struct row) <= 64, "sort_items swaps through a 64-byte buffer");
 
 /* What rows are compared by: the sites and names they refer to, and the key. */
 struct row_order {
@@ -414,18 +414,25 @@ static void write_string_value(struct out *o, const char *bytes, long len)
 {
     static const char hex[] = "0123456789abcdef";
     out_char(o, '"');
-    for (long i = 0; i < len && i < STRING_VALUE_MAX; i++) {
-        unsigned char c = (unsigned char)bytes[i];
+    long end = len < STRING_VALUE_MAX ? len : STRING_VALUE_MAX;
+    for (long i = 0; i < end;) {
+        long plain = i;   /* a run of bytes written as they are, in one copy */
+        while (plain < end && bytes[plain] >= 0x20 && bytes[plain] < 0x7f && bytes[plain] != '"' &&
+               bytes[plain] != '\\')
+            plain++;
+        out_bytes(o, bytes + i, (size_t)(plain - i));
+        if (plain == end)
+            break;
+        unsigned char c = (unsigned char)bytes[plain];
         if (c == '"' || c == '\\') {
             out_char(o, '\\');
-            out_char(o, (char)c);
-        } else if (c >= 0x20 && c < 0x7f) {
             out_char(o, (char)c);
         } else {
             out_str(o, "\\x");
             out_char(o, hex[c >> 4]);
             out_char(o, hex[c & 15]);
         }
+        i = plain + 1;
     }
     out_char(o, '"');
     if (len > STRING_VALUE_MAX)
@@ -512,7 +519,8 @@ enum memprof_status ruby_tracer_report(struct out *o, const struct ruby_report_o
     } else {
         unsigned scale = t->config.sample;
         struct row_order order = { &rows, &t->sites, opt->sort };
-        sort_in_place(rows.rows, rows.count, sizeof *rows.rows, row_cmp, &order);
+        if (!opt->unsorted)
+            sort_items(rows.rows, rows.count, sizeof *rows.rows, row_cmp, &order);
         write_header(o, opt);
         write_rows(o, &rows, &t->sites, opt, scale);
         if (opt->strings) {
