@@ -25,6 +25,24 @@ extern char memprof_gdb_text[MEMPROF_GDB_TEXT_SIZE];
 int memprof_attach(int tracers);
 int memprof_detach(void);
 
+/* A report of `kind` with `flags` (MEMPROF_REPORT_GC: after a full GC) into
+ * the file `path` (copied), written at the Ruby VM's next safe point, where a
+ * GC may run, by a postponed job: for a debugger, which cannot run the GC
+ * from wherever it stopped the process, to ask for and then let the process
+ * run. Asked from a thread of the VM's, with the process stopped (the GVL
+ * owner's context is flagged too). MEMPROF_BUSY while one is pending. */
+int memprof_report_soon(int kind, int flags, const char *path);
+enum memprof_soon_state {
+    MEMPROF_SOON_NONE = 0,      /* none asked for, or taken back */
+    MEMPROF_SOON_QUEUED = 1,    /* asked for, the job not run yet */
+    MEMPROF_SOON_WRITING = 2,   /* the job is running */
+    MEMPROF_SOON_WRITTEN = 3,   /* the file is there */
+    MEMPROF_SOON_FAILED = 4,    /* the job ran, the file could not be written */
+};
+/* The state of that report; `take_back` nonzero: a queued one is taken back
+ * (its job then writes nothing) and MEMPROF_SOON_QUEUED returned. */
+int memprof_report_soon_state(int take_back);
+
 /* --- threads (memprof_start(MEMPROF_THREADS); doc/manual.md "Threads") -----
  * A record per thread, in the process, for debuggers to read. */
 #define MEMPROF_THREAD_RECORD_VERSION 1

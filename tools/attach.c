@@ -4,12 +4,17 @@
  * runtime with the process's own dlopen and starts the tracers
  * (memprof-attach), then detaches; the process runs free while memprof
  * waits (N seconds, or until Ctrl-C); the second session reads the reports,
- * removes every hook (memprof-detach) and detaches. GDB is attached only
+ * removes every hook (memprof-detach) and detaches. A Ruby report counts
+ * what a full GC retains: between the two, a short session asks the runtime
+ * for it at the VM's next safe point, where the GC may run, and the process
+ * runs until it is written. GDB is attached only
  * for those moments, and runs in a process group of its own so that Ctrl-C
  * reaches memprof, never GDB in the middle of a call into the process. */
 #include "commands.h"
 #include "cli.h"
 #include "output.h"
+#include "scratch.h"
+#include "memprof.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -408,6 +413,92 @@ static bool wait_for_report(pid_t pid, long seconds)
     return true;
 }
 
+/* --- the Ruby report after a full GC -------------------------------------- */
+
+/* GDB cannot run the GC wherever it stopped the process: the runtime writes
+ * the report at the VM's next safe point (a postponed job) into a scratch
+ * directory, and the process runs until it is there. */
+struct soon_report {
+    char dir[PATH_MAX];
+    char path[PATH_MAX + 8];
+    bool asked;
+    double wait;   /* MEMPROF_ATTACH_GC_WAIT seconds (2; 0: no GC asked for) */
+    char *written;   /* what the runtime wrote, once read */
+};
+
+/* A path GDB's eval takes as it is: no quote, backslash, percent or space. */
+static bool plain_path(const char *path)
+{
+    return strspn(path, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-+") == strlen(path);
+}
+
+static void ask_report_soon(pid_t pid, struct soon_report *s)
+{
+    const char *v = getenv("MEMPROF_ATTACH_GC_WAIT");
+    s->asked = false;
+    s->wait = v && *v ? strtod(v, NULL) : 2.0;
+    if (!(s->wait > 0) || scratch_make(s->dir, sizeof s->dir, (uid_t)status_field(pid, "Uid:")) != 0)
+        return;
+    snprintf(s->path, sizeof s->path, "%s/ruby", s->dir);
+    char ask[sizeof s->path + 64];
+    snprintf(ask, sizeof ask, "memprof--report-soon %d %d %s", MEMPROF_REPORT_RUBY, MEMPROF_REPORT_GC, s->path);
+    const char *commands[] = { ask, "printf \"@memprof-status=%d\\n\", $memprof_status" };
+    char *text = NULL;
+    if (plain_path(s->path) && run_gdb(pid, commands, 2, &text) >= 0 && text && session_status(text) == 0) {
+        s->asked = true;
+        double until = seconds_now() + s->wait;
+        struct stat st;
+        while (lstat(s->path, &st) != 0 && seconds_now() < until && kill(pid, 0) == 0)
+            poll(NULL, 0, 20);
+    }
+    free(text);
+    if (!s->asked)
+        scratch_remove(s->dir);
+}
+
+/* The file the runtime wrote at the safe point, if the second session's
+ * output says it is there, read into s->written; the directory removed. */
+static void take_report_soon(const char *session, struct soon_report *s)
+{
+    if (!s->asked)
+        return;
+    if (session && strstr(session, "@memprof-soon-written")) {
+        int fd = open(s->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+        size_t size = 0;
+        FILE *mem = f ? open_memstream(&s->written, &size) : NULL;
+        char buf[65536];
+        for (size_t n; mem && (n = fread(buf, 1, sizeof buf, f)) > 0;)
+            fwrite(buf, 1, n, mem);
+        if (mem)
+            fclose(mem);
+        if (!s->written)
+            fprintf(stderr, "memprof: cannot read the report the runtime wrote in %s: %s\n", s->path, strerror(errno));
+        if (f)
+            fclose(f);
+        else if (fd >= 0)
+            close(fd);
+    }
+    scratch_remove(s->dir);
+}
+
+/* The Ruby part of the report: the one written at a safe point, or the table
+ * read in the session, its header saying why no GC ran. Owned by the caller. */
+static char *ruby_report_text(const char *part, struct soon_report *s)
+{
+    if (!part)
+        return NULL;
+    if (s->written)
+        return strdup(s->written);
+    const char *no_gc = "(no GC asked for)";
+    const char *at = s->asked ? strstr(part, no_gc) : NULL;
+    char *text = NULL;
+    if (at && asprintf(&text, "%.*s(the process came to no safe point for a GC in %g s)%s", (int)(at - part), part,
+                       s->wait, at + strlen(no_gc)) < 0)
+        text = NULL;
+    return text ? text : strdup(part);
+}
+
 /* The report: Ruby objects and/or the C heap (its sites named), then the
  * threads; into `output` (atomically) or stdout. */
 static int write_report(pid_t pid, const char *ruby, const char *heap, const char *threads, const char *output)
@@ -526,12 +617,17 @@ int cmd_attach(int argc, char **argv)
         return EXIT_FAILED;
     }
 
+    struct soon_report soon = { .asked = false, .written = NULL };
+    if (ruby)
+        ask_report_soon(pid, &soon);
     /* The reports, then the detach; a report the GC or a hook kept from
      * being read now is read again a moment later, the hooks still in, until
      * the time is up: then detached all the same, and the report says why. */
     const char *second[] = {
         "set $memprof_read_whole = 1",
-        "echo @memprof-ruby\\n", ruby ? "memprof-info" : "echo", ruby ? "memprof--read-whole" : "echo",
+        "echo @memprof-ruby\\n",
+        !ruby ? "echo" : soon.asked ? "memprof--ruby-report-after-soon" : "memprof-info",
+        ruby && !soon.asked ? "memprof--read-whole" : "echo",
         "echo @memprof-heap\\n", heap ? "memprof--report $memprof_report_heap 0 0 0" : "echo",
         heap ? "memprof--read-whole" : "echo",
         "echo @memprof-threads\\n", "memprof-threads", "echo @memprof-end\\n",
@@ -540,8 +636,11 @@ int cmd_attach(int argc, char **argv)
     const char *last[] = { "memprof-detach", "printf \"@memprof-status=%d\\n\", $memprof_status" };
     char *report;
     if (!run_gdb_tries(pid, second, sizeof second / sizeof *second, report_again, seconds_now() + attach_budget(),
-                       &report, " for the report"))
+                       &report, " for the report")) {
+        take_report_soon(NULL, &soon);
         return EXIT_FAILED;
+    }
+    take_report_soon(report, &soon);
     if (report_again(report)) {
         fprintf(stderr, "memprof: the report of pid %d could not be read whole in %.0f s; the last try said:\n",
                 (int)pid, attach_budget());
@@ -567,8 +666,10 @@ int cmd_attach(int argc, char **argv)
     /* The last part first: each cut ends the part before it. */
     char *threads_report = between(report, "@memprof-threads\n", "@memprof-end\n");
     char *heap_report = heap ? between(report, "@memprof-heap\n", "@memprof-threads\n") : NULL;
-    char *ruby_part = ruby ? between(report, "@memprof-ruby\n", "@memprof-heap\n") : NULL;
+    char *ruby_part = ruby_report_text(ruby ? between(report, "@memprof-ruby\n", "@memprof-heap\n") : NULL, &soon);
     rc = write_report(pid, ruby_part, heap_report, threads_report, output);
+    free(ruby_part);
+    free(soon.written);
     free(report);
     if (rc == 0 && !whole)
         rc = EXIT_FAILED;   /* the report says what could not be read */

@@ -10,6 +10,7 @@
 #include "output.h"
 #include "format/pprof.h"
 #include "report/ruby_groups.h"
+#include "scratch.h"
 #include "util/atomic_file.h"
 #include <errno.h>
 #include <signal.h>
@@ -546,41 +547,17 @@ static char peak_output[PATH_MAX];
 /* --timeline FILE.svg|FILE.csv, resolved; "" when not asked for. */
 static char timeline_output[PATH_MAX];
 
-/* The run's scratch directory, made in TMPDIR (mode 0700): the raw files
- * COMMAND and the processes it starts write, read back at once. Other
- * processes' reports are looked for in it alone (not in the whole of
- * TMPDIR), and none of its names needs reserving with a file of its own
- * (which made each report a rename over it). 0, or EXIT_USAGE said. */
-static int scratch_make(char *dir, size_t size)
-{
-    const char *tmpdir = getenv("TMPDIR");
-    const char *base = tmpdir && *tmpdir ? tmpdir : "/tmp";
-    if ((size_t)snprintf(dir, size, "%s/memprof.XXXXXX", base) >= size || !mkdtemp(dir))
-        return fail("cannot create a temporary directory in %s: %s", base, strerror(errno ? errno : ENAMETOOLONG));
-    return 0;
-}
-
-/* The scratch directory gone, with whatever is left in it. */
-static void scratch_remove(const char *dir)
-{
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-            unlinkat(dirfd(d), e->d_name, 0);
-    if (d)
-        closedir(d);
-    rmdir(dir);
-}
-
 static int run_heap_in(char **argv, const char *output, const char *dir, pid_t *pid_out, int *status_out);
 
 /* --heap: run COMMAND, then name the sites of each profiled process's raw
  * heap report: COMMAND's own to stderr or `output`, any other process's to
- * stderr or OUTPUT.PID.NAME. */
+ * stderr or OUTPUT.PID.NAME. The raw reports go to a scratch directory of
+ * the run's: other processes' reports are looked for in it alone (not in
+ * the whole of TMPDIR), and none of its names needs reserving. */
 static int run_with_heap_report(char **argv, const char *output)
 {
     char dir[PATH_MAX];
-    int rc = scratch_make(dir, sizeof dir);
+    int rc = scratch_make(dir, sizeof dir, (uid_t)-1);
     if (rc)
         return rc;
     pid_t pid = 0;
@@ -717,7 +694,7 @@ static int run_with_ruby_report(char **argv, const char *output)
      * bytes and allocated counts. */
     char dir[PATH_MAX], table[PATH_MAX + 8] = "";
     if (*proto_output || ruby_groups || strings_top) {
-        int made = scratch_make(dir, sizeof dir);
+        int made = scratch_make(dir, sizeof dir, (uid_t)-1);
         if (made)
             return made;
         snprintf(table, sizeof table, "%s/table", dir);

@@ -103,6 +103,19 @@ EXPORT int memprof_report(int kind, int flags, unsigned long top, unsigned since
     return path ? report_to_file(path, &r) : report_to_text(&r);
 }
 
+EXPORT int memprof_report_soon(int kind, int flags, const char *path)
+{
+    if (kind < MEMPROF_REPORT_AUTO || kind > MEMPROF_REPORT_HEAP_PEAK || !path || !*path)
+        return call_done(MEMPROF_BAD_ARGUMENT, NULL);
+    seal_if_gdb_text(path);
+    return report_soon(kind, flags, path);
+}
+
+EXPORT int memprof_report_soon_state(int take_back)
+{
+    return report_soon_state(take_back != 0);
+}
+
 /* Who made the Ruby object or the C heap block at `addr`. */
 EXPORT int memprof_where(uintptr_t addr)
 {

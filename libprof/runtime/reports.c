@@ -1,6 +1,7 @@
 /* Every report the runtime writes, by kind, into a descriptor, a file (whole
  * or not at all) or text the runtime owns. */
 #include "runtime.h"
+#include "../memprof_debugger.h"
 #include "../hook/got.h"
 #include "../hook/pool.h"
 #include "../trace/heap/heap.h"
@@ -232,4 +233,52 @@ int report_to_text(const struct report_request *r)
     if (status == MEMPROF_OK && report_text.error)
         status = MEMPROF_NO_MEMORY;
     return call_done(status, status == MEMPROF_OK ? report_text.buf : NULL);
+}
+
+/* --- a report at the VM's next safe point (memprof attach's GC) ------------ */
+
+static int soon_state;   /* enum memprof_soon_state */
+static struct {
+    int kind, flags;
+    char path[4096];
+} soon;
+
+static void write_soon(void *unused)
+{
+    (void)unused;
+    int queued = MEMPROF_SOON_QUEUED;
+    if (!__atomic_compare_exchange_n(&soon_state, &queued, MEMPROF_SOON_WRITING, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return;   /* taken back: the report was read without it */
+    int status = report_to_file(soon.path, &(struct report_request){ .kind = soon.kind, .flags = soon.flags });
+    __atomic_store_n(&soon_state, status == MEMPROF_OK ? MEMPROF_SOON_WRITTEN : MEMPROF_SOON_FAILED,
+                     __ATOMIC_RELEASE);
+}
+
+int report_soon(int kind, int flags, const char *path)
+{
+    if (strlen(path) >= sizeof soon.path)
+        return call_done(MEMPROF_BAD_ARGUMENT, "memprof: the report's path is too long");
+    int state = __atomic_load_n(&soon_state, __ATOMIC_ACQUIRE);
+    if (state == MEMPROF_SOON_QUEUED || state == MEMPROF_SOON_WRITING)
+        return call_done(MEMPROF_BUSY, "memprof: a report asked for at a safe point is not written yet");
+    soon.kind = kind;
+    soon.flags = flags;
+    memcpy(soon.path, path, strlen(path) + 1);
+    __atomic_store_n(&soon_state, MEMPROF_SOON_QUEUED, __ATOMIC_RELEASE);
+    if (ruby_tracer_postpone(write_soon, NULL, true))
+        return call_done(MEMPROF_OK, NULL);
+    __atomic_store_n(&soon_state, MEMPROF_SOON_NONE, __ATOMIC_RELEASE);
+    return call_done(MEMPROF_NOT_RUBY, ruby_tracer_vm_running()
+                                           ? "memprof: this thread is not one of the Ruby VM's: select one to ask"
+                                           : "memprof: no Ruby VM runs in this process");
+}
+
+int report_soon_state(bool take_back)
+{
+    int queued = MEMPROF_SOON_QUEUED;
+    if (take_back && __atomic_compare_exchange_n(&soon_state, &queued, MEMPROF_SOON_NONE, false, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_ACQUIRE))
+        return MEMPROF_SOON_QUEUED;
+    return __atomic_load_n(&soon_state, __ATOMIC_ACQUIRE);
 }

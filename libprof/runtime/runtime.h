@@ -45,6 +45,9 @@ int report_to_file(const char *path, const struct report_request *r);
  * prefix), which it reads back as soon as the process ends: not synced. */
 bool report_path_is_scratch(const char *path);
 int report_to_text(const struct report_request *r);
+/* memprof_report_soon and memprof_report_soon_state (memprof_debugger.h). */
+int report_soon(int kind, int flags, const char *path);
+int report_soon_state(bool take_back);
 
 /* --- api.c: the tracers started and stopped as the API does ---------------- */
 int tracers_start(int tracers);

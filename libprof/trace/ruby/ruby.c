@@ -30,6 +30,8 @@ struct ruby_tracer ruby_tracer = { .config = { .site = RUBY_SITE_NEAREST, .frame
 static bool api_resolved, api_present;
 bool ruby_recording;
 static bool safe_point_job_done;
+/* Started in a running VM: its classes' allocators to wrap at the job. */
+static bool classes_to_wrap;
 static void (*exit_callback)(void);
 
 static inline __attribute__((always_inline)) VALUE record(VALUE obj);
@@ -141,6 +143,29 @@ static void wrap_allocators(void)
     }
 }
 
+/* Classes made before a start in a running VM: each got its allocator from
+ * its superclass when it was made (Ruby copies it), BasicObject's before
+ * memprof wrapped it. Wrapped too, at a safe point; dead classes awaiting
+ * the sweep left alone. */
+static int wrap_classes_in(void *start, void *end, size_t stride, void *unused)
+{
+    (void)unused;
+    const struct ruby_api *api = &ruby_tracer.api;
+    for (char *slot = start; slot < (char *)end; slot += stride) {
+        const struct ruby_basic *b = (const struct ruby_basic *)slot;
+        if ((b->flags & RUBY_T_MASK) != RUBY_T_CLASS || (b->flags & RUBY_FL_SINGLETON) ||
+            !api->rb_objspace_markable_object_p((VALUE)slot))
+            continue;
+        ruby_alloc_func *current = api->rb_get_alloc_func((VALUE)slot);
+        for (size_t i = 0; current && i < ALLOCATOR_COUNT; i++)
+            if (*allocators[i].original == current) {
+                api->rb_define_alloc_func((VALUE)slot, allocators[i].wrapper);
+                break;
+            }
+    }
+    return 0;
+}
+
 static void unwrap_allocators(void)
 {
     const struct ruby_api *api = &ruby_tracer.api;
@@ -173,6 +198,8 @@ bool ruby_tracer_available(void)
                   RESOLVE(ruby_current_vm_ptr) && RESOLVE(ruby_single_main_ractor);
     (void)(RESOLVE(rb_obj_memsize_of));
     (void)(RESOLVE(rb_gc));
+    (void)(RESOLVE(rb_objspace_each_objects));
+    (void)(RESOLVE(ruby_native_thread_p));
     (void)(RESOLVE(ruby_version));   /* without it, no thread layout is trusted (ruby_thread.c) */
 #undef RESOLVE
     for (size_t i = 0; api_present && i < HOOK_COUNT; i++)
@@ -204,14 +231,48 @@ static void end_proc(VALUE unused)
 static void at_safe_point(void *unused)
 {
     (void)unused;
+    static bool vm_set_up;
     bool in = reentry_enter();   /* memprof's own objects are not recorded */
-    ruby_layout_check(&ruby_tracer.api);
-    fault_guard_install();   /* in front of the VM's own handlers, installed by now */
-    if (exit_callback)
-        ruby_tracer.api.rb_set_end_proc(end_proc, 0);
-    ruby_compact_watch();
+    if (!vm_set_up) {
+        vm_set_up = true;
+        ruby_layout_check(&ruby_tracer.api);
+        fault_guard_install();   /* in front of the VM's own handlers, installed by now */
+        if (exit_callback)
+            ruby_tracer.api.rb_set_end_proc(end_proc, 0);
+        ruby_compact_watch();
+    }
+    if (classes_to_wrap && ruby_recording && ruby_tracer.api.rb_objspace_each_objects)
+        ruby_tracer.api.rb_objspace_each_objects(wrap_classes_in, NULL);
+    classes_to_wrap = false;
     if (in)
         reentry_leave();
+}
+
+/* The safe point job asked for: now, from Ruby code (Memprof.start), else
+ * at the next new origin, on a thread that runs Ruby code. */
+static void ask_for_safe_point(void)
+{
+    if (!ruby_tracer.api.ruby_thread_has_gvl_p() || !ruby_tracer_postpone(at_safe_point, NULL, false))
+        safe_point_job_done = false;
+}
+
+bool ruby_tracer_postpone(void (*job)(void *), void *data, bool stopped)
+{
+    const struct ruby_api *api = &ruby_tracer.api;
+    /* Ruby finds the job queue through the calling thread's context: a
+     * thread of the VM's only (a signal handler's rule too). */
+    if (!ruby_tracer_vm_running() ||
+        !(api->ruby_native_thread_p ? api->ruby_native_thread_p() : api->ruby_thread_has_gvl_p()) ||
+        !api->rb_postponed_job_register_one(0, job, data))
+        return false;
+    /* Ruby flags the calling thread's context only, and GDB's may be blocked
+     * in IO for long: the next allocation recorded, on a thread running Ruby
+     * code, asks again (begin_epoch, which a generation no GC has forces). */
+    if (stopped && ruby_recording && ruby_tracer.postponed_count < RUBY_POSTPONED_MAX) {
+        ruby_tracer.postponed[ruby_tracer.postponed_count++] = (struct ruby_postponed){ job, data };
+        ruby_tracer.epoch_gc_now = RUBY_GENERATION_UNKNOWN;
+    }
+    return true;
 }
 
 /* Sampling: each thread counts down a random interval averaging `sample`
@@ -370,6 +431,9 @@ static __attribute__((noinline)) uint32_t begin_epoch(struct ruby_tracer *t, siz
         t->epoch_gc[e] = RUBY_GENERATION_UNKNOWN;   /* (after a wrap: not an old epoch's) */
     t->epoch_gc_now = gc;
     t->epoch_aux = RUBY_AUX(0, e);
+    for (unsigned i = 0; i < t->postponed_count; i++)   /* asked for by GDB: this thread runs Ruby code */
+        t->api.rb_postponed_job_register_one(0, t->postponed[i].job, t->postponed[i].data);
+    t->postponed_count = 0;
     __atomic_store_n(&t->epoch, e, __ATOMIC_RELAXED);
     pc_cache_clear(t);
     return e;
@@ -586,8 +650,13 @@ enum memprof_status ruby_tracer_start(void (*at_exit)(void))
     wrap_allocators();
     __atomic_store_n(&ruby_recording, true, __ATOMIC_RELEASE);
     choose_path(&ruby_tracer);
-    /* Already inside a running VM (loaded by require or from GDB): the safe
-     * point job is asked for at the next allocation by Ruby code. */
+    /* Already inside a running VM (loaded by require or from GDB): the
+     * classes it made keep BasicObject's allocator as it was, until the job
+     * (which Memprof.start runs at once). */
+    if (ruby_tracer_vm_running()) {
+        classes_to_wrap = true;
+        ask_for_safe_point();
+    }
     return MEMPROF_OK;
 }
 

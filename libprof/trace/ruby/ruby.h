@@ -57,6 +57,13 @@ void ruby_tracer_stop(void);
 enum memprof_status ruby_tracer_detach(void);
 bool ruby_tracer_running(void);
 enum memprof_status ruby_tracer_reset(void);
+/* `job(data)` at the VM's next safe point (a postponed job: holding the
+ * GVL, outside the GC, where a GC may run), asked for from any thread of the
+ * VM's at any time. `stopped`: the process is stopped (GDB's call), and the
+ * next allocation recorded asks again, from a thread that runs Ruby code,
+ * for the job to run soon even when the calling thread is blocked. False: no
+ * VM, not a thread of it, or Ruby's queue is full. */
+bool ruby_tracer_postpone(void (*job)(void *), void *data, bool stopped);
 /* A full GC, swept at once, if this thread may run one now: it holds the
  * GVL, and is in no hook and not in the GC. Never with a report's lock held. */
 enum ruby_gc_state ruby_tracer_collect(void);

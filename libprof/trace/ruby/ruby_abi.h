@@ -155,6 +155,10 @@ struct ruby_api {
      * then get no Ruby line (no thread layout is trusted). */
     size_t (*rb_obj_memsize_of)(VALUE obj);
     void (*rb_gc)(void);                     /* a full GC, swept at once: retained objects */
+    /* Every heap page's slots, at a safe point (the classes made before a
+     * late start, whose allocators memprof wraps then). */
+    void (*rb_objspace_each_objects)(int (*each)(void *start, void *end, size_t stride, void *data), void *data);
+    int (*ruby_native_thread_p)(void);       /* a thread of the VM's (a postponed job may be asked) */
     const char *ruby_version;                /* "3.1.2" */
 };
 #endif

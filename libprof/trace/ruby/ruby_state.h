@@ -46,6 +46,8 @@ _Static_assert(sizeof(struct ruby_pc_cache_entry) == 32, "a pc cache entry is 32
  * epoch begins (most programs fill a few between GCs); past this many, the
  * whole cache is. */
 #define RUBY_PC_CACHE_FILLED_MAX 2048
+/* Postponed jobs a debugger may ask for at once (ruby_tracer_postpone). */
+#define RUBY_POSTPONED_MAX 4
 
 struct ruby_tracer {
     struct ruby_api api;
@@ -94,6 +96,13 @@ struct ruby_tracer {
      * recorded, at its nearest frame's line), else NULL. */
     const size_t *fast_gc_count;
     intptr_t fast_ec_tls_offset;  /* ruby_site_ec_tls_offset, beside it */
+    /* Postponed jobs asked for with the process stopped (GDB), asked again
+     * by the next allocation recorded, whose thread runs Ruby code. */
+    struct ruby_postponed {
+        void (*job)(void *);
+        void *data;
+    } postponed[RUBY_POSTPONED_MAX];
+    unsigned postponed_count;
 };
 
 extern struct ruby_tracer ruby_tracer;
