@@ -9,6 +9,9 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/memprof-test.XXXXXX")
 trap 'if [ -n "${MEMPROF_TEST_KEEP:-}" ]; then echo "# kept $TMP"; else rm -rf "$TMP"; fi' EXIT
 # What the tools under test keep in TMPDIR (GDB's snapshots, say) goes too.
 TMPDIR=$TMP; export TMPDIR
+# Names remembered across runs (name_cache.h) are each test's own: a test
+# starts cold, as a fresh machine does, and leaves nothing in ~/.cache.
+XDG_CACHE_HOME=$TMP/.cache; export XDG_CACHE_HOME
 
 # ok DESCRIPTION COMMAND [ARGS...]: one TAP line from the command's status,
 # which it returns, so that `ok ... || DIAGNOSTIC` prints the diagnostic

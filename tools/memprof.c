@@ -11,6 +11,7 @@
 #include "format/pprof.h"
 #include "report/ruby_groups.h"
 #include "scratch.h"
+#include "objfile/symbolizer.h"
 #include "util/atomic_file.h"
 #include <errno.h>
 #include <signal.h>
@@ -842,6 +843,36 @@ static int cmd_run(int argc, char **argv)
     return run_with_ruby_report(a.operands, output ? output_path : NULL);
 }
 
+/* Names read from debug information remembered across runs (the symbolizer's
+ * name_cache.h), in $XDG_CACHE_HOME/memprof/names or ~/.cache/memprof/names,
+ * made 0700; MEMPROF_NAME_CACHE=0 turns it off. Anything that does not work
+ * leaves it off: the cache only saves time. */
+static void remember_names(void)
+{
+    const char *off = getenv("MEMPROF_NAME_CACHE");
+    if (off && (strcmp(off, "0") == 0 || strcmp(off, "off") == 0))
+        return;
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char dir[PATH_MAX];
+    int n = xdg && *xdg == '/' ? snprintf(dir, sizeof dir, "%s/memprof/names", xdg)
+            : home && *home == '/' ? snprintf(dir, sizeof dir, "%s/.cache/memprof/names", home)
+                                   : -1;
+    if (n < 0 || (size_t)n >= sizeof dir)
+        return;
+    for (char *slash = strchr(dir + 1, '/');; slash = strchr(slash + 1, '/')) {
+        if (slash)
+            *slash = '\0';
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+            return;
+        if (!slash)
+            break;
+        *slash = '/';
+    }
+    struct stat st;
+    if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+        symbolizer_remember_in(dir);
+}
+
 int main(int argc, char **argv)
 {
     /* Run as $(pkglibexecdir)/crash-helper by the kernel's core_pattern. */
@@ -874,6 +905,8 @@ int main(int argc, char **argv)
         { "safe-point", cmd_safe_point }, { "keep", cmd_keep }, { "crash-helper", cmd_crash_helper },
         { "core", cmd_core },
     };
+    if (strcmp(cmd, "crash-helper") != 0)   /* (the kernel's helper, as root: nothing of a user's) */
+        remember_names();
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].run(argc - 2, argv + 2);

@@ -2,6 +2,7 @@
 #include <dwarf.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <libdeflate.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@ struct dwarf_file {
     bool locations;      /* the location lists offered (dwarf_walk_open_locations) */
     Dwarf_Debug dbg;
     Dwarf_Obj_Access_Interface interface;
+    void **inflated;     /* sections inflated here, freed at close */
+    size_t inflated_count;
 };
 
 static bool hidden(const char *name)
@@ -72,6 +75,35 @@ static Dwarf_Unsigned section_count(void *obj)
     return ((struct dwarf_file *)obj)->sections;
 }
 
+/* A zlib-compressed section (SHF_COMPRESSED, ELFCOMPRESS_ZLIB) inflated by
+ * libdeflate, about three times as fast as libelf's zlib: NULL when it is
+ * another kind, or damaged (libelf then tries). */
+static void *inflate_section(struct dwarf_file *f, Elf_Scn *scn)
+{
+    GElf_Chdr chdr;
+    Elf_Data *raw = elf_rawdata(scn, NULL);
+    if (!raw || !raw->d_buf || !gelf_getchdr(scn, &chdr) || chdr.ch_type != ELFCOMPRESS_ZLIB ||
+        raw->d_size <= sizeof(Elf64_Chdr) || chdr.ch_size == 0 || chdr.ch_size > ((uint64_t)1 << 34))
+        return NULL;
+    void **list = realloc(f->inflated, (f->inflated_count + 1) * sizeof *list);
+    void *out = list ? malloc(chdr.ch_size) : NULL;
+    struct libdeflate_decompressor *d = out ? libdeflate_alloc_decompressor() : NULL;
+    size_t got = 0;
+    bool ok = d && libdeflate_zlib_decompress(d, (const char *)raw->d_buf + sizeof(Elf64_Chdr),
+                                              raw->d_size - sizeof(Elf64_Chdr), out, chdr.ch_size,
+                                              &got) == LIBDEFLATE_SUCCESS && got == chdr.ch_size;
+    if (d)
+        libdeflate_free_decompressor(d);
+    if (list)
+        f->inflated = list;
+    if (!ok) {
+        free(out);
+        return NULL;
+    }
+    f->inflated[f->inflated_count++] = out;
+    return out;
+}
+
 static int load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int *error)
 {
     struct dwarf_file *f = obj;
@@ -80,6 +112,13 @@ static int load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int *er
     (void)error;
     if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
         return DW_DLV_NO_ENTRY;
+    if (sh.sh_flags & SHF_COMPRESSED) {
+        void *inflated = inflate_section(f, scn);
+        if (inflated) {
+            *data = inflated;
+            return DW_DLV_OK;
+        }
+    }
     if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
         return DW_DLV_NO_ENTRY;
     Elf_Data *d = elf_getdata(scn, NULL);
@@ -161,6 +200,9 @@ void dwarf_walk_close(struct dwarf_file *f)
         elf_end(f->elf);
     if (f->fd >= 0)
         close(f->fd);
+    for (size_t i = 0; i < f->inflated_count; i++)
+        free(f->inflated[i]);
+    free(f->inflated);
     free(f);
 }
 

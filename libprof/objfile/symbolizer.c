@@ -1,6 +1,7 @@
 #include "symbolizer.h"
 #include "debugfile.h"
 #include "lines.h"
+#include "name_cache.h"
 #include "symbols.h"
 #include <limits.h>
 #include <stdio.h>
@@ -13,7 +14,17 @@ struct symbolizer {
     bool lines_tried;          /* lines are read at the first lookup */
     char lines_path[PATH_MAX];
     char sources[PATH_MAX + 256];
+    struct name_cache *remembered;   /* NULL: names are not remembered */
 };
+
+/* Where names are remembered across runs ("": nowhere, the default: the
+ * runtime's helper names inside the target and must write nothing). */
+static char cache_dir[PATH_MAX];
+
+void symbolizer_remember_in(const char *dir)
+{
+    snprintf(cache_dir, sizeof cache_dir, "%s", dir ? dir : "");
+}
 
 static struct elf_lines *lines_of(struct symbolizer *s)
 {
@@ -68,6 +79,10 @@ struct symbolizer *symbolizer_open(const char *path, char *err, size_t errlen)
                  path, search.has_debuglink ? " (.gnu_debuglink: " : "",
                  search.has_debuglink ? search.debuglink : "", search.has_debuglink ? ")" : "",
                  *elf_symbols_source(s->symbols) ? elf_symbols_source(s->symbols) : "nowhere");
+    char build_id[81];
+    uint64_t extent;
+    if (*cache_dir && elf_file_extent(path, build_id, sizeof build_id, &extent) && *build_id)
+        s->remembered = name_cache_open(cache_dir, build_id, s->sources);
     return s;
 }
 
@@ -79,7 +94,21 @@ void symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct symbol_info *
         out->file = elf_lines_lookup(s->lines, addr, &out->line);
 }
 
+static size_t frames_read(struct symbolizer *s, uint64_t addr, struct symbol_info *frames, size_t max);
+
 size_t symbolizer_frames(struct symbolizer *s, uint64_t addr, struct symbol_info *frames, size_t max)
+{
+    size_t n = s->remembered && max ? name_cache_get(s->remembered, addr, frames, max) : 0;
+    if (n)
+        return n;
+    n = frames_read(s, addr, frames, max);
+    if (s->remembered && max >= SYMBOLIZER_MAX_INLINED)   /* a whole answer only */
+        name_cache_put(s->remembered, addr, frames, n);
+    return n;
+}
+
+/* The frames from the symbol table and DWARF. */
+static size_t frames_read(struct symbolizer *s, uint64_t addr, struct symbol_info *frames, size_t max)
 {
     struct elf_line_frame lines[SYMBOLIZER_MAX_INLINED];
     size_t n = max && lines_of(s) ? elf_lines_frames(s->lines, addr, lines, max < SYMBOLIZER_MAX_INLINED ? max : SYMBOLIZER_MAX_INLINED) : 0;
@@ -116,6 +145,7 @@ void symbolizer_close(struct symbolizer *s)
 {
     if (!s)
         return;
+    name_cache_close(s->remembered);
     elf_symbols_free(s->symbols);
     elf_lines_free(s->lines);
     free(s);

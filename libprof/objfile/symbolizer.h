@@ -16,6 +16,9 @@ struct symbol_info {
     unsigned line;
 };
 
+/* Remember what naming finds in `dir`, across runs, for the symbolizers
+ * opened from now on (name_cache.h; NULL or "": not at all, the default). */
+void symbolizer_remember_in(const char *dir);
 /* NULL with `err` set when `path` cannot be read as ELF. */
 struct symbolizer *symbolizer_open(const char *path, char *err, size_t errlen);
 /* `addr` is a file address (for a shared object: run-time address - bias). */
