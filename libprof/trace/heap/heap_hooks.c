@@ -232,19 +232,19 @@ HOT struct block_slot *young_slot(struct heap_thread *t, uintptr_t p)
     return &t->young[((uint32_t)p >> ADDRESS_GRANULE_SHIFT) & (YOUNG_SLOTS - 1)];
 }
 
-/* The block on its way from a young slot to the older table: its table
- * slot is fetched into the cache while it waits here, and it is put there
- * at the next eviction, so that the miss (a table of a few MB) is off the
- * allocation's path. */
+/* The oldest block on its way from a young slot to the older table: its
+ * table slot was fetched into the cache LEAVING_SLOTS evictions ago, and it
+ * is put there at this eviction, so that the miss (a table of many MB, for
+ * a heap that grows) is off the allocations' path. */
 HOT struct block_slot *leaving_slot(struct heap_thread *t)
 {
-    return &t->young[YOUNG_SLOTS];
+    return &t->young[YOUNG_SLOTS + t->leaving_next];
 }
 
-/* The leaving block into the older table, written there before its slot
- * is emptied: a report reading young slots first sees it once or twice,
- * never not at all. Its address allocated again since (its free was not
- * seen): gone. */
+/* The oldest leaving block into the older table, written there before its
+ * slot is emptied: a report reading young slots first sees it once or
+ * twice, never not at all. Its address allocated again since (its free was
+ * not seen): gone. */
 COLD void settle_leaving(struct heap_thread *t)
 {
     struct block_slot *l = leaving_slot(t);
@@ -285,6 +285,7 @@ COLD void vacate(struct heap_thread *t, struct block_slot *y, uintptr_t p)
         __atomic_store_n(&l->word, y->word, __ATOMIC_RELAXED);
         __atomic_store_n(&l->addr, y->addr, __ATOMIC_RELEASE);
         block_table_prefetch(&t->blocks, y->addr);
+        t->leaving_next = (t->leaving_next + 1) & (LEAVING_SLOTS - 1);
     }
     __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -408,8 +409,12 @@ static __attribute__((noinline)) void record_sampled(struct heap_thread *t, void
 static struct block_slot *held_slot(struct heap_thread *t, uintptr_t p)
 {
     struct block_slot *y = young_slot(t, p);
-    struct block_slot *l = leaving_slot(t);
-    return y->addr == p ? y : l->addr == p ? l : block_table_find(&t->blocks, p);
+    if (y->addr == p)
+        return y;
+    for (unsigned i = 0; i < LEAVING_SLOTS; i++)
+        if (t->young[YOUNG_SLOTS + i].addr == p)
+            return &t->young[YOUNG_SLOTS + i];
+    return block_table_find(&t->blocks, p);
 }
 
 /* A block its owner freed: gone from the peak's count too (out of line,

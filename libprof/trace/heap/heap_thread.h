@@ -62,9 +62,12 @@ struct origin_array {
 
 #define YOUNG_BITS 12
 #define YOUNG_SLOTS (1u << YOUNG_BITS)
-/* The young slots and, after them, the one of a block leaving for the older
- * table (heap_hooks.c, vacate): every slot a reader scans as young. */
-#define YOUNG_HELD (YOUNG_SLOTS + 1)
+/* The young slots and, after them, a ring of blocks leaving for the older
+ * table (heap_hooks.c, vacate), each there for LEAVING_SLOTS evictions while
+ * its table slot is fetched into the cache: every slot a reader scans as
+ * young. */
+#define LEAVING_SLOTS 8
+#define YOUNG_HELD (YOUNG_SLOTS + LEAVING_SLOTS)
 #define CALLER_CACHE 64
 
 struct caller_cache_entry {
@@ -87,6 +90,7 @@ struct heap_thread {
     bool exited;
     char name[16];                     /* its name when it first allocated, then when it exited */
     struct block_slot young[YOUNG_HELD];    /* newest blocks, word: BLOCK_WORD */
+    unsigned leaving_next;             /* the owner's: the leaving slot to settle and fill next */
     struct block_table blocks;         /* older ones; a block is in one of them */
     struct block_table freed;          /* blocks it freed but did not hold */
     struct origin_array *origins;      /* published */
