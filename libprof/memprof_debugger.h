@@ -97,7 +97,7 @@ void memprof_thread_event(const struct memprof_thread_event *event);
  * magic, the version and every size before it reads, and refuses a layout
  * it does not know with a reason. */
 #define MEMPROF_TABLES_MAGIC "memprof-tables\0"
-#define MEMPROF_TABLES_VERSION 2
+#define MEMPROF_TABLES_VERSION 3
 struct memprof_tables {
     char magic[16];               /* MEMPROF_TABLES_MAGIC */
     uint32_t version;             /* MEMPROF_TABLES_VERSION */
@@ -159,6 +159,11 @@ struct memprof_tables {
     uint64_t thread_registry;
     /* address of a u64: mean bytes between sampled blocks, 0: every block */
     uint64_t heap_sample_bytes;
+
+    /* Version 3: a block table also points to the array it grew from, whose
+     * live slots are still moving to the current one (NULL when none); a
+     * live address is in one of the two */
+    uint32_t table_draining;
 };
 extern const struct memprof_tables memprof_tables;
 

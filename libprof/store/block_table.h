@@ -1,13 +1,24 @@
 /* One thread's blocks keyed by address: open addressing with linear probing,
  * written by its owner only and readable at the same time by a report in
- * another thread (store/readers.h: a growth publishes a copy). A slot's
- * address is stored last, so a reader that sees it sees the rest. Removal
- * leaves a tombstone unless the next slot is empty (then the run of
- * tombstones before it empties too); tombstones are reused by inserts and
- * dropped at the next rebuild, when seven eighths of the slots are used;
- * capacity grows by half when live slots are three quarters of it. So live
- * slots fill at least half of a grown table: 24 bytes each make at most 48
- * bytes per live entry. */
+ * another thread (store/readers.h). A slot's address is stored last, so a
+ * reader that sees it sees the rest. Removal leaves a tombstone unless the
+ * next slot is empty (then the run of tombstones before it empties too);
+ * tombstones are reused by inserts.
+ *
+ * Growth stops no allocation: when live slots and tombstones are seven
+ * eighths of the capacity, a new array, half as large again when live slots
+ * are more than three quarters (else as large: the tombstones dropped), is
+ * published and
+ * the old one becomes the draining array, whose live slots move to the new
+ * one a few at each put (BLOCK_DRAIN_STEP) and which is given up when it is
+ * empty. A put does not look in the draining array (its moved slots are
+ * tombstones: an absent address would probe long runs there); an address
+ * found in both, when its older slot moves or its newer one is removed, is
+ * a block whose free was not seen: the older (the draining array's) is then
+ * dropped (`stale`). A moved slot is copied, and left as it was in the
+ * draining array: a reader that took that array as the current one, before
+ * the growth, still finds it there, and one that took the pair finds it once
+ * or twice, never not at all. */
 #ifndef MEMPROF_STORE_BLOCK_TABLE_H
 #define MEMPROF_STORE_BLOCK_TABLE_H
 #include "readers.h"
@@ -33,18 +44,38 @@ struct block_array {
     struct block_slot slots[];
 };
 
+/* A block found twice as its slot moves from the draining array: the
+ * older slot's (its free was not seen), which is then dropped. */
+typedef void block_stale_fn(void *ctx, const struct block_slot *older);
+
 struct block_table {
     struct block_array *array;   /* published; NULL until the first put */
-    size_t count;                /* live slots (the owner's) */
-    size_t used;                 /* live slots and tombstones */
+    struct block_array *draining;   /* published: the array before it, being emptied; or NULL */
+    block_stale_fn *stale;       /* NULL: a stale slot is dropped without a word */
+    void *stale_ctx;
+    size_t drain_at;             /* the owner's: draining's slots before it are moved */
+    size_t populated;            /* the owner's: bytes of `array` mapped ahead of its writes */
+    size_t count;                /* live slots in both (the owner's) */
+    size_t used;                 /* live slots and tombstones of `array` */
     struct retired retired;
 };
 
 enum block_put { BLOCK_PUT_NEW, BLOCK_PUT_REPLACED, BLOCK_PUT_NO_MEMORY };
 
-/* Rebuild, larger when needed. 0, or -1 when out of memory. */
+/* Live slots moved from the draining array at each put: the new array,
+ * half as large again, is at most 3/4 full when the old one is empty. */
+#define BLOCK_DRAIN_STEP 16
+
+/* A new array published, larger when needed, the current one left to drain
+ * (one still draining is emptied first). 0, or -1 when out of memory. */
 int block_table_rebuild(struct block_table *t);
+/* Up to BLOCK_DRAIN_STEP live slots of the draining array moved. */
+void block_table_drain(struct block_table *t);
 size_t block_table_bytes(const struct block_table *t);
+/* The two arrays as a reader takes them: the draining one (NULL: none) and
+ * the current, loaded as a pair that was current together. */
+void block_table_arrays(const struct block_table *t, const struct block_array **draining,
+                        const struct block_array **array);
 
 static inline size_t block_index(uintptr_t addr, size_t capacity)
 {
@@ -52,9 +83,8 @@ static inline size_t block_index(uintptr_t addr, size_t capacity)
     return (size_t)(((unsigned __int128)h * capacity) >> 64);
 }
 
-static inline struct block_slot *block_table_find(const struct block_table *t, uintptr_t addr)
+static inline struct block_slot *block_array_find(struct block_array *a, uintptr_t addr)
 {
-    struct block_array *a = t->array;
     if (!a)
         return NULL;
     for (size_t i = block_index(addr, a->capacity);;) {
@@ -68,12 +98,26 @@ static inline struct block_slot *block_table_find(const struct block_table *t, u
     }
 }
 
+/* In the draining array, a slot not moved yet: those before drain_at were
+ * copied to the current array, and stay as they were for the readers that
+ * took the draining array as their current one. */
+static inline struct block_slot *block_table_find_draining(const struct block_table *t, uintptr_t addr)
+{
+    struct block_slot *s = block_array_find(t->draining, addr);
+    return s && (size_t)(s - t->draining->slots) >= t->drain_at ? s : NULL;
+}
+
+static inline struct block_slot *block_table_find(const struct block_table *t, uintptr_t addr)
+{
+    struct block_slot *s = block_array_find(t->array, addr);
+    return s || !t->draining ? s : block_table_find_draining(t, addr);
+}
+
 /* Bring the slots where a put of `addr` would look into the cache: its
  * first and the line after (a probe reads about four slots at the loads
  * the table keeps). */
-static inline void block_table_prefetch(const struct block_table *t, uintptr_t addr)
+static inline void block_array_prefetch(const struct block_array *a, uintptr_t addr)
 {
-    const struct block_array *a = t->array;
     if (a) {
         /* Not __builtin_prefetch: GCC drops it from code it thinks cold. */
         const char *first = (const char *)&a->slots[block_index(addr, a->capacity)];
@@ -82,11 +126,18 @@ static inline void block_table_prefetch(const struct block_table *t, uintptr_t a
     }
 }
 
+static inline void block_table_prefetch(const struct block_table *t, uintptr_t addr)
+{
+    block_array_prefetch(t->array, addr);
+}
+
 /* Add `addr` (even, not 0), or replace its slot's number and word (the old
  * word in *replaced). */
 static inline enum block_put block_table_put(struct block_table *t, uintptr_t addr, uint64_t number,
                                              uint64_t word, uint64_t *replaced)
 {
+    if (__builtin_expect(t->draining != NULL, 0))
+        block_table_drain(t);
     struct block_array *a = t->array;
     if ((!a || t->used >= a->capacity / 8 * 7) && block_table_rebuild(t) != 0)
         return BLOCK_PUT_NO_MEMORY;
@@ -123,11 +174,22 @@ static inline enum block_put block_table_put(struct block_table *t, uintptr_t ad
     return BLOCK_PUT_NEW;
 }
 
+void block_table_drop_stale(struct block_table *t, uintptr_t addr);
+
 static inline void block_table_remove(struct block_table *t, struct block_slot *s)
 {
     struct block_array *a = t->array;
-    size_t i = (size_t)(s - a->slots), cap = a->capacity;
+    size_t cap = a->capacity;
     t->count--;
+    if ((uintptr_t)s < (uintptr_t)a->slots || (uintptr_t)s >= (uintptr_t)(a->slots + cap)) {
+        /* in the draining array, which is given up whole */
+        __atomic_store_n(&s->addr, s->addr | BLOCK_GONE_BIT, __ATOMIC_RELAXED);
+        return;
+    }
+    /* An older slot of the address still draining would move in as live. */
+    if (__builtin_expect(t->draining != NULL, 0))
+        block_table_drop_stale(t, s->addr);
+    size_t i = (size_t)(s - a->slots);
     if (a->slots[i + 1 == cap ? 0 : i + 1].addr != BLOCK_EMPTY) {
         __atomic_store_n(&s->addr, s->addr | BLOCK_GONE_BIT, __ATOMIC_RELAXED);
         return;

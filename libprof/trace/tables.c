@@ -28,6 +28,7 @@ EXPORT const struct memprof_tables memprof_tables = {
     .thread_origins = offsetof(struct heap_thread, origins),
     .thread_origin_count = offsetof(struct heap_thread, origin_count),
     .table_array = offsetof(struct block_table, array),
+    .table_draining = offsetof(struct block_table, draining),
     .array_capacity = offsetof(struct block_array, capacity),
     .array_slots = offsetof(struct block_array, slots),
     .slot_size = sizeof(struct block_slot),

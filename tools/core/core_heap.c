@@ -158,11 +158,12 @@ static bool read_threads(struct core_image *c, struct heap_read *h)
                 *p = '_';
         uint32_t view = (uint32_t)h->thread_count++;
         ok = read_slots(c, h, next + t->thread_young, t->young_slots, view, false);
-        for (int table = 0; ok && table < 2; table++) {
-            uint64_t array = core_field_u64(thread + (table ? t->thread_freed : t->thread_blocks), t->table_array);
+        for (int part = 0; ok && part < 4; part++) {   /* blocks, freed: each table's draining array and its own */
+            const unsigned char *table = thread + (part >= 2 ? t->thread_freed : t->thread_blocks);
+            uint64_t array = core_field_u64(table, part % 2 ? t->table_array : t->table_draining);
             uint64_t capacity;
             if (array && (ok = core_read_u64(c, array + t->array_capacity, &capacity, "a block table's capacity")))
-                ok = read_slots(c, h, array + t->array_slots, capacity, view, table == 1);
+                ok = read_slots(c, h, array + t->array_slots, capacity, view, part >= 2);
         }
         ok = ok && read_origins(c, thread, r);
         next = core_field_u64(thread, t->thread_next);

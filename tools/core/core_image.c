@@ -228,7 +228,9 @@ static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_
               t->thread_tid + 4 <= t->thread_size &&
               t->thread_young + (uint64_t)t->young_slots * t->slot_size <= t->thread_size &&
               t->thread_blocks + t->table_array + 8 <= t->thread_size &&
-              t->thread_freed + t->table_array + 8 <= t->thread_size && t->thread_origins + 8 <= t->thread_size &&
+              t->thread_freed + t->table_array + 8 <= t->thread_size &&
+              t->thread_blocks + t->table_draining + 8 <= t->thread_size &&
+              t->thread_freed + t->table_draining + 8 <= t->thread_size && t->thread_origins + 8 <= t->thread_size &&
               t->thread_origin_count + 8 <= t->thread_size && t->array_capacity + 8 <= t->array_slots &&
               t->slot_size >= 24 && t->slot_size <= 64 && t->slot_addr + 8 <= t->slot_size &&
               t->slot_number + 8 <= t->slot_size && t->slot_word + 8 <= t->slot_size && t->word_size_bits >= 32 &&

@@ -30,6 +30,7 @@ struct thread_view {
     const struct heap_origin *origins;
     size_t origin_count;
     const struct block_array *blocks, *freed;   /* as loaded once: sized and read */
+    const struct block_array *blocks_draining, *freed_draining;   /* the arrays they are growing from */
     size_t first_event, events;     /* its run of the report's events[] */
     struct site_stats *live;        /* [origin_count]: live_count, live_bytes */
     uint32_t *chain;                /* [origin_count]: canonical chain id + 1, 0: not yet */
@@ -148,13 +149,6 @@ static size_t count_or_copy(struct thread_view *v, const struct block_slot *slot
     return n;
 }
 
-/* A table's array, loaded once: the events are sized by it and read from it
- * (a copy its owner publishes later stays unread; readers.h keeps this one
- * mapped). */
-static const struct block_array *table_array(const struct block_table *t)
-{
-    return __atomic_load_n(&t->array, __ATOMIC_SEQ_CST);
-}
 
 static size_t array_capacity(const struct block_array *a)
 {
@@ -477,22 +471,25 @@ static void write_pprof(struct out *o, const struct report_row *rows, size_t sho
         close(fd);
 }
 
-/* A thread's tables as the report reads them: young slots first (a block
- * moves from there to the older table), the older, the freed. */
+/* A thread's tables as the report reads them, in the order blocks move:
+ * young slots first (a block moves from there to the older table), then
+ * each table's draining array before its current one (block_table.h), the
+ * older, the freed. */
 struct table_part {
     const struct block_slot *slots;
     size_t count;
     bool freed;
 };
+#define TABLE_PARTS 5
 
-static size_t view_tables(const struct thread_view *v, struct table_part parts[3])
+static size_t view_tables(const struct thread_view *v, struct table_part parts[TABLE_PARTS])
 {
+    const struct block_array *arrays[] = { v->blocks_draining, v->blocks, v->freed_draining, v->freed };
     size_t n = 0;
     parts[n++] = (struct table_part){ v->thread->young, YOUNG_HELD, false };
-    if (v->blocks)
-        parts[n++] = (struct table_part){ v->blocks->slots, v->blocks->capacity, false };
-    if (v->freed)
-        parts[n++] = (struct table_part){ v->freed->slots, v->freed->capacity, true };
+    for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++)
+        if (arrays[i])
+            parts[n++] = (struct table_part){ arrays[i]->slots, arrays[i]->capacity, i >= 2 };
     return n;
 }
 
@@ -501,7 +498,7 @@ static size_t view_tables(const struct thread_view *v, struct table_part parts[3
 static void read_at_rest(struct thread_view *view, size_t views, struct bucket_counts *counts, struct live_sum *sum,
                          struct event *events, uint32_t *shared, size_t *shared_count)
 {
-    struct table_part parts[3];
+    struct table_part parts[TABLE_PARTS];
     for (size_t i = 0; i < views; i++)
         for (size_t k = 0, m = view_tables(&view[i], parts); k < m; k++)
             add_addresses(parts[k].slots, parts[k].count, counts);
@@ -522,7 +519,7 @@ static void read_at_rest(struct thread_view *view, size_t views, struct bucket_c
 static void read_running(struct thread_view *view, size_t views, struct bucket_counts *counts,
                          struct live_sum *sum, struct event *events, uint32_t *shared, size_t *shared_count)
 {
-    struct table_part parts[3];
+    struct table_part parts[TABLE_PARTS];
     size_t n = 0;
     for (size_t i = 0; i < views; i++) {
         view[i].first_event = n;
@@ -563,9 +560,13 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
         if (!a)
             v->origin_count = 0;
         origins += v->origin_count;
-        v->blocks = table_array(&t->blocks);
-        v->freed = table_array(&t->freed);
-        slots += YOUNG_HELD + array_capacity(v->blocks) + array_capacity(v->freed);
+        /* Each array loaded once: the events are sized by it and read from
+         * it (a copy its owner publishes later stays unread; readers.h
+         * keeps this one mapped). */
+        block_table_arrays(&t->blocks, &v->blocks_draining, &v->blocks);
+        block_table_arrays(&t->freed, &v->freed_draining, &v->freed);
+        slots += YOUNG_HELD + array_capacity(v->blocks) + array_capacity(v->freed) +
+                 array_capacity(v->blocks_draining) + array_capacity(v->freed_draining);
     }
     /* Four buckets an event: few addresses share one. */
     size_t buckets = 4096;
@@ -809,11 +810,13 @@ static const struct block_slot *holding_slot(const struct block_slot *slots, siz
 static bool freed_since(uintptr_t start, uint64_t number)
 {
     for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        const struct block_array *a = table_array(&t->freed);
-        for (size_t i = 0; a && i < a->capacity; i++)
-            if (__atomic_load_n(&a->slots[i].addr, __ATOMIC_ACQUIRE) == start &&
-                __atomic_load_n(&a->slots[i].number, __ATOMIC_RELAXED) >= number)
-                return true;
+        const struct block_array *arrays[2];
+        block_table_arrays(&t->freed, &arrays[0], &arrays[1]);
+        for (size_t k = 0; k < 2; k++)
+            for (size_t i = 0; arrays[k] && i < arrays[k]->capacity; i++)
+                if (__atomic_load_n(&arrays[k]->slots[i].addr, __ATOMIC_ACQUIRE) == start &&
+                    __atomic_load_n(&arrays[k]->slots[i].number, __ATOMIC_RELAXED) >= number)
+                    return true;
     }
     return false;
 }
@@ -825,9 +828,11 @@ static void where_locked(struct out *o, uintptr_t addr, bool *found)
     for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         const struct block_slot *before = best;
         best = holding_slot(t->young, YOUNG_HELD, addr, best);
-        const struct block_array *a = table_array(&t->blocks);
-        if (a)
-            best = holding_slot(a->slots, a->capacity, addr, best);
+        const struct block_array *arrays[2];
+        block_table_arrays(&t->blocks, &arrays[0], &arrays[1]);
+        for (size_t k = 0; k < 2; k++)
+            if (arrays[k])
+                best = holding_slot(arrays[k]->slots, arrays[k]->capacity, addr, best);
         if (best != before)
             owner = t;
     }
