@@ -19,35 +19,15 @@ static size_t array_bytes(size_t capacity)
  * newer slot of its address is there. */
 static void move_slot(struct block_table *t, struct block_array *a, struct block_slot *from)
 {
-    uintptr_t addr = from->addr;
-    struct block_slot *hole = NULL;
-    size_t i = block_index(addr, a->capacity);
-    for (;;) {
-        struct block_slot *s = &a->slots[i];
-        if (s->addr == addr) {   /* put since the growth: this one's free was not seen */
-            if (t->stale)
-                t->stale(t->stale_ctx, from);
-            t->count--;
-            __atomic_store_n(&from->addr, addr | BLOCK_GONE_BIT, __ATOMIC_RELEASE);
-            return;
-        }
-        if (s->addr == (addr | BLOCK_GONE_BIT)) {
-            hole = s;   /* its own tombstone: it is nowhere else */
-            break;
-        }
-        if (s->addr == BLOCK_EMPTY)
-            break;
-        if ((s->addr & BLOCK_GONE_BIT) && !hole)
-            hole = s;
-        i = i + 1 == a->capacity ? 0 : i + 1;
+    struct block_slot *place;
+    if (block_array_place(t, a, from->addr, &place)) {   /* put since the growth: this one's free was not seen */
+        if (t->stale)
+            t->stale(t->stale_ctx, from);
+        t->count--;
+        __atomic_store_n(&from->addr, from->addr | BLOCK_GONE_BIT, __ATOMIC_RELEASE);
+        return;
     }
-    if (!hole) {
-        hole = &a->slots[i];
-        t->used++;
-    }
-    __atomic_store_n(&hole->number, from->number, __ATOMIC_RELAXED);
-    __atomic_store_n(&hole->word, from->word, __ATOMIC_RELAXED);
-    __atomic_store_n(&hole->addr, addr, __ATOMIC_RELEASE);
+    block_slot_fill(place, from->addr, from->number, from->word);
 }
 
 /* Move up to `live` live slots (looking at no more than 4 times as many);

@@ -131,29 +131,21 @@ static inline void block_table_prefetch(const struct block_table *t, uintptr_t a
     block_array_prefetch(t->array, addr);
 }
 
-/* Add `addr` (even, not 0), or replace its slot's number and word (the old
- * word in *replaced). */
-static inline enum block_put block_table_put(struct block_table *t, uintptr_t addr, uint64_t number,
-                                             uint64_t word, uint64_t *replaced)
+/* The slot where `addr` is live in `a`; else NULL, and *place the slot a
+ * put of it takes: its own tombstone (it is nowhere else), the first
+ * tombstone on its way, else the empty slot that ends it (then one more
+ * used). */
+static inline struct block_slot *block_array_place(struct block_table *t, struct block_array *a, uintptr_t addr,
+                                                   struct block_slot **place)
 {
-    if (__builtin_expect(t->draining != NULL, 0))
-        block_table_drain(t);
-    struct block_array *a = t->array;
-    if ((!a || t->used >= a->capacity / 8 * 7) && block_table_rebuild(t) != 0)
-        return BLOCK_PUT_NO_MEMORY;
-    a = t->array;
     struct block_slot *hole = NULL;
     size_t i = block_index(addr, a->capacity);
     for (;;) {
         struct block_slot *s = &a->slots[i];
-        if (s->addr == addr) {
-            *replaced = s->word;
-            __atomic_store_n(&s->number, number, __ATOMIC_RELAXED);
-            __atomic_store_n(&s->word, word, __ATOMIC_RELAXED);
-            return BLOCK_PUT_REPLACED;
-        }
+        if (s->addr == addr)
+            return s;
         if (s->addr == (addr | BLOCK_GONE_BIT)) {
-            hole = s;   /* its own tombstone: it is nowhere else */
+            hole = s;
             break;
         }
         if (s->addr == BLOCK_EMPTY)
@@ -167,13 +159,43 @@ static inline enum block_put block_table_put(struct block_table *t, uintptr_t ad
         hole = &a->slots[i];
         t->used++;
     }
-    __atomic_store_n(&hole->number, number, __ATOMIC_RELAXED);
-    __atomic_store_n(&hole->word, word, __ATOMIC_RELAXED);
-    __atomic_store_n(&hole->addr, addr, __ATOMIC_RELEASE);
+    *place = hole;
+    return NULL;
+}
+
+/* A slot written for a reader in another thread: its address last. */
+static inline void block_slot_fill(struct block_slot *s, uintptr_t addr, uint64_t number, uint64_t word)
+{
+    __atomic_store_n(&s->number, number, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->word, word, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->addr, addr, __ATOMIC_RELEASE);
+}
+
+/* Add `addr` (even, not 0), or replace its slot's number and word (the old
+ * word in *replaced). */
+static inline enum block_put block_table_put(struct block_table *t, uintptr_t addr, uint64_t number,
+                                             uint64_t word, uint64_t *replaced)
+{
+    if (__builtin_expect(t->draining != NULL, 0))
+        block_table_drain(t);
+    struct block_array *a = t->array;
+    if ((!a || t->used >= a->capacity / 8 * 7) && block_table_rebuild(t) != 0)
+        return BLOCK_PUT_NO_MEMORY;
+    a = t->array;
+    struct block_slot *place;
+    struct block_slot *s = block_array_place(t, a, addr, &place);
+    if (s) {
+        *replaced = s->word;
+        __atomic_store_n(&s->number, number, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->word, word, __ATOMIC_RELAXED);
+        return BLOCK_PUT_REPLACED;
+    }
+    block_slot_fill(place, addr, number, word);
     t->count++;
     return BLOCK_PUT_NEW;
 }
 
+/* An older slot of `addr` still in the draining array dropped as stale. */
 void block_table_drop_stale(struct block_table *t, uintptr_t addr);
 
 static inline void block_table_remove(struct block_table *t, struct block_slot *s)
