@@ -8,6 +8,9 @@ commands
   silent
   set *(long*)((long)ruby_single_main_ractor + $owner_offset) = 16
   printf "the GVL's owner points nowhere\n"
+  # Only this thread runs on: the main thread, handing the GVL over, would
+  # put a real owner back before this one's next malloc reads it.
+  set scheduler-locking on
   continue
 end
 handle SIGSEGV nostop noprint pass
