@@ -844,9 +844,9 @@ static int cmd_run(int argc, char **argv)
 }
 
 /* Names read from debug information remembered across runs (the symbolizer's
- * name_cache.h), in $XDG_CACHE_HOME/memprof/names or ~/.cache/memprof/names,
- * made 0700; MEMPROF_NAME_CACHE=0 turns it off. Anything that does not work
- * leaves it off: the cache only saves time. */
+ * name_cache.h), in $XDG_CACHE_HOME/memprof/names or ~/.cache/memprof/names
+ * (made, 0700, by the first run that has names to keep); MEMPROF_NAME_CACHE=0
+ * turns it off. */
 static void remember_names(void)
 {
     const char *off = getenv("MEMPROF_NAME_CACHE");
@@ -857,19 +857,7 @@ static void remember_names(void)
     int n = xdg && *xdg == '/' ? snprintf(dir, sizeof dir, "%s/memprof/names", xdg)
             : home && *home == '/' ? snprintf(dir, sizeof dir, "%s/.cache/memprof/names", home)
                                    : -1;
-    if (n < 0 || (size_t)n >= sizeof dir)
-        return;
-    for (char *slash = strchr(dir + 1, '/');; slash = strchr(slash + 1, '/')) {
-        if (slash)
-            *slash = '\0';
-        if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-            return;
-        if (!slash)
-            break;
-        *slash = '/';
-    }
-    struct stat st;
-    if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+    if (n > 0 && (size_t)n < sizeof dir)
         symbolizer_remember_in(dir);
 }
 

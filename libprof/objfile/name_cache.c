@@ -326,16 +326,43 @@ static char *serialize(const struct name_cache *c, size_t *size)
     return buf;
 }
 
+/* The directory a cache file is in, into `dir` (false: none). */
+static bool directory_of(const char *path, char *dir, size_t size)
+{
+    char *slash;
+    if ((size_t)snprintf(dir, size, "%s", path) >= size || !(slash = strrchr(dir, '/')) || slash == dir)
+        return false;
+    *slash = '\0';
+    return true;
+}
+
+/* The cache's directory made where missing (each part 0700) when there is
+ * something to write, and written only when it is this user's own. */
+static bool own_directory(const char *path)
+{
+    char dir[PATH_MAX];
+    if (!directory_of(path, dir, sizeof dir))
+        return false;
+    for (char *slash = strchr(dir + 1, '/');; slash = strchr(slash + 1, '/')) {
+        if (slash)
+            *slash = '\0';
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+            return false;
+        if (!slash)
+            break;
+        *slash = '/';
+    }
+    struct stat st;
+    return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid();
+}
+
 /* The directory under NAME_CACHE_MAX_BYTES: the files used longest ago
  * removed (memprof's own names only: a build-id's hex digits). */
 static void trim(const char *path)
 {
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
+    if (!directory_of(path, dir, sizeof dir))
         return;
-    *slash = '\0';
     for (int round = 0; round < 64; round++) {
         DIR *d = opendir(dir);
         if (!d)
@@ -366,6 +393,8 @@ static void trim(const char *path)
 
 static void write_back(struct name_cache *c)
 {
+    if (!own_directory(c->path))
+        return;
     load(c);   /* what another process wrote since: kept too */
     size_t size;
     char *body = serialize(c, &size);

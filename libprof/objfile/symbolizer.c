@@ -79,9 +79,14 @@ struct symbolizer *symbolizer_open(const char *path, char *err, size_t errlen)
                  path, search.has_debuglink ? " (.gnu_debuglink: " : "",
                  search.has_debuglink ? search.debuglink : "", search.has_debuglink ? ")" : "",
                  *elf_symbols_source(s->symbols) ? elf_symbols_source(s->symbols) : "nowhere");
-    char build_id[81];
+    /* The build-id the debug file was looked for by, else read now. */
+    char build_id[sizeof search.build_id] = "";
     uint64_t extent;
-    if (*cache_dir && elf_file_extent(path, build_id, sizeof build_id, &extent) && *build_id)
+    if (need_debug && search.has_build_id)
+        snprintf(build_id, sizeof build_id, "%s", search.build_id);
+    else if (*cache_dir && !elf_file_extent(path, build_id, sizeof build_id, &extent))
+        build_id[0] = '\0';
+    if (*cache_dir && *build_id)
         s->remembered = name_cache_open(cache_dir, build_id, s->sources);
     return s;
 }

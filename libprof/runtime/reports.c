@@ -11,6 +11,7 @@
 #include "../trace/threads.h"
 #include "../util/atomic_file.h"
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -240,7 +241,7 @@ int report_to_text(const struct report_request *r)
 static int soon_state;   /* enum memprof_soon_state */
 static struct {
     int kind, flags;
-    char path[4096];
+    char path[PATH_MAX];
 } soon;
 
 static void write_soon(void *unused)
