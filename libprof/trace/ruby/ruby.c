@@ -226,8 +226,9 @@ static void end_proc(VALUE unused)
         exit_callback();
 }
 
-/* Runs at a Ruby safe point, where memprof may allocate Ruby objects: the end
- * proc for the exit report, and the compaction watcher. */
+/* Runs at a Ruby safe point, where memprof may allocate Ruby objects: once,
+ * the end proc for the exit report and the compaction watcher; after a start
+ * in a running VM, the allocators of the classes it had made. */
 static void at_safe_point(void *unused)
 {
     (void)unused;
