@@ -29,8 +29,10 @@ int memprof_detach(void);
  * the file `path` (copied), written at the Ruby VM's next safe point, where a
  * GC may run, by a postponed job: for a debugger, which cannot run the GC
  * from wherever it stopped the process, to ask for and then let the process
- * run. Asked from a thread of the VM's, with the process stopped (the GVL
- * owner's context is flagged too). MEMPROF_BUSY while one is pending. */
+ * run. Asked from a thread of the VM's, with the process stopped (the next
+ * allocation recorded asks again). The file is whole (renamed into place)
+ * but not synced: the debugger reads it back at once. MEMPROF_BUSY while one
+ * is pending. */
 int memprof_report_soon(int kind, int flags, const char *path);
 enum memprof_soon_state {
     MEMPROF_SOON_NONE = 0,      /* none asked for, or taken back */

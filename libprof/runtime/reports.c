@@ -215,7 +215,7 @@ int report_to_file(const char *path, const struct report_request *r)
     int err = atomic_file_open(&f, path);
     if (err)
         return call_done(io_error(path, err), NULL);
-    f.scratch = report_path_is_scratch(path);
+    f.scratch = r->scratch || report_path_is_scratch(path);
     int status = write_to_fd(f.fd, path, r);
     if (status != MEMPROF_OK) {
         atomic_file_abort(&f);
@@ -251,7 +251,10 @@ static void write_soon(void *unused)
     if (!__atomic_compare_exchange_n(&soon_state, &queued, MEMPROF_SOON_WRITING, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE))
         return;   /* taken back: the report was read without it */
-    int status = report_to_file(soon.path, &(struct report_request){ .kind = soon.kind, .flags = soon.flags });
+    /* Not synced: an fsync stalls for seconds on a busy disk, and this job
+     * holds the GVL (a server's requests wait); memprof attach reads it at once. */
+    int status = report_to_file(soon.path, &(struct report_request){ .kind = soon.kind, .flags = soon.flags,
+                                                                      .scratch = true });
     __atomic_store_n(&soon_state, status == MEMPROF_OK ? MEMPROF_SOON_WRITTEN : MEMPROF_SOON_FAILED,
                      __ATOMIC_RELEASE);
 }

@@ -36,6 +36,7 @@ struct report_request {
     const char *preface;         /* lines written before the report, or NULL */
     int gc;                      /* enum ruby_gc_state: a GC run for it already */
     const char *when;            /* a table's header: "at exit of" (NULL: "in") */
+    bool scratch;                /* a file its reader takes back at once: not synced */
 };
 /* The report into `fd`, into the file `path` (atomically), or as text owned
  * by reports.c; each sets the call's status and text (call_done). */
