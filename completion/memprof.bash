@@ -5,7 +5,7 @@ _memprof()
     local cur prev words cword
     _init_completion || return
 
-    local commands="run attach threads collapse flamegraph diff proto timeline groups symbols imports symbolize heap-table name-sites safe-point keep crash-helper core"
+    local commands="run attach threads collapse flamegraph diff merge proto timeline groups symbols imports symbolize heap-table name-sites safe-point keep crash-helper core"
     if [[ $cword -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return
@@ -68,7 +68,7 @@ _memprof()
             _filedir
         fi
         ;;
-    collapse | flamegraph | diff | proto | timeline)
+    collapse | flamegraph | diff | merge | proto | timeline)
         case $prev in
         -o) _filedir; return ;;
         --title) return ;;

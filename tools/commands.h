@@ -11,6 +11,7 @@ int cmd_threads(int argc, char **argv);    /* memprof threads -p PID */
 int cmd_collapse(int argc, char **argv);   /* memprof collapse REPORT */
 int cmd_flamegraph(int argc, char **argv); /* memprof flamegraph REPORT */
 int cmd_diff(int argc, char **argv);       /* memprof diff BEFORE AFTER */
+int cmd_merge(int argc, char **argv);      /* memprof merge [-o FILE] REPORT... */
 int cmd_proto(int argc, char **argv);      /* memprof proto [-o FILE] REPORT */
 int cmd_timeline(int argc, char **argv);   /* memprof timeline [-o FILE.svg|.csv] TIMELINE */
 int cmd_groups(int argc, char **argv);     /* memprof groups [--group G]... [--strings N] [TABLE] */

@@ -44,6 +44,7 @@ static void usage(FILE *f)
           "       memprof collapse [--count|--bytes] [--format collapsed|speedscope] [-o FILE] REPORT\n"
           "       memprof flamegraph [--count|--bytes] [--title TEXT] [-o FILE.svg] REPORT\n"
           "       memprof diff [-o FILE] BEFORE AFTER\n"
+          "       memprof merge [-o FILE] REPORT...\n"
           "       memprof proto [-o FILE.pb.gz] REPORT\n"
           "       memprof timeline [-o FILE.svg|FILE.csv] TIMELINE\n"
           "       memprof groups [--group G]... [--strings N] [--top N] [TABLE|-]\n"
@@ -75,6 +76,8 @@ static void usage(FILE *f)
           "  flamegraph  the same as an SVG flame graph, drawn by memprof\n"
           "  diff        per-site growth from BEFORE to AFTER (reports, dumps, profiles or\n"
           "              collapsed stacks of one kind), largest growth first; '-' reads stdin\n"
+          "  merge       one table from several reports of one kind (a forking server's\n"
+          "              workers, several runs), rows added by site; or profiles into one\n"
           "  proto       a report as pprof's profile.proto, gzipped (go tool pprof, Pyroscope,\n"
           "              Grafana, speedscope): a raw C heap report (MEMPROF_HEAP_OUTPUT's)\n"
           "              named here, with every sample type; a Ruby table or dump\n"
@@ -886,6 +889,7 @@ int main(int argc, char **argv)
     } commands[] = {
         { "run", cmd_run },           { "attach", cmd_attach }, { "threads", cmd_threads },
         { "collapse", cmd_collapse }, { "flamegraph", cmd_flamegraph }, { "diff", cmd_diff },
+        { "merge", cmd_merge },
         { "proto", cmd_proto },
         { "timeline", cmd_timeline }, { "groups", cmd_groups },
         { "symbols", cmd_symbols },   { "imports", cmd_imports },   { "symbolize", cmd_symbolize },

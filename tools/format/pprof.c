@@ -528,8 +528,9 @@ static bool append_numbers(unsigned wire, uint64_t v, struct cursor *inner, uint
 
 struct text { const uint8_t *at; size_t n; };
 struct read_line { uint64_t function; int64_t line; };
-struct read_location { uint64_t id; struct read_line *lines; size_t n, cap; };
-struct read_function { uint64_t id, name, file; };
+struct read_location { uint64_t id, mapping, address; struct read_line *lines; size_t n, cap; };
+struct read_function { uint64_t id, name, system_name, file; };
+struct read_mapping { uint64_t id, start, limit, file, build_id; };
 struct read_sample {
     uint64_t *locations, *values;
     size_t n_locations, cap_locations, n_values, cap_values;
@@ -546,8 +547,12 @@ struct profile {
     size_t n_locations, cap_locations;
     struct read_function *functions;
     size_t n_functions, cap_functions;
+    struct read_mapping *mappings;
+    size_t n_mappings, cap_mappings;
     struct read_sample *samples;
     size_t n_samples, cap_samples;
+    uint64_t *comments;   /* string indices */
+    size_t n_comments, cap_comments;
 };
 
 static void profile_free(struct profile *p)
@@ -562,7 +567,9 @@ static void profile_free(struct profile *p)
     free(p->strings);
     free(p->locations);
     free(p->functions);
+    free(p->mappings);
     free(p->samples);
+    free(p->comments);
 }
 
 static bool parse_sample(struct profile *p, struct cursor *c)
@@ -613,6 +620,10 @@ static bool parse_location(struct profile *p, struct cursor *c)
     while (next_field(c, &field, &wire, &v, &inner)) {
         if (field == LOCATION_ID && wire == WIRE_VARINT)
             l->id = v;
+        if (field == LOCATION_MAPPING_ID && wire == WIRE_VARINT)
+            l->mapping = v;
+        if (field == LOCATION_ADDRESS && wire == WIRE_VARINT)
+            l->address = v;
         if (field != LOCATION_LINE || wire != WIRE_BYTES)
             continue;
         struct read_line line = { 0 };
@@ -653,8 +664,38 @@ static bool parse_function(struct profile *p, struct cursor *c)
             f->id = v;
         else if (field == FUNCTION_NAME)
             f->name = v;
+        else if (field == FUNCTION_SYSTEM_NAME)
+            f->system_name = v;
         else if (field == FUNCTION_FILENAME)
             f->file = v;
+    }
+    return !c->bad;
+}
+
+static bool parse_mapping(struct profile *p, struct cursor *c)
+{
+    struct read_mapping *mappings = grow_array(p->mappings, p->n_mappings, &p->cap_mappings, sizeof *mappings, 16);
+    if (!mappings)
+        return false;
+    p->mappings = mappings;
+    struct read_mapping *m = &p->mappings[p->n_mappings++];
+    *m = (struct read_mapping){ 0 };
+    unsigned field, wire;
+    uint64_t v = 0;
+    struct cursor inner;
+    while (next_field(c, &field, &wire, &v, &inner)) {
+        if (wire != WIRE_VARINT)
+            continue;
+        if (field == MAPPING_ID)
+            m->id = v;
+        else if (field == MAPPING_START)
+            m->start = v;
+        else if (field == MAPPING_LIMIT)
+            m->limit = v;
+        else if (field == MAPPING_FILENAME)
+            m->file = v;
+        else if (field == MAPPING_BUILD_ID)
+            m->build_id = v;
     }
     return !c->bad;
 }
@@ -689,6 +730,10 @@ static bool parse_profile(struct profile *p, struct cursor *c, const char **why)
             ok = parse_location(p, &inner);
         } else if (field == PROFILE_FUNCTION && wire == WIRE_BYTES) {
             ok = parse_function(p, &inner);
+        } else if (field == PROFILE_MAPPING && wire == WIRE_BYTES) {
+            ok = parse_mapping(p, &inner);
+        } else if (field == PROFILE_COMMENT) {
+            ok = append_numbers(wire, v, &inner, &p->comments, &p->n_comments, &p->cap_comments);
         }
         if (!ok) {
             *why = inner.bad ? "a malformed message" : strerror(ENOMEM);
@@ -788,19 +833,30 @@ static void put_frame(struct buf *b, const struct profile *p, const struct read_
     }
 }
 
+/* A whole profile read into *p, whose strings point into *data (freed
+ * after it): false with `why` set. */
+static bool profile_load(FILE *in, struct profile *p, uint8_t **data, const char **why)
+{
+    size_t size = 0;
+    *p = (struct profile){ 0 };
+    *data = read_all(in, &size, why);
+    struct cursor c = { *data, *data + size, false };
+    if (!*data || !parse_profile(p, &c, why))
+        return false;
+    if (!p->n_strings || p->strings[0].n != 0) {
+        *why = "its string table does not start with the empty string";
+        return false;
+    }
+    return true;
+}
+
 int pprof_read_stacks(FILE *in, const char *name, struct stacks *out)
 {
     *out = (struct stacks){ .kind = "pprof" };
     const char *why = NULL;
-    size_t size = 0;
-    uint8_t *data = read_all(in, &size, &why);
-    struct profile p = { 0 };
-    struct cursor c = { data, data + size, false };
-    bool ok = data && parse_profile(&p, &c, &why);
-    if (ok && (!p.n_strings || p.strings[0].n != 0)) {
-        ok = false;
-        why = "its string table does not start with the empty string";
-    }
+    uint8_t *data;
+    struct profile p;
+    bool ok = profile_load(in, &p, &data, &why);
     ssize_t objects = -1, space = -1;
     for (size_t i = 0; ok && i < p.n_types; i++) {
         const struct text *t = string_at(&p, p.types[i]);
@@ -862,4 +918,202 @@ int pprof_read_stacks(FILE *in, const char *name, struct stacks *out)
         return -1;
     }
     return 0;
+}
+
+/* --- merging --------------------------------------------------------------- */
+
+/* A profile string as a C string: NULL when memory runs out. */
+static char *string_dup(const struct profile *p, uint64_t i)
+{
+    const struct text *t = string_at(p, i);
+    return strndup((const char *)t->at, t->n);
+}
+
+/* The new id of the entry with `id` in `items` (sorted by id), whose new
+ * ids are in `new_ids` at the same index: 0 when it has none. */
+static uint64_t new_id(const void *items, size_t n, size_t size, const uint64_t *new_ids, uint64_t id)
+{
+    const uint8_t *found = by_id_find(items, n, size, id);
+    return found ? new_ids[(size_t)(found - (const uint8_t *)items) / size] : 0;
+}
+
+/* Room for `need` items in *items (*cap of them): false when memory runs out. */
+static bool room_for(void *items_ptr, size_t *cap, size_t size, size_t need)
+{
+    void **items = items_ptr;
+    if (need <= *cap)
+        return true;
+    void *more = realloc(*items, 2 * need * size);
+    if (!more)
+        return false;
+    *items = more;
+    *cap = 2 * need;
+    return true;
+}
+
+/* Profile `q`'s entries and samples added to `out`: NULL, or why not. */
+static const char *merge_profile(struct pprof *out, struct profile *q)
+{
+    qsort(q->mappings, q->n_mappings, sizeof *q->mappings, by_id);
+    qsort(q->functions, q->n_functions, sizeof *q->functions, by_id);
+    qsort(q->locations, q->n_locations, sizeof *q->locations, by_id);
+    const char *why = NULL;
+    uint64_t *mapping_ids = calloc(q->n_mappings + 1, sizeof *mapping_ids);
+    uint64_t *function_ids = calloc(q->n_functions + 1, sizeof *function_ids);
+    uint64_t *location_ids = calloc(q->n_locations + 1, sizeof *location_ids);
+    struct pprof_line *lines = NULL;
+    uint64_t *sample_locations = NULL;
+    int64_t *values = NULL;
+    const char **labels = NULL;
+    char **owned = NULL;   /* the label strings of one sample */
+    size_t lines_cap = 0, locations_cap = 0, labels_cap = 0, owned_cap = 0, values_cap = 0;
+    if (!mapping_ids || !function_ids || !location_ids)
+        why = strerror(ENOMEM);
+    for (size_t i = 0; !why && i < q->n_mappings; i++) {
+        const struct read_mapping *m = &q->mappings[i];
+        char *file = string_dup(q, m->file), *build_id = string_dup(q, m->build_id);
+        if (!file || !build_id || !(mapping_ids[i] = pprof_mapping(out, m->start, m->limit, file, build_id)))
+            why = strerror(ENOMEM);
+        free(file);
+        free(build_id);
+    }
+    for (size_t i = 0; !why && i < q->n_functions; i++) {
+        const struct read_function *f = &q->functions[i];
+        char *name = string_dup(q, f->name), *system_name = string_dup(q, f->system_name),
+             *file = string_dup(q, f->file);
+        if (!name || !system_name || !file || !(function_ids[i] = pprof_function(out, name, system_name, file)))
+            why = strerror(ENOMEM);
+        free(name);
+        free(system_name);
+        free(file);
+    }
+    for (size_t i = 0; !why && i < q->n_locations; i++) {
+        const struct read_location *l = &q->locations[i];
+        if (!room_for(&lines, &lines_cap, sizeof *lines, l->n + 1)) {
+            why = strerror(ENOMEM);
+            break;
+        }
+        for (size_t k = 0; k < l->n; k++) {
+            lines[k] = (struct pprof_line){ new_id(q->functions, q->n_functions, sizeof *q->functions, function_ids,
+                                                   l->lines[k].function),
+                                            l->lines[k].line };
+            if (!lines[k].function)
+                why = "a location names a function it does not have";
+        }
+        uint64_t mapping = l->mapping ? new_id(q->mappings, q->n_mappings, sizeof *q->mappings, mapping_ids, l->mapping)
+                                      : 0;
+        if (l->mapping && !mapping)
+            why = "a location names a mapping it does not have";
+        if (!why && !(location_ids[i] = pprof_location(out, mapping, l->address, lines, l->n)))
+            why = strerror(ENOMEM);
+    }
+    for (size_t s = 0; !why && s < q->n_samples; s++) {
+        const struct read_sample *sample = &q->samples[s];
+        size_t pairs = sample->n_labels / 2;
+        if (!room_for(&sample_locations, &locations_cap, sizeof *sample_locations, sample->n_locations + 1) ||
+            !room_for(&labels, &labels_cap, sizeof *labels, 2 * pairs + 1) ||
+            !room_for(&owned, &owned_cap, sizeof *owned, 2 * pairs + 1) ||
+            !room_for(&values, &values_cap, sizeof *values, out->values + 1)) {
+            why = strerror(ENOMEM);
+            break;
+        }
+        for (size_t k = 0; k < sample->n_locations; k++)
+            if (!(sample_locations[k] = new_id(q->locations, q->n_locations, sizeof *q->locations, location_ids,
+                                               sample->locations[k])))
+                why = "a sample names a location it does not have";
+        for (size_t k = 0; k < out->values; k++)
+            values[k] = k < sample->n_values ? (int64_t)sample->values[k] : 0;
+        for (size_t k = 0; k < 2 * pairs; k++)
+            if (!(labels[k] = owned[k] = string_dup(q, sample->labels[k])))
+                why = strerror(ENOMEM);
+        if (!why && !pprof_sample(out, sample_locations, sample->n_locations, values, labels, pairs))
+            why = strerror(ENOMEM);
+        for (size_t k = 0; k < 2 * pairs; k++)
+            free(owned[k]);
+    }
+    for (size_t i = 0; !why && i < q->n_comments; i++) {
+        char *text = string_dup(q, q->comments[i]);
+        if (!text || !pprof_comment(out, text))
+            why = strerror(ENOMEM);
+        free(text);
+    }
+    free(mapping_ids);
+    free(function_ids);
+    free(location_ids);
+    free(lines);
+    free(sample_locations);
+    free(values);
+    free(labels);
+    free(owned);
+    return why;
+}
+
+/* The sample types memprof writes with `n` of them: true when `q` has those. */
+static bool types_are_memprofs(const struct profile *q, size_t n)
+{
+    if (q->n_types != n || !(n == 1 || n == 2 || n == PPROF_VALUES))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!text_is(string_at(q, q->types[i]), value_names[i][0]))
+            return false;
+    return true;
+}
+
+/* What a profile memprof wrote holds: Ruby objects (samples with a class
+ * label), the C heap (addresses in mappings), or NULL when it cannot tell
+ * (no samples). Both have the same sample types. */
+static const char *profile_kind(const struct profile *q)
+{
+    for (size_t s = 0; s < q->n_samples; s++)
+        for (size_t i = 0; i + 1 < q->samples[s].n_labels; i += 2)
+            if (text_is(string_at(q, q->samples[s].labels[i]), "class"))
+                return "Ruby objects";
+    return q->n_mappings ? "C heap blocks" : NULL;
+}
+
+int pprof_merge(FILE *const *ins, const char *const *names, size_t n, FILE *out)
+{
+    struct pprof *merged = NULL;
+    size_t values = 0;
+    const char *kind = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct profile q;
+        uint8_t *data;
+        const char *why = NULL;
+        if (!profile_load(ins[i], &q, &data, &why)) {
+            fprintf(stderr, "memprof: merge: cannot read %s as a pprof profile: %s\n", names[i],
+                    why ? why : strerror(ENOMEM));
+            rc = 2;
+        } else if (i == 0 && !types_are_memprofs(&q, q.n_types)) {
+            fprintf(stderr, "memprof: merge: %s: not a profile memprof wrote (its sample types are not memprof's)\n",
+                    names[i]);
+            rc = 2;
+        } else if (i > 0 && !types_are_memprofs(&q, values)) {
+            fprintf(stderr, "memprof: merge: %s: its sample types are not those of %s (a C heap and a Ruby profile?)\n",
+                    names[i], names[0]);
+            rc = 2;
+        } else if (kind && profile_kind(&q) && strcmp(kind, profile_kind(&q)) != 0) {
+            fprintf(stderr, "memprof: merge: %s: a profile of live %s, not of live %s as %s\n", names[i],
+                    profile_kind(&q), kind, names[0]);
+            rc = 2;
+        } else if (i == 0 && !(merged = pprof_new(values = q.n_types))) {
+            fputs("memprof: merge: out of memory\n", stderr);
+            rc = 1;
+        } else if ((why = merge_profile(merged, &q))) {
+            fprintf(stderr, "memprof: merge: %s: %s\n", names[i], why);
+            rc = 2;
+        }
+        if (rc == 0 && !kind)
+            kind = profile_kind(&q);
+        profile_free(&q);
+        free(data);
+    }
+    char why[256];
+    if (rc == 0 && pprof_write(merged, out, why, sizeof why) != 0) {
+        fprintf(stderr, "memprof: merge: %s\n", why);
+        rc = 1;
+    }
+    pprof_free(merged);
+    return rc;
 }

@@ -52,6 +52,13 @@ bool pprof_looks_like(FILE *in);
  * message naming `name`. Untrusted input: every length and index checked. */
 int pprof_read_stacks(FILE *in, const char *name, struct stacks *out);
 
+/* Profiles memprof wrote, of one kind (the same sample types), as one:
+ * their mappings, functions and locations made once, every sample kept
+ * (pprof adds samples with the same stack). 0; or 2 after a one-line
+ * message naming the input that is damaged or of another kind, 1 when
+ * memory runs out or `out` cannot be written. */
+int pprof_merge(FILE *const *ins, const char *const *names, size_t n, FILE *out);
+
 /* memprof's reports as profiles (heap_proto.c), gzipped into `out`: 0, or
  * -1 with a one-line reason in `why`. The runtime's raw C heap report, its
  * sites named (every sample type); stacks read by stacks_read (a Ruby
