@@ -209,7 +209,8 @@ long memprof_whole_number(const char *s, long min, long max)
 enum {
     RUN_OUTPUT, RUN_HEAP, RUN_BY_THREAD, RUN_SAMPLE_BYTES, RUN_PPROF, RUN_PPROF_PROTO, RUN_DUMP, RUN_HOOK, RUN_WRAPPER,
     RUN_SITE, RUN_FRAMES, RUN_SAMPLE, RUN_BYTES, RUN_SORT, RUN_TOP, RUN_FILTER, RUN_AT_PEAK, RUN_TIMELINE,
-    RUN_PEAK_REPORT, RUN_ON_SIGNAL, RUN_NO_GC, RUN_ALLOCATED, RUN_GROUP, RUN_STRINGS, RUN_OPTIONS
+    RUN_PEAK_REPORT, RUN_ON_SIGNAL, RUN_NO_GC, RUN_ALLOCATED, RUN_GROUP, RUN_STRINGS, RUN_SERVE,
+    RUN_OPTIONS
 };
 static const char *const site_words[] = { "nearest", "user", NULL };
 static const char *const sort_words[] = { "count", "retained", "bytes", "allocated", NULL };
@@ -269,6 +270,10 @@ static const struct cli_option run_options[] = {
                                                     "even if COMMAND is killed (the OOM killer)"),
     [RUN_ON_SIGNAL] = CLI_VALUE("on-signal", 0, "LIST", "if COMMAND gets one of these signals (SIGSEGV,SIGABRT,...),\n"
                                                 "write the report first, then let the signal act"),
+    [RUN_SERVE] = CLI_VALUE("serve", 0, "ADDR:PORT", "while COMMAND runs, answer HTTP GET /debug/pprof/heap and\n"
+                                                    "/debug/pprof/ruby with its profiles (go tool pprof -top\n"
+                                                    "http://ADDR:PORT/debug/pprof/ruby); ADDR 127.0.0.1 when\n"
+                                                    "left out (MEMPROF_SERVE)"),
     [RUN_OPTIONS] = { 0 },
 };
 static const struct cli_command run_command = {
@@ -784,6 +789,17 @@ static int cmd_run(int argc, char **argv)
             rc = append_env("MEMPROF_WRAPPERS", ",", a.value);
             break;
         case RUN_ON_SIGNAL: rc = take_signals(a.value); break;
+        case RUN_SERVE: {
+            /* The runtime runs this memprof to make each profile. */
+            char self[PATH_MAX];
+            ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+            if (n > 0) {
+                self[n] = '\0';
+                setenv("MEMPROF_CLI", self, 1);
+            }
+            setenv("MEMPROF_SERVE", a.value, 1);
+            break;
+        }
         case RUN_PEAK_REPORT: rc = memprof_resolve_output(a.value, peak_output, sizeof peak_output); break;
         case RUN_TIMELINE:
             if (!timeline_output_named(a.value))

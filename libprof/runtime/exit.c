@@ -35,6 +35,11 @@ void exit_reports_init(unsigned long owner)
     }
 }
 
+bool exit_reports_owner(void)
+{
+    return getpid() == owner_pid;
+}
+
 /* This process's name (/proc/self/comm) with only [A-Za-z0-9._-] kept. */
 static void write_process_name(struct out *o)
 {

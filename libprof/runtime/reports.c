@@ -202,6 +202,16 @@ int report_to_fd(int fd, const struct report_request *r)
     return call_done(write_to_fd(fd, NULL, r), NULL);
 }
 
+int report_write_quietly(int fd, const struct report_request *r)
+{
+    struct out o;
+    char buf[8192];
+    out_init_fd(&o, fd, buf, sizeof buf);
+    int status = run_report(&o, r);
+    int err = out_finish(&o);
+    return status == MEMPROF_OK && err ? MEMPROF_IO_ERROR : status;
+}
+
 bool report_path_is_scratch(const char *path)
 {
     const char *prefix = getenv("MEMPROF_SCRATCH");
@@ -259,23 +269,49 @@ static void write_soon(void *unused)
                      __ATOMIC_RELEASE);
 }
 
-int report_soon(int kind, int flags, const char *path)
+/* The status only: report_soon says why, serve.c's thread (no API call) does not. */
+static int queue_soon(int kind, int flags, const char *path, bool from_outside)
 {
     if (strlen(path) >= sizeof soon.path)
-        return call_done(MEMPROF_BAD_ARGUMENT, "memprof: the report's path is too long");
+        return MEMPROF_BAD_ARGUMENT;
     int state = __atomic_load_n(&soon_state, __ATOMIC_ACQUIRE);
     if (state == MEMPROF_SOON_QUEUED || state == MEMPROF_SOON_WRITING)
-        return call_done(MEMPROF_BUSY, "memprof: a report asked for at a safe point is not written yet");
+        return MEMPROF_BUSY;
     soon.kind = kind;
     soon.flags = flags;
     memcpy(soon.path, path, strlen(path) + 1);
     __atomic_store_n(&soon_state, MEMPROF_SOON_QUEUED, __ATOMIC_RELEASE);
-    if (ruby_tracer_postpone(write_soon, NULL, true))
-        return call_done(MEMPROF_OK, NULL);
+    if (from_outside ? ruby_tracer_postpone_from_outside(write_soon, NULL) : ruby_tracer_postpone(write_soon, NULL, true))
+        return MEMPROF_OK;
     __atomic_store_n(&soon_state, MEMPROF_SOON_NONE, __ATOMIC_RELEASE);
-    return call_done(MEMPROF_NOT_RUBY, ruby_tracer_vm_running()
-                                           ? "memprof: this thread is not one of the Ruby VM's: select one to ask"
-                                           : "memprof: no Ruby VM runs in this process");
+    return MEMPROF_NOT_RUBY;
+}
+
+int report_soon(int kind, int flags, const char *path)
+{
+    int status = queue_soon(kind, flags, path, false);
+    switch (status) {
+    case MEMPROF_BAD_ARGUMENT:
+        return call_done(status, "memprof: the report's path is too long");
+    case MEMPROF_BUSY:
+        return call_done(status, "memprof: a report asked for at a safe point is not written yet");
+    case MEMPROF_NOT_RUBY:
+        return call_done(status, ruby_tracer_vm_running()
+                                     ? "memprof: this thread is not one of the Ruby VM's: select one to ask"
+                                     : "memprof: no Ruby VM runs in this process");
+    }
+    return call_done(status, NULL);
+}
+
+int report_soon_from_outside(int kind, int flags, const char *path)
+{
+    return queue_soon(kind, flags, path, true);
+}
+
+void report_soon_ask_again(void)
+{
+    if (__atomic_load_n(&soon_state, __ATOMIC_ACQUIRE) == MEMPROF_SOON_QUEUED)
+        ruby_tracer_postpone_from_outside(write_soon, NULL);
 }
 
 int report_soon_state(bool take_back)

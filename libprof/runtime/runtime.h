@@ -46,9 +46,16 @@ int report_to_file(const char *path, const struct report_request *r);
  * prefix), which it reads back as soon as the process ends: not synced. */
 bool report_path_is_scratch(const char *path);
 int report_to_text(const struct report_request *r);
+/* The report into `fd`, the status only (no message, no call_done): for
+ * serve.c's thread, which is no API call. */
+int report_write_quietly(int fd, const struct report_request *r);
 /* memprof_report_soon and memprof_report_soon_state (memprof_debugger.h). */
 int report_soon(int kind, int flags, const char *path);
 int report_soon_state(bool take_back);
+/* The same asked for by a thread that is not the VM's (serve.c's): the
+ * status only; ask again while it waits (ruby_tracer_postpone_from_outside). */
+int report_soon_from_outside(int kind, int flags, const char *path);
+void report_soon_ask_again(void);
 
 /* --- api.c: the tracers started and stopped as the API does ---------------- */
 int tracers_start(int tracers);
@@ -73,6 +80,8 @@ void exit_reports_at_signal(int number);
 /* Where this process writes what `spec` names: %p is the pid; a process
  * other than the owner writes SPEC.PID.NAME. False if it does not fit. */
 bool expand_output_path(const char *spec, char *path, size_t size);
+/* Whether this process owns the report paths (the first of its tree). */
+bool exit_reports_owner(void);
 /* The heap's peak snapshot, now, where `spec` says (peak.c). */
 void exit_reports_heap_peak_to(const char *spec);
 
@@ -84,6 +93,11 @@ void peak_reports_init(unsigned long step);
 /* --- timeline.c: MEMPROF_TIMELINE, sampled every `interval_ms` (doubling
  * every 1000 samples) by a thread of memprof's own ----------------------- */
 void timeline_init(unsigned long interval_ms);
+
+/* --- serve.c: MEMPROF_SERVE=ADDR:PORT, profiles over HTTP from a thread of
+ * memprof's own (the process that owns the reports; with
+ * MEMPROF_SERVE_FORKS=1 each forked child too, on a port of its own). */
+void serve_init(void);
 
 /* --- signals.c: MEMPROF_ON_SIGNAL ------------------------------------------- */
 void signal_reports_init(void);

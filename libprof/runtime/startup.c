@@ -129,6 +129,7 @@ static void start_from_environment(void)
     if (env_says_yes("MEMPROF_THREADS"))
         tracers_start(MEMPROF_THREADS);
     signal_reports_init();
+    serve_init();
     if (!ruby_tracer_available()) {
         fault_guard_install();
         return;

@@ -276,6 +276,31 @@ bool ruby_tracer_postpone(void (*job)(void *), void *data, bool stopped)
     return true;
 }
 
+/* A job asked for by a thread that is not the VM's (serve.c's): Ruby's queue
+ * is reached through a VM thread's context, so the next allocation recorded
+ * registers it (begin_epoch), as for GDB's. One at a time. */
+static void (*foreign_job)(void *);
+static void *foreign_data;
+
+bool ruby_tracer_postpone_from_outside(void (*job)(void *), void *data)
+{
+    if (!ruby_tracer_vm_running() || !ruby_recording)
+        return false;
+    void (*pending)(void *) = __atomic_load_n(&foreign_job, __ATOMIC_ACQUIRE);
+    if (pending != job) {
+        if (pending)
+            return false;
+        foreign_data = data;
+        if (!__atomic_compare_exchange_n(&foreign_job, &pending, job, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return false;
+    }
+    /* A GC generation no GC has: the next record begins an epoch. A hook's
+     * begin_epoch may overwrite it with the real one first: the caller asks
+     * again while it waits. */
+    __atomic_store_n(&ruby_tracer.epoch_gc_now, RUBY_GENERATION_UNKNOWN, __ATOMIC_RELAXED);
+    return true;
+}
+
 /* Sampling: each thread counts down a random interval averaging `sample`
  * (uniform on 1 .. 2*sample-1), so a loop's period cannot alias with it. */
 static __thread struct { uint64_t rng; uint32_t countdown; } sampler
@@ -435,6 +460,11 @@ static __attribute__((noinline)) uint32_t begin_epoch(struct ruby_tracer *t, siz
     for (unsigned i = 0; i < t->postponed_count; i++)   /* asked for by GDB: this thread runs Ruby code */
         t->api.rb_postponed_job_register_one(0, t->postponed[i].job, t->postponed[i].data);
     t->postponed_count = 0;
+    if (__atomic_load_n(&foreign_job, __ATOMIC_RELAXED)) {
+        void (*job)(void *) = __atomic_exchange_n(&foreign_job, NULL, __ATOMIC_ACQ_REL);
+        if (job)
+            t->api.rb_postponed_job_register_one(0, job, foreign_data);
+    }
     __atomic_store_n(&t->epoch, e, __ATOMIC_RELAXED);
     pc_cache_clear(t);
     return e;

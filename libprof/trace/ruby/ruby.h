@@ -64,6 +64,11 @@ enum memprof_status ruby_tracer_reset(void);
  * for the job to run soon even when the calling thread is blocked. False: no
  * VM, not a thread of it, or Ruby's queue is full. */
 bool ruby_tracer_postpone(void (*job)(void *), void *data, bool stopped);
+/* The same from a thread that is not the VM's (serve.c's), while recording:
+ * the next allocation recorded asks for it. Call again while waiting (an
+ * epoch begun meanwhile may hide the request). False: no VM, not
+ * recording, or another job waits. */
+bool ruby_tracer_postpone_from_outside(void (*job)(void *), void *data);
 /* A full GC, swept at once, if this thread may run one now: it holds the
  * GVL, and is in no hook and not in the GC. Never with a report's lock held. */
 enum ruby_gc_state ruby_tracer_collect(void);
