@@ -5,7 +5,7 @@ _memprof()
     local cur prev words cword
     _init_completion || return
 
-    local commands="run attach threads collapse flamegraph diff merge proto timeline groups symbols imports symbolize heap-table name-sites safe-point keep crash-helper core"
+    local commands="run attach threads top collapse flamegraph diff merge proto timeline groups symbols imports symbolize heap-table name-sites safe-point keep crash-helper core"
     if [[ $cword -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return
@@ -20,7 +20,7 @@ _memprof()
                 _command_offset $((i + 1))
                 return
             fi
-            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--pprof-proto|--timeline|--dump|--hook|--wrapper|--on-signal|--peak-report|--site|--frames|--sample|--sample-bytes|--sort|--top|--filter|--group|--strings) ]]; then
+            if [[ ${words[i]} != -* && ${words[i - 1]} != @(-o|--output|--pprof|--pprof-proto|--timeline|--dump|--hook|--wrapper|--on-signal|--peak-report|--serve|--site|--frames|--sample|--sample-bytes|--sort|--top|--filter|--group|--strings) ]]; then
                 _command_offset $i
                 return
             fi
@@ -30,10 +30,10 @@ _memprof()
         --site) COMPREPLY=($(compgen -W "nearest user" -- "$cur")); return ;;
         --sort) COMPREPLY=($(compgen -W "count retained bytes allocated" -- "$cur")); return ;;
         --group) COMPREPLY=($(compgen -W "gem file location class" -- "$cur")); return ;;
-        --hook | --wrapper | --on-signal | --frames | --sample | --sample-bytes | --top | --filter | --strings) return ;;
+        --hook | --wrapper | --on-signal | --serve | --frames | --sample | --sample-bytes | --top | --filter | --strings) return ;;
         esac
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "-o --output --heap --at-peak --timeline --by-thread --wrapper --on-signal --peak-report --pprof --pprof-proto --dump --hook --site --frames
+            COMPREPLY=($(compgen -W "-o --output --heap --at-peak --timeline --by-thread --wrapper --on-signal --peak-report --pprof --pprof-proto --dump --hook --serve --site --frames
                 --sample --sample-bytes --bytes --sort --top --filter --allocated --no-gc --group --strings --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))
@@ -66,6 +66,17 @@ _memprof()
             COMPREPLY=($(compgen -W "--group --strings --top" -- "$cur"))
         else
             _filedir
+        fi
+        ;;
+    top)
+        case $prev in
+        --sort) COMPREPLY=($(compgen -W "bytes count growth" -- "$cur")); return ;;
+        --interval | --rows | --iterations | -n | --filter) return ;;
+        esac
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "--interval --rows --batch --iterations --sort --filter --help" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -W "$(pgrep -d ' ' -u "$(id -u)" .)" -- "$cur"))
         fi
         ;;
     collapse | flamegraph | diff | merge | proto | timeline)

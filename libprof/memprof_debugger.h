@@ -99,7 +99,7 @@ void memprof_thread_event(const struct memprof_thread_event *event);
  * magic, the version and every size before it reads, and refuses a layout
  * it does not know with a reason. */
 #define MEMPROF_TABLES_MAGIC "memprof-tables\0"
-#define MEMPROF_TABLES_VERSION 3
+#define MEMPROF_TABLES_VERSION 4
 struct memprof_tables {
     char magic[16];               /* MEMPROF_TABLES_MAGIC */
     uint32_t version;             /* MEMPROF_TABLES_VERSION */
@@ -166,6 +166,11 @@ struct memprof_tables {
      * live slots are still moving to the current one (NULL when none); a
      * live address is in one of the two */
     uint32_t table_draining;
+
+    /* Version 4: the address of a u64 that changes whenever the tables'
+     * memory is unmapped or moved: a reader of a running process reads it
+     * before and after, and reads again when it changed */
+    uint64_t tables_generation;
 };
 extern const struct memprof_tables memprof_tables;
 

@@ -511,7 +511,7 @@ static int write_report(pid_t pid, const char *ruby, const char *heap, const cha
     if (heap) {
         FILE *raw = fmemopen((void *)heap, strlen(heap), "r");
         if (raw) {
-            heap_report_symbolize(raw, out.fp, pid, &(struct heap_report_options){ 0, NULL, "in" });
+            heap_report_symbolize(raw, out.fp, pid, &(struct heap_report_options){ .when = "in" });
             fclose(raw);
         }
     }

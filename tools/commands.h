@@ -12,6 +12,7 @@ int cmd_collapse(int argc, char **argv);   /* memprof collapse REPORT */
 int cmd_flamegraph(int argc, char **argv); /* memprof flamegraph REPORT */
 int cmd_diff(int argc, char **argv);       /* memprof diff BEFORE AFTER */
 int cmd_merge(int argc, char **argv);      /* memprof merge [-o FILE] REPORT... */
+int cmd_top(int argc, char **argv);        /* memprof top [--interval S] [--batch] PID */
 int cmd_proto(int argc, char **argv);      /* memprof proto [-o FILE] REPORT */
 int cmd_timeline(int argc, char **argv);   /* memprof timeline [-o FILE.svg|.csv] TIMELINE */
 int cmd_groups(int argc, char **argv);     /* memprof groups [--group G]... [--strings N] [TABLE] */
@@ -44,6 +45,7 @@ struct heap_report_options {
     unsigned long top;      /* 0: every row */
     const char *filter;     /* NULL, or rows whose names contain it */
     const char *when;       /* the header's "at exit of" (NULL), or "in" */
+    bool keep_open;         /* the objects' symbolizers kept for the next call (memprof top) */
 };
 int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt);
 /* Name each line's first " 0xADDRESS object+0xOFFSET" (memprof name-sites):

@@ -41,6 +41,7 @@ static void usage(FILE *f)
     fputs("usage: memprof run [-o FILE] [OPTIONS] [--] COMMAND [ARGS...]\n"
           "       memprof attach PID [--seconds N] [-o FILE] [--ruby|--heap|--all]\n"
           "       memprof threads -p PID\n"
+          "       memprof top [--interval S] [--batch] [--sort KEY] [--filter TEXT] PID\n"
           "       memprof collapse [--count|--bytes] [--format collapsed|speedscope] [-o FILE] REPORT\n"
           "       memprof flamegraph [--count|--bytes] [--title TEXT] [-o FILE.svg] REPORT\n"
           "       memprof diff [-o FILE] BEFORE AFTER\n"
@@ -66,6 +67,9 @@ static void usage(FILE *f)
           "           record for N seconds (or until Ctrl-C), print the report (Ruby\n"
           "           objects, or with --heap the C heap; then its threads), and remove\n"
           "           every hook again: the process runs on as it was\n"
+          "  top      the memory of the running process PID, refreshed every second without\n"
+          "           stopping it: its RSS, memprof's live bytes and trend, the top sites\n"
+          "           of the Ruby table and the C heap with their growth (keys: s, /, q)\n"
           "  threads  watch the threads of PID come and go (libthread_db, no GDB): one\n"
           "           line per thread created or exited, until it ends or Ctrl-C\n"
           "\n"
@@ -609,7 +613,7 @@ static int run_heap_in(char **argv, const char *output, const char *dir, pid_t *
     if (pid <= 0)
         return 0;
     const char *top = getenv("MEMPROF_TOP"), *filter = getenv("MEMPROF_FILTER");
-    struct heap_report_options opt = { top ? strtoul(top, NULL, 10) : 0, filter && *filter ? filter : NULL, NULL };
+    struct heap_report_options opt = { .top = top ? strtoul(top, NULL, 10) : 0, .filter = filter && *filter ? filter : NULL };
     char **others;
     size_t n = reports_beside(raw, &since, &others), first = 0;
     size_t raw_len = strlen(raw);
@@ -905,7 +909,7 @@ int main(int argc, char **argv)
     } commands[] = {
         { "run", cmd_run },           { "attach", cmd_attach }, { "threads", cmd_threads },
         { "collapse", cmd_collapse }, { "flamegraph", cmd_flamegraph }, { "diff", cmd_diff },
-        { "merge", cmd_merge },
+        { "merge", cmd_merge },       { "top", cmd_top },
         { "proto", cmd_proto },
         { "timeline", cmd_timeline }, { "groups", cmd_groups },
         { "symbols", cmd_symbols },   { "imports", cmd_imports },   { "symbolize", cmd_symbolize },

@@ -7,6 +7,7 @@
 #include "ruby/ruby_state.h"
 #include "threads.h"
 #include "../memprof_debugger.h"
+#include "../util/pages.h"
 #include <stddef.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -29,6 +30,7 @@ EXPORT const struct memprof_tables memprof_tables = {
     .thread_origin_count = offsetof(struct heap_thread, origin_count),
     .table_array = offsetof(struct block_table, array),
     .table_draining = offsetof(struct block_table, draining),
+    .tables_generation = (uint64_t)(uintptr_t)&pages_generation,
     .array_capacity = offsetof(struct block_array, capacity),
     .array_slots = offsetof(struct block_array, slots),
     .slot_size = sizeof(struct block_slot),

@@ -2,6 +2,14 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
+uint64_t pages_generation;
+
+/* Memory a reader in another process may be reading goes away. */
+static void pages_changed(void)
+{
+    __atomic_add_fetch(&pages_generation, 1, __ATOMIC_RELEASE);
+}
+
 static void *map(size_t size, int flags)
 {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
@@ -38,6 +46,8 @@ void *pages_resize(void *p, size_t old_size, size_t new_size)
     if (!p)
         return pages_alloc(new_size);
     void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
+    if (q != p)
+        pages_changed();
     return q == MAP_FAILED ? NULL : q;
 }
 
@@ -58,6 +68,8 @@ bool pages_grow(void **p, size_t *bytes, size_t need, size_t first)
 
 void pages_free(void *p, size_t size)
 {
-    if (p)
+    if (p) {
+        pages_changed();
         munmap(p, size);
+    }
 }

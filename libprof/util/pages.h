@@ -5,6 +5,7 @@
 #define MEMPROF_UTIL_PAGES_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 void *pages_alloc(size_t size);                       /* zeroed; NULL on failure */
 /* The same, every page mapped at once: for an array about to be written
@@ -20,5 +21,8 @@ void *pages_resize(void *p, size_t old_size, size_t new_size); /* keeps contents
  * memory (the array is left as it was). */
 bool pages_grow(void **p, size_t *bytes, size_t need, size_t first);
 void pages_free(void *p, size_t size);
+/* Counts every unmapping and move of these pages: a reader in another
+ * process (memprof top) that finds it changed while it read reads again. */
+extern uint64_t pages_generation;
 
 #endif

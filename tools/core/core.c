@@ -29,7 +29,7 @@ static bool heap_report(struct core_image *c, FILE *out, const struct core_repor
         fclose(raw_out);
     if (ok) {
         FILE *in = fmemopen(raw, raw_len, "r");
-        struct heap_report_options heap = { opt->top, opt->filter, "in the core of" };
+        struct heap_report_options heap = { .top = opt->top, .filter = opt->filter, .when = "in the core of" };
         ok = (in && heap_report_symbolize(in, out, (pid_t)c->notes.pid, &heap) == 0) ||
              core_fail(c, "cannot write the report of %s", c->path);
         if (in)

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +27,13 @@ bool core_fail(struct core_image *c, const char *fmt, ...)
 /* 0 read, 1 not in the core's memory, 2 cut off the file. */
 static int read_at(struct core_image *c, uint64_t addr, void *out, size_t len)
 {
+    if (c->pid > 0) {   /* a running process: what is mapped now (it runs on) */
+        struct iovec local = { out, len }, remote = { (void *)(uintptr_t)addr, len };
+        ssize_t n = len ? process_vm_readv(c->pid, &local, 1, &remote, 1, 0) : 0;
+        if (n < 0 && (errno == EPERM || errno == ESRCH) && !c->process_errno)
+            c->process_errno = errno;
+        return n == (ssize_t)len ? 0 : 1;
+    }
     for (size_t i = 0; i < c->segment_count; i++) {
         const struct core_segment *s = &c->segments[i];
         if (addr < s->vaddr || addr - s->vaddr >= s->filesz)
@@ -42,6 +50,10 @@ bool core_read(struct core_image *c, uint64_t addr, void *out, size_t len, const
     int rc = read_at(c, addr, out, len);
     if (rc == 2)
         return core_fail(c, "%s: truncated: %s at 0x%" PRIx64 " is not in the file", c->path, what, addr);
+    if (rc == 1 && c->pid > 0)
+        return c->process_errno ? core_fail(c, "cannot read the memory of %s: %s", c->path, strerror(c->process_errno))
+                                : core_fail(c, "%s: %s at 0x%" PRIx64 " is not mapped (it changed while read)",
+                                            c->path, what, addr);
     if (rc == 1)
         return core_fail(c, "%s: %s at 0x%" PRIx64 " is not in the core (a damaged table, or memory not dumped)",
                          c->path, what, addr);
@@ -160,7 +172,8 @@ static bool load_bias(struct core_image *c, const struct core_mapping *first, ui
         elf_end(e);
     if (fd >= 0)
         close(fd);
-    return found || core_fail(c, "cannot read %s, mapped in the core, on disk", first->path);
+    return found || core_fail(c, "cannot read %s, mapped in %s, on disk", first->path,
+                              c->pid ? c->path : "the core");
 }
 
 /* The address of memprof_tables in the process: the runtime among the
@@ -295,6 +308,76 @@ bool core_open(struct core_image *c, const char *path)
     c->fd = -1;
     uint64_t at = 0;
     return open_file(c, path) && find_tables(c, &at) && read_descriptor(c, at, &c->tables);
+}
+
+/* /proc/PID/maps as a core's notes and regions: the files mapped, and
+ * every mapping's permissions. */
+static bool read_process_maps(struct core_image *c)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/maps", (long)c->pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return core_fail(c, "no process %ld (%s)", (long)c->pid, strerror(errno));
+    char *line = NULL, *paths = NULL;
+    size_t cap = 0, paths_len = 0, n = 0, mapping_cap = 0, region_cap = 0;
+    struct core_mapping *mappings = NULL;
+    bool ok = true;
+    while (ok && getline(&line, &cap, f) > 0) {
+        unsigned long long start, end, offset;
+        char perms[8];
+        int name_at = 0;
+        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset, &name_at) < 4)
+            continue;
+        line[strcspn(line, "\n")] = '\0';
+        uint32_t flags = (perms[0] == 'r' ? PF_R : 0) | (perms[1] == 'w' ? PF_W : 0) | (perms[2] == 'x' ? PF_X : 0);
+        struct core_region *regions = c->region_count < region_cap ? c->regions
+                                      : realloc(c->regions, (region_cap = region_cap * 2 + 64) * sizeof *regions);
+        if (!(ok = regions != NULL))
+            break;
+        c->regions = regions;
+        c->regions[c->region_count++] = (struct core_region){ start, end - start, flags };
+        const char *name = name_at ? line + name_at : "";
+        if (name[0] != '/')
+            continue;   /* anonymous, [heap], [stack]: no file */
+        size_t len = strlen(name) + 1;
+        char *more_paths = realloc(paths, paths_len + len);
+        struct core_mapping *more = n < mapping_cap ? mappings
+                                    : realloc(mappings, (mapping_cap = mapping_cap * 2 + 64) * sizeof *more);
+        if (more_paths)
+            paths = more_paths;
+        if (more)
+            mappings = more;
+        if (!(ok = more_paths && more))
+            break;
+        memcpy(paths + paths_len, name, len);
+        /* A path's offset for now: the pool may move as it grows. */
+        mappings[n++] = (struct core_mapping){ start, end, offset, (const char *)(uintptr_t)paths_len };
+        paths_len += len;
+    }
+    free(line);
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+        mappings[i].path = paths + (uintptr_t)mappings[i].path;
+    c->notes.mappings = mappings;
+    c->notes.mapping_count = n;
+    c->notes.paths = paths;
+    c->notes.pid = (long)c->pid;
+    if (!ok)
+        return core_fail(c, "out of memory");
+    return n > 0 || core_fail(c, "%s: no file is mapped in it (a kernel thread?)", c->path);
+}
+
+bool core_open_process(struct core_image *c, pid_t pid)
+{
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    c->pid = pid;
+    snprintf(c->process_name, sizeof c->process_name, "pid %ld", (long)pid);
+    c->path = c->process_name;
+    elf_version(EV_CURRENT);
+    uint64_t at = 0;
+    return read_process_maps(c) && find_tables(c, &at) && read_descriptor(c, at, &c->tables);
 }
 
 void core_close(struct core_image *c)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define CORE_MAX_POOL (UINT64_C(1) << 28)    /* bytes of strings in a pool */
 #define CORE_MAX_TUPLES (UINT64_C(1) << 26)  /* tuples in an intern table */
@@ -34,6 +35,9 @@ struct core_image {
     uint8_t *bias_state;          /* [mapping]: 0 not read yet, 1 read, 2 unreadable */
     char **loader_path;           /* [mapping]: the name the dynamic linker used, or NULL */
     struct memprof_tables tables; /* the runtime's descriptor, checked */
+    pid_t pid;                    /* a running process read in place (core_open_process), or 0 */
+    int process_errno;            /* why its memory could not be read (EPERM, ESRCH), or 0 */
+    char process_name[32];        /* "pid N": its `path` in messages */
     char why[PATH_MAX + 128];     /* the first problem */
 };
 
@@ -41,6 +45,11 @@ struct core_image {
  * `why` set. core_close in either case. */
 bool core_open(struct core_image *c, const char *path);
 void core_close(struct core_image *c);
+/* A running process read the same way, without stopping it: its memory with
+ * process_vm_readv (the same permission as ptrace's), its files from
+ * /proc/PID/maps. What is read may change meanwhile: a reader checks the
+ * tables' generation before and after (memprof top). */
+bool core_open_process(struct core_image *c, pid_t pid);
 /* Keep the first problem in `why`; false. */
 bool core_fail(struct core_image *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* `len` bytes of the process's memory at `addr`; false (and `why`) when the

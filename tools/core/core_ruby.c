@@ -428,9 +428,9 @@ bool core_ruby_report(struct core_image *c, FILE *out, const struct core_ruby_op
         }
     }
     if (ok) {
-        fprintf(out, "== memprof: live Ruby objects in the core of pid %ld, garbage the GC had not found included "
+        fprintf(out, "== memprof: live Ruby objects in %s %ld, garbage the GC had not found included "
                      "(count file:line:Class) ==\n",
-                c->notes.pid);
+                c->pid ? "pid" : "the core of pid", c->notes.pid);
         ok = write_rows(c, &r, rows, n, out, opt);
         fputs("memprof: from a core, where no GC can be asked: an object counts as live while its slot holds the type "
               "and class it was made with (one that died after the last GC and is not swept yet still counts)\n",

@@ -366,9 +366,13 @@ static void write_footer(FILE *out, const struct raw_report *report, size_t rows
 int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt)
 {
     /* Only entries below `opened` are read: zeroing the 260 KB cache would
-     * cost the run's report 65 page faults for nothing. */
+     * cost the run's report 65 page faults for nothing. With keep_open the
+     * objects stay open for the next call: a refresh names what it named
+     * before without reading the files again. */
     static struct naming naming;
-    naming.opened = 0;
+    static bool kept;   /* the last call's symbolizers are still open */
+    if (!kept)
+        naming.opened = 0;
     struct raw_report report;
     if (heap_raw_read(raw, &report) != 0) {
         fprintf(out, "memprof: out of memory reading the heap report\n");
@@ -400,8 +404,11 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     write_footer(out, &report, rows.count, shown);
     free(rows.rows);
     heap_raw_free(&report);
-    for (size_t i = 0; i < naming.opened; i++)
-        symbolizer_close(naming.cache[i].s);
+    if (!(kept = opt->keep_open)) {
+        for (size_t i = 0; i < naming.opened; i++)
+            symbolizer_close(naming.cache[i].s);
+        naming.opened = 0;
+    }
     return ferror(out) ? -1 : 0;
 }
 
@@ -421,7 +428,7 @@ static const struct cli_command heap_table_command = {
 
 int cmd_heap_table(int argc, char **argv)
 {
-    struct heap_report_options opt = { 0, NULL, "in" };
+    struct heap_report_options opt = { .when = "in" };
     struct cli_args a;
     int o;
     cli_begin(&a, &heap_table_command, argc, argv);
