@@ -645,6 +645,19 @@ static bool parse_location(struct profile *p, struct cursor *c)
     return !c->bad;
 }
 
+/* A message's varint fields into the numbers they go to: fields[i] into *into[i]. */
+static bool read_varint_fields(struct cursor *c, size_t n, const unsigned *fields, uint64_t *const *into)
+{
+    unsigned field, wire;
+    uint64_t v = 0;
+    struct cursor inner;
+    while (next_field(c, &field, &wire, &v, &inner))
+        for (size_t i = 0; wire == WIRE_VARINT && i < n; i++)
+            if (field == fields[i])
+                *into[i] = v;
+    return !c->bad;
+}
+
 static bool parse_function(struct profile *p, struct cursor *c)
 {
     struct read_function *functions =
@@ -654,22 +667,8 @@ static bool parse_function(struct profile *p, struct cursor *c)
     p->functions = functions;
     struct read_function *f = &p->functions[p->n_functions++];
     *f = (struct read_function){ 0 };
-    unsigned field, wire;
-    uint64_t v = 0;
-    struct cursor inner;
-    while (next_field(c, &field, &wire, &v, &inner)) {
-        if (wire != WIRE_VARINT)
-            continue;
-        if (field == FUNCTION_ID)
-            f->id = v;
-        else if (field == FUNCTION_NAME)
-            f->name = v;
-        else if (field == FUNCTION_SYSTEM_NAME)
-            f->system_name = v;
-        else if (field == FUNCTION_FILENAME)
-            f->file = v;
-    }
-    return !c->bad;
+    static const unsigned fields[] = { FUNCTION_ID, FUNCTION_NAME, FUNCTION_SYSTEM_NAME, FUNCTION_FILENAME };
+    return read_varint_fields(c, 4, fields, (uint64_t *const[]){ &f->id, &f->name, &f->system_name, &f->file });
 }
 
 static bool parse_mapping(struct profile *p, struct cursor *c)
@@ -680,24 +679,9 @@ static bool parse_mapping(struct profile *p, struct cursor *c)
     p->mappings = mappings;
     struct read_mapping *m = &p->mappings[p->n_mappings++];
     *m = (struct read_mapping){ 0 };
-    unsigned field, wire;
-    uint64_t v = 0;
-    struct cursor inner;
-    while (next_field(c, &field, &wire, &v, &inner)) {
-        if (wire != WIRE_VARINT)
-            continue;
-        if (field == MAPPING_ID)
-            m->id = v;
-        else if (field == MAPPING_START)
-            m->start = v;
-        else if (field == MAPPING_LIMIT)
-            m->limit = v;
-        else if (field == MAPPING_FILENAME)
-            m->file = v;
-        else if (field == MAPPING_BUILD_ID)
-            m->build_id = v;
-    }
-    return !c->bad;
+    static const unsigned fields[] = { MAPPING_ID, MAPPING_START, MAPPING_LIMIT, MAPPING_FILENAME, MAPPING_BUILD_ID };
+    return read_varint_fields(c, 5, fields,
+                              (uint64_t *const[]){ &m->id, &m->start, &m->limit, &m->file, &m->build_id });
 }
 
 static bool parse_profile(struct profile *p, struct cursor *c, const char **why)

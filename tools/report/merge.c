@@ -52,7 +52,6 @@ static void write_table(FILE *out, const struct report_table *t, char **names, i
     fputc('\n', out);
 }
 
-
 int cmd_merge(int argc, char **argv)
 {
     const char *output = NULL;
