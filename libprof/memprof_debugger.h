@@ -171,6 +171,11 @@ struct memprof_tables {
      * memory is unmapped or moved: a reader of a running process reads it
      * before and after, and reads again when it changed */
     uint64_t tables_generation;
+    /* and the Ruby objects made at each origin: in the tracer, a u64 array
+     * (pointer, u64 size in bytes), and its pc cache, inline, whose entries
+     * hold counts not added there yet (an origin u32 and a count u32) */
+    uint32_t ruby_origin_allocs, ruby_origin_allocs_bytes;
+    uint32_t ruby_pc_cache, pc_cache_entries, pc_entry_size, pc_entry_origin, pc_entry_allocs;
 };
 extern const struct memprof_tables memprof_tables;
 

@@ -70,6 +70,7 @@ struct shown_row {
 struct snapshot {
     bool ok, has_ruby, has_heap;
     struct report_table ruby, heap;   /* rows added up, sorted by site for lookups */
+    struct report_table ruby_made;    /* Ruby objects made at each site since the start (v[0]), by site */
     uint64_t rss, heap_bytes, heap_blocks, ruby_objects;
     double when;
     unsigned retries;
@@ -148,13 +149,63 @@ static int by_site(const void *a, const void *b)
     return strcmp(((const struct table_row *)a)->site, ((const struct table_row *)b)->site);
 }
 
+/* A site's text with the indentation of its lines dropped: the report
+ * indents its callers by its count column's width. */
+static void unindent(char *site)
+{
+    char *to = site;
+    for (const char *from = site; *from;) {
+        *to++ = *from;
+        if (*from++ == '\n')
+            from += strspn(from, " ");
+    }
+    *to = '\0';
+}
+
+/* core_ruby_allocations's text: "COUNT site" and the site's lines under it. */
+static bool read_made(struct report_table *t, const char *text)
+{
+    struct table_row *row = NULL;
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (line[0] >= '0' && line[0] <= '9') {
+            struct table_row *rows = t->count < t->cap ? t->rows : realloc(t->rows, (t->cap = t->cap * 2 + 256) * sizeof *rows);
+            if (!rows)
+                return false;
+            t->rows = rows;
+            row = &t->rows[t->count];
+            char *space = memchr(line, ' ', len);
+            *row = (struct table_row){ .site = space ? strndup(space + 1, len - (size_t)(space + 1 - line)) : NULL };
+            row->v[0] = strtoull(line, NULL, 10);
+            if (!row->site)
+                return false;
+            t->count++;
+        } else if (row) {
+            size_t had = strlen(row->site);
+            char *more = realloc(row->site, had + len + 2);
+            if (!more)
+                return false;
+            more[had] = '\n';
+            memcpy(more + had + 1, line, len);
+            more[had + 1 + len] = '\0';
+            row->site = more;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    for (size_t i = 0; i < t->count; i++)
+        unindent(t->rows[i].site);
+    qsort(t->rows, t->count, sizeof *t->rows, by_site);
+    return true;
+}
+
 /* The tables of `pid` read once, whole: false (and `why`) when the read
  * failed or the tables changed meanwhile. */
 static bool read_once(pid_t pid, struct snapshot *s, char *why, size_t why_size, bool *no_runtime, bool *gone)
 {
     struct core_image c;
-    char *heap_raw = NULL, *ruby_text = NULL, *heap_named = NULL;
-    size_t heap_raw_len = 0, ruby_len = 0, heap_named_len = 0;
+    char *heap_raw = NULL, *ruby_text = NULL, *heap_named = NULL, *made_text = NULL;
+    size_t heap_raw_len = 0, ruby_len = 0, heap_named_len = 0, made_len = 0;
     bool ok = core_open_process(&c, pid);
     if (!ok) {
         snprintf(why, why_size, "%s", c.why);
@@ -180,6 +231,10 @@ static bool read_once(pid_t pid, struct snapshot *s, char *why, size_t why_size,
         ok = out && core_ruby_report(&c, out, &opt);
         if (out)
             fclose(out);
+        FILE *made = ok ? open_memstream(&made_text, &made_len) : NULL;
+        ok = made && core_ruby_allocations(&c, made);
+        if (made)
+            fclose(made);
     }
     ok = ok && core_read_u64(&c, c.tables.tables_generation, &after, "the tables' generation");
     if (ok && before != after) {
@@ -202,8 +257,9 @@ static bool read_once(pid_t pid, struct snapshot *s, char *why, size_t why_size,
         if (!ok)
             snprintf(why, why_size, "the C heap's report could not be named");
     }
-    if (ok && s->has_ruby && !(ok = table_of(&s->ruby, &ruby_text, &ruby_len)))
+    if (ok && s->has_ruby && !(ok = table_of(&s->ruby, &ruby_text, &ruby_len) && read_made(&s->ruby_made, made_text)))
         snprintf(why, why_size, "the Ruby table could not be read back");
+    free(made_text);
     free(heap_raw);
     free(heap_named);
     free(ruby_text);
@@ -214,6 +270,9 @@ static void snapshot_free(struct snapshot *s)
 {
     report_table_free(&s->ruby);
     report_table_free(&s->heap);
+    for (size_t i = 0; i < s->ruby_made.count; i++)
+        free(s->ruby_made.rows[i].site);
+    free(s->ruby_made.rows);
     memset(s, 0, sizeof *s);
 }
 
@@ -276,8 +335,21 @@ static int by_sort_key(const void *a, const void *b)
 }
 
 /* The rows to show of one table: filtered, with their changes, sorted. */
+/* The objects made at `site` (a Ruby row's), or 0. */
+static uint64_t made_at(const struct report_table *made, const char *site)
+{
+    char *key = strdup(site);
+    if (!key)
+        return 0;
+    unindent(key);
+    const struct table_row *r = find_row(made, key);
+    free(key);
+    return r ? r->v[0] : 0;
+}
+
 static struct shown_row *rows_to_show(const struct view *v, const struct report_table *now,
-                                      const struct report_table *before, double seconds, bool bytes, size_t *n)
+                                      const struct report_table *before, const struct report_table *made_now,
+                                      const struct report_table *made_before, double seconds, bool bytes, size_t *n)
 {
     struct shown_row *rows = calloc(now->count + 1, sizeof *rows);
     *n = 0;
@@ -294,6 +366,10 @@ static struct shown_row *rows_to_show(const struct view *v, const struct report_
             /* The C heap's allocs column: every block ever made there. */
             if (bytes && now->numbers >= 4 && seconds > 0)
                 s.allocs_per_s = (double)((int64_t)r->v[3] - (int64_t)(old ? old->v[3] : 0)) / seconds;
+            /* The Ruby tracer's count of the objects made at each origin. */
+            if (!bytes && made_now && made_before && seconds > 0)
+                s.allocs_per_s =
+                    (double)((int64_t)made_at(made_now, r->site) - (int64_t)made_at(made_before, r->site)) / seconds;
         }
         rows[(*n)++] = s;
     }
@@ -343,19 +419,22 @@ static int first_line_length(const char *site)
     return (int)strcspn(site, "\n");
 }
 
-static void write_table(FILE *out, const struct view *v, const char *title, const struct report_table *now,
-                        const struct report_table *before, double seconds, bool bytes, unsigned max_rows,
-                        int width, const char *line_end)
+static void write_table(FILE *out, const struct view *v, const char *title, const struct snapshot *now_s,
+                        const struct snapshot *before_s, double seconds, bool bytes, unsigned max_rows, int width,
+                        const char *line_end)
 {
     size_t n;
-    struct shown_row *rows = rows_to_show(v, now, before, seconds, bytes, &n);
+    const struct report_table *now = bytes ? &now_s->heap : &now_s->ruby;
+    const struct report_table *before = before_s ? (bytes ? &before_s->heap : &before_s->ruby) : NULL;
+    struct shown_row *rows = rows_to_show(v, now, before, bytes ? NULL : &now_s->ruby_made,
+                                          bytes || !before_s ? NULL : &before_s->ruby_made, seconds, bytes, &n);
     fprintf(out, "%s: %zu sites%s%s%s%s", title, n, v->filter[0] ? " containing '" : "", v->filter,
             v->filter[0] ? "'" : "", line_end);
     if (bytes)
         fprintf(out, "%9s %11s %11s %10s  %s%s", "count", "bytes", "+bytes", "allocs/s", "site", line_end);
     else
-        fprintf(out, "%9s %9s  %s%s", "count", "+count", "site", line_end);
-    int used = bytes ? 46 : 21;
+        fprintf(out, "%9s %9s %8s  %s%s", "count", "+count", "made/s", "site", line_end);
+    int used = bytes ? 46 : 30;
     for (size_t i = 0; rows && i < n && i < max_rows; i++) {
         const struct shown_row *r = &rows[i];
         int len = first_line_length(r->row->site);
@@ -364,8 +443,8 @@ static void write_table(FILE *out, const struct view *v, const char *title, cons
             fprintf(out, "%9" PRIu64 " %11" PRIu64 " %+11" PRId64 " %10.0f  %.*s%s", r->row->v[0], r->row->v[1],
                     r->bytes_change, r->allocs_per_s, len < room ? len : room, r->row->site, line_end);
         else
-            fprintf(out, "%9" PRIu64 " %+9" PRId64 "  %.*s%s", r->row->v[0], r->count_change,
-                    len < room ? len : room, r->row->site, line_end);
+            fprintf(out, "%9" PRIu64 " %+9" PRId64 " %8.0f  %.*s%s", r->row->v[0], r->count_change,
+                    r->allocs_per_s, len < room ? len : room, r->row->site, line_end);
     }
     free(rows);
 }
@@ -419,13 +498,12 @@ static void render(FILE *out, struct view *v, const struct snapshot *now, const 
     }
     if (now->has_ruby) {
         fprintf(out, "%s", line_end);
-        write_table(out, v, "Ruby objects (live, by file:line:Class)", &now->ruby, before ? &before->ruby : NULL,
-                    seconds, false, rows, width, line_end);
+        write_table(out, v, "Ruby objects (live, by file:line:Class)", now, before, seconds, false, rows, width,
+                    line_end);
     }
     if (now->has_heap) {
         fprintf(out, "%s", line_end);
-        write_table(out, v, "C heap (live, by site)", &now->heap, before ? &before->heap : NULL, seconds, true, rows,
-                    width, line_end);
+        write_table(out, v, "C heap (live, by site)", now, before, seconds, true, rows, width, line_end);
     }
     if (screen)
         fputs("\033[J", out);

@@ -272,6 +272,10 @@ static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_
          t->ruby_sample + 4 <= t->ruby_tracer_size && t->ruby_dropped + 8 <= t->ruby_tracer_size &&
          t->ruby_hidden_len + 8 <= t->ruby_tracer_size && t->ruby_hidden_files < t->ruby_tracer_size &&
          t->ruby_epoch_gc + 8 <= t->ruby_tracer_size && t->ruby_epoch_gc_bytes + 8 <= t->ruby_tracer_size &&
+         t->ruby_origin_allocs + 8 <= t->ruby_tracer_size && t->ruby_origin_allocs_bytes + 8 <= t->ruby_tracer_size &&
+         t->pc_entry_size >= 8 && t->pc_entry_size <= 64 && t->pc_entry_origin + 4 <= t->pc_entry_size &&
+         t->pc_entry_allocs + 4 <= t->pc_entry_size && t->pc_cache_entries <= 65536 &&
+         t->ruby_pc_cache + (uint64_t)t->pc_cache_entries * t->pc_entry_size <= t->ruby_tracer_size &&
          t->page_size >= 16 && t->page_size <= 64 && t->page_base + 8 <= t->page_size &&
          t->page_records + 8 <= t->page_size && t->record_size >= 8 && t->record_size <= 64 &&
          t->record_origin + 4 <= t->record_size && t->record_aux + 4 <= t->record_size &&

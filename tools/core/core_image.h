@@ -143,6 +143,10 @@ bool core_ruby_report(struct core_image *c, FILE *out, const struct core_ruby_op
 /* The live objects as JSON lines (ObjectSpace.dump_all's schema, the
  * runtime's --dump). */
 bool core_ruby_dump(struct core_image *c, FILE *out);
+/* The objects made at each origin since recording started: "COUNT
+ * file:line:Class" and its "  from" lines, the site written as the report
+ * writes it (hidden and internal objects left out). */
+bool core_ruby_allocations(struct core_image *c, FILE *out);
 /* "file:line:Class" and the callers of the object recorded at `addr`, or
  * *found false. */
 bool core_ruby_where(struct core_image *c, uint64_t addr, FILE *out, bool *found);

@@ -586,3 +586,43 @@ bool core_ruby_dump(struct core_image *c, FILE *out)
     free_tables(&r);
     return ok;
 }
+
+bool core_ruby_allocations(struct core_image *c, FILE *out)
+{
+    const struct memprof_tables *t = &c->tables;
+    struct ruby_tables r;
+    if (!read_tables(c, &r))
+        return false;
+    uint64_t at = 0, bytes = 0;
+    bool ok = core_read_u64(c, t->ruby_tracer + t->ruby_origin_allocs, &at, "the Ruby allocation counts") &&
+              core_read_u64(c, t->ruby_tracer + t->ruby_origin_allocs_bytes, &bytes, "the Ruby allocation counts");
+    uint64_t n = bytes / 8 < r.origin_count ? bytes / 8 : r.origin_count;
+    uint64_t *made = ok ? calloc(r.origin_count + 1, sizeof *made) : NULL;
+    unsigned char *cache = ok ? malloc((size_t)t->pc_cache_entries * t->pc_entry_size + 1) : NULL;
+    if (ok && (!made || !cache))
+        ok = core_fail(c, "out of memory");
+    ok = ok && (!at || !n || core_read(c, at, made, n * 8, "the Ruby allocation counts")) &&
+         core_read(c, t->ruby_tracer + t->ruby_pc_cache, cache, (size_t)t->pc_cache_entries * t->pc_entry_size,
+                   "the Ruby pc cache");
+    /* The counts the pc cache holds, not added to their origins yet. */
+    for (uint32_t i = 0; ok && i < t->pc_cache_entries; i++) {
+        uint32_t origin, allocs;
+        memcpy(&origin, cache + (size_t)i * t->pc_entry_size + t->pc_entry_origin, 4);
+        memcpy(&allocs, cache + (size_t)i * t->pc_entry_size + t->pc_entry_allocs, 4);
+        if (allocs && origin < r.origin_count)
+            made[origin] += allocs;
+    }
+    uint64_t scale = r.sample > 1 ? r.sample : 1;
+    for (uint64_t i = 0; ok && i < r.origin_count; i++) {
+        struct live l = { .site = (uint32_t)r.origins[i].a, .klass = r.origins[i].b,
+                          .name = i < r.origin_name_count ? r.origin_names[i] : 0 };
+        if (!made[i] || !l.klass || l.site >= r.sites.count)
+            continue;   /* hidden and internal objects: their type is not in the origin */
+        fprintf(out, "%" PRIu64 " ", made[i] * scale);
+        write_site(out, &r, &l, 0);
+    }
+    free(made);
+    free(cache);
+    free_tables(&r);
+    return ok;
+}
