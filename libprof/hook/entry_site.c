@@ -44,9 +44,13 @@ static bool readable_place(const struct inline_entry *e, char *why, size_t why_s
     case PARAM_EXPRESSION:   /* its registers were checked as it was read */
         return true;
     case PARAM_FRAME_MEMORY:
-        if (e->frame_is_cfa && e->body)
+        if ((e->frame_is_cfa || e->frame_is_rbp) && e->body)
             return true;   /* hooked past the prologue (entry_sites_prepare) */
-        snprintf(why, why_size, "its parameter is in a stack slot%s", e->frame_is_cfa ? " the prologue writes, and the function's body was not found in its line table" : " off a frame base memprof does not read");
+        snprintf(why, why_size, "its parameter is in a stack slot%s",
+                 e->frame_is_cfa || e->frame_is_rbp
+                     ? " the prologue writes, and the function's body was found neither in its line table nor past "
+                       "its prologue's spills"
+                     : " off a frame base memprof does not read");
         return false;
     case PARAM_CFA:
     case PARAM_UNREADABLE:
@@ -69,12 +73,34 @@ static bool add_site(struct entry_patch *p, const struct entry_site *site, uintp
 }
 
 /* A place in the caller's frame as `rule` says it is at the body: what
- * DWARF puts at the frame base (the CFA) plus `offset`. */
+ * DWARF puts at the frame base (the CFA, or %rbp itself) plus `offset`. */
 static void frame_place(struct inline_entry *w, const struct cfi_rule *rule, int64_t offset)
 {
+    bool rbp = w->frame_is_rbp;
     w->place = PARAM_REGISTER_MEMORY;
-    w->reg = rule->cfa_base == CFI_RBP ? 6 : 7;   /* DWARF rbp, rsp */
-    w->offset = rule->cfa_offset + offset;
+    w->reg = rbp || rule->cfa_base == CFI_RBP ? 6 : 7;   /* DWARF rbp, rsp */
+    w->offset = (rbp ? 0 : rule->cfa_offset) + offset;
+}
+
+/* Where the body of a function written on one line starts (its line table
+ * has no second line): past what an unoptimized prologue does, the frame
+ * set up and the arguments spilled to their slots, as GDB reads the same
+ * code when the line table says nothing. 0 when no spill is seen. */
+static uint64_t body_past_spills(const struct inline_entry *e)
+{
+    uint64_t end = 0;
+    for (unsigned k = 0; k < e->function_ranges && k < INLINE_FUNCTION_RANGES; k++)
+        if (e->function_start[k] <= e->entry && e->entry < e->function_end[k])
+            end = e->function_end[k];
+    bool spilled = false;
+    uint8_t length = 0;
+    for (uint64_t pc = e->entry; pc < end; pc += length) {
+        enum frame_setup step = decode_frame_setup((const void *)(uintptr_t)pc, end - pc, &length);
+        if (step == FRAME_OTHER)
+            return spilled ? pc : 0;
+        spilled |= step == FRAME_SPILL;
+    }
+    return 0;
 }
 
 int entry_sites_prepare(const struct inline_entry *entries, const struct inline_entry *sizes, size_t n,
@@ -83,7 +109,11 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
     memset(out, 0, sizeof *out);
     int err = 0;
     for (size_t i = 0; i < n && !err; i++) {
-        const struct inline_entry *e = &entries[i];
+        struct inline_entry copy = entries[i];
+        const struct inline_entry *e = &copy;
+        if (copy.place == PARAM_FRAME_MEMORY && (copy.frame_is_cfa || copy.frame_is_rbp) && !copy.body &&
+            !copy.inlined)
+            copy.body = body_past_spills(&copy);
         struct entry_site site = { .at = (uintptr_t)e->entry, .where = *e,
                                    .size = { .place = PARAM_CONSTANT, .value = 0 } };
         if (sizes)

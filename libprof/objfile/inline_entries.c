@@ -216,13 +216,15 @@ static void read_location(struct walk *w, Dwarf_Die param, uint64_t pc, struct i
 }
 
 /* The concrete function's DW_AT_frame_base at the entry, for DW_OP_fbreg:
- * the CFA, or a register plus an offset. */
+ * the CFA, %rbp, or a register plus an offset. */
 static void read_frame_base(struct walk *w, Dwarf_Die function, struct inline_entry *e)
 {
     struct inline_entry base = { .place = PARAM_UNREADABLE };
     read_place(w, function, DW_AT_frame_base, e->entry, &base);
     if (base.place == PARAM_CFA) {
         e->frame_is_cfa = true;
+    } else if (base.place == PARAM_REGISTER && base.reg == 6) {
+        e->frame_is_rbp = true;   /* set by the prologue: read past it */
     } else if (base.place == PARAM_REGISTER_MEMORY) {
         e->reg = base.reg, e->frame_offset = base.offset;
     } else {

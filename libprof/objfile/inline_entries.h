@@ -34,6 +34,7 @@ struct inline_entry {
     unsigned reg;
     int64_t offset;
     bool frame_is_cfa;
+    bool frame_is_rbp;       /* the frame base is %rbp itself (DW_OP_reg6: clang at -O0), valid past the prologue */
     int64_t frame_offset;
     uint64_t value;
     /* PARAM_EXPRESSION: the operations (DW_OP_stack_value left off), each
@@ -49,7 +50,8 @@ struct inline_entry {
     bool is_value;
     /* A function's own copy with its parameter on the stack: the first
      * address past its prologue (the line table's second line, as GDB
-     * finds it), where the slot holds the parameter; else 0. */
+     * finds it), where the slot holds the parameter; else 0 (a function
+     * written on one line: entry_site.c then reads the prologue). */
     uint64_t body;
     char why[128];
     /* The code of the function the copy is in (itself, for its own copy):

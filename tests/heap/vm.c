@@ -22,11 +22,15 @@ __attribute__((noinline, noclone)) static struct obj *newobj(long kind)
  * frees are separated by other work: without it, GCC keeps the list head
  * in a register across two frees of one iteration and stores it once, and
  * a hook on the stores sees one free for two. */
+#ifdef ADD_FREELIST_ON_ONE_LINE   /* a helper written on one line: its line table has no second row */
+static void add_freelist(struct obj *o) { SEEDS_ADD_FREELIST(o); __asm__ volatile("" ::: "memory"); }
+#else
 static void add_freelist(struct obj *o)
 {
     SEEDS_ADD_FREELIST(o);
     __asm__ volatile("" ::: "memory");
 }
+#endif
 
 __attribute__((noinline)) static long run(long n)
 {

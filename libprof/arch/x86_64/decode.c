@@ -109,6 +109,46 @@ bool decode_load(const void *code, size_t avail, uintptr_t pc, struct insn_load 
     return true;
 }
 
+enum frame_setup decode_frame_setup(const void *code, size_t avail, uint8_t *length)
+{
+    ZydisDecoder decoder;
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (!ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) ||
+        !ZYAN_SUCCESS(ZydisDecoderDecodeFull(&decoder, code, avail, &in, ops)))
+        return FRAME_OTHER;
+    *length = in.length;
+    const ZydisDecodedOperand *a = &ops[0], *b = &ops[1];
+    bool two = in.operand_count_visible == 2;
+    switch (in.mnemonic) {
+    case ZYDIS_MNEMONIC_ENDBR64:
+        return FRAME_ENDBR;
+    case ZYDIS_MNEMONIC_PUSH:
+        return a->type == ZYDIS_OPERAND_TYPE_REGISTER && ZydisRegisterGetClass(a->reg.value) == ZYDIS_REGCLASS_GPR64
+                   ? FRAME_PUSH : FRAME_OTHER;
+    case ZYDIS_MNEMONIC_SUB:
+        return two && a->type == ZYDIS_OPERAND_TYPE_REGISTER && a->reg.value == ZYDIS_REGISTER_RSP &&
+                       b->type == ZYDIS_OPERAND_TYPE_IMMEDIATE
+                   ? FRAME_RSP_LOWERED : FRAME_OTHER;
+    case ZYDIS_MNEMONIC_MOV:
+        if (two && a->type == ZYDIS_OPERAND_TYPE_REGISTER && a->reg.value == ZYDIS_REGISTER_RBP &&
+            b->type == ZYDIS_OPERAND_TYPE_REGISTER && b->reg.value == ZYDIS_REGISTER_RSP)
+            return FRAME_RBP_FROM_RSP;
+        __attribute__((fallthrough));   /* else perhaps a spill */
+    case ZYDIS_MNEMONIC_MOVSS:
+    case ZYDIS_MNEMONIC_MOVSD:
+    case ZYDIS_MNEMONIC_MOVQ:
+    case ZYDIS_MNEMONIC_MOVD:
+    case ZYDIS_MNEMONIC_MOVAPS:
+    case ZYDIS_MNEMONIC_MOVUPS:
+        return two && a->type == ZYDIS_OPERAND_TYPE_MEMORY && a->mem.base == ZYDIS_REGISTER_RBP &&
+                       a->mem.index == ZYDIS_REGISTER_NONE && b->type == ZYDIS_OPERAND_TYPE_REGISTER
+                   ? FRAME_SPILL : FRAME_OTHER;
+    default:
+        return FRAME_OTHER;
+    }
+}
+
 int decode_ranges_in(const struct maps *maps, const struct code_range *ranges, size_t n, size_t margin,
                      decode_visit_fn *visit, void *ctx)
 {

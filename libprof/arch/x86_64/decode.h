@@ -54,6 +54,15 @@ struct insn_load {
  * instructions, not for walking code. */
 bool decode_load(const void *code, size_t avail, uintptr_t pc, struct insn_load *out);
 
+/* What an instruction of an unoptimized function's prologue does (GDB's
+ * amd64_analyze_prologue reads the same code): endbr64; push of a general
+ * register; mov %rsp,%rbp; sub $imm,%rsp; or a spill: a mov of a general or
+ * vector register to [%rbp + disp] (an argument to its stack slot). */
+enum frame_setup {
+    FRAME_OTHER, FRAME_ENDBR, FRAME_PUSH, FRAME_RBP_FROM_RSP, FRAME_RSP_LOWERED, FRAME_SPILL,
+};
+enum frame_setup decode_frame_setup(const void *code, size_t avail, uint8_t *length);
+
 /* A piece of code in memory: a function, or a copy of one inlined into
  * another. */
 struct code_range {
