@@ -103,8 +103,19 @@ static uint64_t body_past_spills(const struct inline_entry *e)
     return 0;
 }
 
+/* A copy left out (--partial): its reason added to the list. */
+static void leave_out(struct entry_patch *p, uintptr_t at, const char *reason)
+{
+    size_t used = strlen(p->left_out_why);
+    if (used < sizeof p->left_out_why)
+        snprintf(p->left_out_why + used, sizeof p->left_out_why - used, "%sthe copy at 0x%lx: %s",
+                 p->left_out ? "; " : "", (unsigned long)at, reason);
+    p->left_out++;
+}
+
 int entry_sites_prepare(const struct inline_entry *entries, const struct inline_entry *sizes, size_t n,
-                        const char *const names[2], struct entry_patch *out, char *why, size_t why_size)
+                        const char *const names[2], bool partial, struct entry_patch *out, char *why,
+                        size_t why_size)
 {
     memset(out, 0, sizeof *out);
     int err = 0;
@@ -186,12 +197,24 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
         uintptr_t window = site.at;
         if (!err)
             code_jmp_window(site.at, &window);
+        if (err == EINVAL) {   /* every copy refused is named, and --partial hooks the others */
+            leave_out(out, site.at, reason);
+            err = 0;
+            continue;
+        }
         if (err) {
             snprintf(why, why_size, "the copy at 0x%lx: %s", (unsigned long)site.at, reason);
             break;
         }
         if (!add_site(out, &site, window))
             err = ENOMEM;
+    }
+    if (!err && out->left_out && (!partial || out->count == 0)) {
+        if (out->count)
+            snprintf(why, why_size, "%s (--partial hooks the other %zu)", out->left_out_why, out->count);
+        else
+            snprintf(why, why_size, "%s", out->left_out_why);
+        err = EINVAL;
     }
     if (err)
         entry_sites_free(out);

@@ -34,6 +34,10 @@ struct entry_patch {
     struct code_patch *patches;   /* [count]: the 8 bytes at each site, before and after */
     size_t bytes, patch_bytes;
     int applied;
+    /* With `partial`: the copies left out (a place that cannot be read
+     * there...), and why, each "the copy at 0x...: reason", "; " between. */
+    size_t left_out;
+    char left_out_why[1024];
 };
 
 /* Check each copy (`entries`: run-time addresses, their function's ranges
@@ -42,9 +46,13 @@ struct entry_patch {
  * keep it. 0, or
  * an errno with a one-line `why` naming the copy: EINVAL (a place that
  * cannot be read there, an instruction that cannot be moved, a branch into
- * the bytes the patch takes), ENOMEM. */
+ * the bytes the patch takes: every such copy named, "; " between, and
+ * "(--partial hooks the other N)"), ENOMEM. With `partial`, the copies
+ * refused so are left out (out->left_out says which and why), and EINVAL
+ * only when no copy is left. */
 int entry_sites_prepare(const struct inline_entry *entries, const struct inline_entry *seconds, size_t n,
-                        const char *const names[2], struct entry_patch *out, char *why, size_t why_size);
+                        const char *const names[2], bool partial, struct entry_patch *out, char *why,
+                        size_t why_size);
 /* Patch every site, all or none: `handler` at each entry (a
  * jmp no 8 bytes within a cache line hold is written only by a thread
  * alone in its process, else EXDEV). The

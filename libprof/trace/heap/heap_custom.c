@@ -39,6 +39,7 @@ struct custom_hook {
     bool stores;                     /* --stores VARIABLE --in FUNCTION free=value */
     bool inlined;                    /* --inline FUNCTION free=PARAM | ptr=PARAM [size=PARAM]: every copy's entry */
     bool inline_alloc;               /* --inline ... ptr=PARAM: each entry makes a block */
+    bool partial;                    /* --inline ... --partial: copies that cannot be read left out */
     char in[128];                    /* --stores: the function; --inline: the parameter */
     char second[128];                /* --inline ... size=PARAM, else "" */
     char own_names[200];             /* --inline: the symbols of its copies out of line */
@@ -131,6 +132,10 @@ static bool parse(const char *spec, struct custom_hook *h)
             h->expected = sites;
             memmove(words[i], words[i + 1], (size_t)(n - i - 1) * sizeof words[0]);
             n--, i--;
+        } else if (strcmp(words[i], "--partial") == 0 && strcmp(words[0], "--inline") == 0 && !h->partial) {
+            h->partial = true;
+            memmove(words[i], words[i + 1], (size_t)(n - i - 1) * sizeof words[0]);
+            n--, i--;
         }
     int first = 0;
     if (h->expected && strcmp(words[0], "--calls") != 0 && strcmp(words[0], "--stores") != 0 &&
@@ -201,9 +206,14 @@ static void describe(const struct custom_hook *h, size_t slots, char *message, s
             snprintf(what, sizeof what, "makes a block of %s bytes at its parameter %s", h->second, h->in);
         else
             snprintf(what, sizeof what, "makes an object at its parameter %s", h->in);
-        snprintf(message, size, "memprof: %s hooked at the entry of %zu cop%s (%zu inlined, %zu out of line%s%s): each %s",
-                 h->name, slots, slots == 1 ? "y" : "ies", slots - own, own, *h->own_names ? ": " : "", h->own_names,
-                 what);
+        int n = snprintf(message, size,
+                         "memprof: %s hooked at the entry of %zu cop%s (%zu inlined, %zu out of line%s%s): each %s",
+                         h->name, slots, slots == 1 ? "y" : "ies", slots - own, own, *h->own_names ? ": " : "",
+                         h->own_names, what);
+        if (h->entry.left_out && n > 0 && (size_t)n < size)
+            snprintf(message + n, size - (size_t)n, "; %zu cop%s left out (--partial: what %s there is not seen): %s",
+                     h->entry.left_out, h->entry.left_out == 1 ? "y" : "ies", h->inline_alloc ? "it makes" : "it frees",
+                     h->entry.left_out_why);
         return;
     }
     if (h->stores) {
@@ -424,7 +434,7 @@ static enum memprof_status patch_entries(uint32_t id, struct custom_hook *h, cha
         return err == ENOMEM ? MEMPROF_NO_MEMORY : MEMPROF_BAD_ARGUMENT;
     char why[400];
     const char *names[2] = { h->in, h->second };
-    err = entry_sites_prepare(set.entries, set.seconds, set.count, names, &h->entry, why, sizeof why);
+    err = entry_sites_prepare(set.entries, set.seconds, set.count, names, h->partial, &h->entry, why, sizeof why);
     size_t found = set.count;
     for (size_t i = 0, used = 0; i < set.own_count && used < sizeof h->own_names; i++)
         used += (size_t)snprintf(h->own_names + used, sizeof h->own_names - used, "%s%s", i ? ", " : "",
@@ -459,6 +469,7 @@ enum memprof_status heap_custom_hook(const char *spec, char *message, size_t mes
                                         "FUNCTION ptr=argN [size=argM], --calls FUNCTION ptr=ret [size=argN] [sites=N], "
                                         "--stores VARIABLE --in FUNCTION free=value [sites=N], "
                                         "--inline FUNCTION free=PARAMETER | ptr=PARAMETER [size=PARAMETER] [sites=N] "
+                                        "[--partial] "
                                         "(argN: 0-5)");
         return MEMPROF_BAD_ARGUMENT;
     }
@@ -567,6 +578,27 @@ enum memprof_status heap_custom_unhook_all(char *message, size_t message_size)
     return failed ? MEMPROF_HOOK_FAILED : MEMPROF_OK;
 }
 
+void heap_custom_warnings(struct out *o)
+{
+    if (pthread_mutex_trylock(&custom_lock) != 0)
+        return;
+    for (unsigned i = 0; i < hook_count; i++) {
+        const struct custom_hook *h = &hooks[i];
+        if (h->removed || !h->inlined || !h->entry.left_out)
+            continue;
+        out_str(o, "# warning: ");
+        out_str(o, h->name);
+        out_str(o, ": ");
+        out_u64(o, h->entry.left_out);
+        out_str(o, h->entry.left_out == 1 ? " copy" : " copies");
+        out_str(o, h->inline_alloc ? " left out (--partial): the blocks made there are not in this report: "
+                                   : " left out (--partial): the blocks freed there still count as live: ");
+        out_str(o, h->entry.left_out_why);
+        out_char(o, '\n');
+    }
+    pthread_mutex_unlock(&custom_lock);
+}
+
 int heap_custom_describe(struct out *o)
 {
     if (pthread_mutex_trylock(&custom_lock) != 0)
@@ -588,7 +620,13 @@ int heap_custom_describe(struct out *o)
             out_u64(o, h->entry.count);
             out_str(o, " entries patched, its parameter ");
             out_str(o, h->in);
-            out_str(o, " freed)\n");
+            out_str(o, " freed");
+            if (h->entry.left_out) {
+                out_str(o, "; ");
+                out_u64(o, h->entry.left_out);
+                out_str(o, " left out");
+            }
+            out_str(o, ")\n");
         } else if (h->stores) {
             out_str(o, " in ");
             out_str(o, h->in);

@@ -27,4 +27,7 @@ enum memprof_status heap_custom_unhook_all(char *message, size_t message_size);
 /* One line per hook in place, "  hook NAME (how)"; the number of them, or
  * -1 when a hook is being changed right now. */
 int heap_custom_describe(struct out *o);
+/* A report's "# warning: " line for each --inline hook with copies left
+ * out (--partial): which, and why. Nothing while the hooks are busy. */
+void heap_custom_warnings(struct out *o);
 #endif

@@ -7,6 +7,7 @@
  * address follows it. A block a thread freed itself is already gone from
  * its table. */
 #include "heap.h"
+#include "heap_custom.h"
 #include "heap_thread.h"
 #include "heap_wrappers.h"
 #include "../../store/intern.h"
@@ -718,6 +719,7 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
             write_thread(o, &view[i]);
     for (size_t r = 0; r < shown && (!top || r < top); r++)
         write_row(o, &rows[r], by_thread, frames, objects, object_count);
+    heap_custom_warnings(o);
     if (dropped) {
         out_str(o, "# warning: ");
         out_u64(o, dropped);
