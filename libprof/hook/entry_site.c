@@ -137,7 +137,7 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
         else
             site.caller = (struct inline_entry){ .place = PARAM_REGISTER_MEMORY, .reg = 7, .offset = 0 };
         bool on_stack = e->place == PARAM_FRAME_MEMORY || site.size.place == PARAM_FRAME_MEMORY;
-        char reason[192], place_why[160];
+        char reason[288], place_why[224];
         struct cfi_rule rule;
         if (!readable_place(e, place_why, sizeof place_why)) {
             snprintf(reason, sizeof reason, "parameter %s: %s", names[0], place_why);

@@ -276,6 +276,8 @@ static int collect_entry(void *ctx, const struct inline_entry *e)
         at->body += c->bias;
     for (unsigned i = 0; i < e->function_ranges && i < INLINE_FUNCTION_RANGES; i++)
         at->function_start[i] += c->bias, at->function_end[i] += c->bias;
+    for (unsigned i = 0; i < e->copy_ranges && i < INLINE_COPY_RANGES; i++)
+        at->copy_start[i] += c->bias, at->copy_end[i] += c->bias;
     return 0;
 }
 

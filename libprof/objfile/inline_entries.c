@@ -264,6 +264,56 @@ static uint64_t body_after_prologue(struct walk *w, uint64_t entry, uint64_t end
     return body;
 }
 
+/* The (line, column) of the line-table row that starts at `addr`: false
+ * when no row does. */
+static bool row_at(Dwarf_Line *lines, Dwarf_Signed count, uint64_t addr, Dwarf_Unsigned *line, Dwarf_Unsigned *column)
+{
+    Dwarf_Error error = NULL;
+    for (Dwarf_Signed i = 0; i < count; i++) {
+        Dwarf_Addr at;
+        if (dwarf_lineaddr(lines[i], &at, &error) == DW_DLV_OK && at == addr &&
+            dwarf_lineno(lines[i], line, &error) == DW_DLV_OK && dwarf_lineoff_b(lines[i], column, &error) == DW_DLV_OK)
+            return true;
+    }
+    return false;
+}
+
+/* An inlined copy whose code is in several ranges, more than one of which
+ * starts with the row its entry starts with: the loop it is in was
+ * unrolled, or its code duplicated, and the one DIE stands for several
+ * calls (clang): how many such ranges, else 0. */
+static unsigned repeated_entry_rows(struct walk *w, const struct inline_entry *e)
+{
+    Dwarf_Error error = NULL;
+    Dwarf_Unsigned version;
+    Dwarf_Small tables;
+    Dwarf_Line_Context context;
+    Dwarf_Line *lines;
+    Dwarf_Signed count;
+    unsigned repeats = 0;
+    if (e->copy_ranges < 2 || dwarf_srclines_b(w->cu, &version, &tables, &context, &error) != DW_DLV_OK)
+        return 0;
+    Dwarf_Unsigned line, column, other_line, other_column;
+    if (dwarf_srclines_from_linecontext(context, &lines, &count, &error) == DW_DLV_OK &&
+        row_at(lines, count, e->entry, &line, &column))
+        for (unsigned i = 0; i < e->copy_ranges && i < INLINE_COPY_RANGES; i++)
+            if (e->copy_start[i] != e->entry && row_at(lines, count, e->copy_start[i], &other_line, &other_column) &&
+                other_line == line && other_column == column)
+                repeats++;
+    dwarf_srclines_dealloc_b(context);
+    return repeats;
+}
+
+static void add_copy_range(void *ctx, uint64_t start, uint64_t end)
+{
+    struct inline_entry *e = ctx;
+    if (e->copy_ranges < INLINE_COPY_RANGES) {
+        e->copy_start[e->copy_ranges] = start;
+        e->copy_end[e->copy_ranges] = end;
+    }
+    e->copy_ranges++;
+}
+
 static void add_function_range(void *ctx, uint64_t start, uint64_t end)
 {
     struct inline_entry *e = ctx;
@@ -305,6 +355,15 @@ static bool report_copy(void *ctx, Dwarf_Die copy, Dwarf_Die function, bool inli
     if (e.place == PARAM_FRAME_MEMORY)
         read_frame_base(w, function, &e);
     dwarf_walk_ranges(w->dbg, function, w->cu_base, add_function_range, &e);
+    if (inlined)
+        dwarf_walk_ranges(w->dbg, copy, w->cu_base, add_copy_range, &e);
+    unsigned repeats = inlined ? repeated_entry_rows(w, &e) : 0;
+    if (repeats) {
+        e.place = PARAM_UNREADABLE;
+        snprintf(e.why, sizeof e.why,
+                 "%u more of its %u ranges start with its entry's line (an unrolled loop, or its code duplicated): "
+                 "an entry hook would not see every call", repeats, e.copy_ranges);
+    }
     if (e.place == PARAM_FRAME_MEMORY && !inlined)
         for (unsigned i = 0; i < e.function_ranges && i < INLINE_FUNCTION_RANGES; i++)
             if (e.function_start[i] <= e.entry && e.entry < e.function_end[i])

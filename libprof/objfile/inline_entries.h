@@ -53,12 +53,17 @@ struct inline_entry {
      * finds it), where the slot holds the parameter; else 0 (a function
      * written on one line: entry_site.c then reads the prologue). */
     uint64_t body;
-    char why[128];
+    char why[192];
     /* The code of the function the copy is in (itself, for its own copy):
      * a patch at the entry must check no branch there lands inside it. */
 #define INLINE_FUNCTION_RANGES 4
     uint64_t function_start[INLINE_FUNCTION_RANGES], function_end[INLINE_FUNCTION_RANGES];
     unsigned function_ranges;   /* more than the array holds: the entry cannot be checked */
+    /* An inlined copy's own code: a branch from outside it into it past
+     * its entry would run it unseen (entry_site.c refuses the copy). */
+#define INLINE_COPY_RANGES 8
+    uint64_t copy_start[INLINE_COPY_RANGES], copy_end[INLINE_COPY_RANGES];
+    unsigned copy_ranges;       /* more than the array holds: refused */
 };
 
 /* Called for each copy; non-zero stops. */
