@@ -304,24 +304,27 @@ static unsigned repeated_entry_rows(struct walk *w, const struct inline_entry *e
     return repeats;
 }
 
+/* A range kept in arrays of `cap`; *n counts them all (more than `cap`:
+ * too many to keep). */
+static void keep_range(uint64_t *starts, uint64_t *ends, unsigned *n, unsigned cap, uint64_t start, uint64_t end)
+{
+    if (*n < cap) {
+        starts[*n] = start;
+        ends[*n] = end;
+    }
+    (*n)++;
+}
+
 static void add_copy_range(void *ctx, uint64_t start, uint64_t end)
 {
     struct inline_entry *e = ctx;
-    if (e->copy_ranges < INLINE_COPY_RANGES) {
-        e->copy_start[e->copy_ranges] = start;
-        e->copy_end[e->copy_ranges] = end;
-    }
-    e->copy_ranges++;
+    keep_range(e->copy_start, e->copy_end, &e->copy_ranges, INLINE_COPY_RANGES, start, end);
 }
 
 static void add_function_range(void *ctx, uint64_t start, uint64_t end)
 {
     struct inline_entry *e = ctx;
-    if (e->function_ranges < INLINE_FUNCTION_RANGES) {
-        e->function_start[e->function_ranges] = start;
-        e->function_end[e->function_ranges] = end;
-    }
-    e->function_ranges++;
+    keep_range(e->function_start, e->function_end, &e->function_ranges, INLINE_FUNCTION_RANGES, start, end);
 }
 
 /* A copy of the function: its entry, and the parameter's place there. */
