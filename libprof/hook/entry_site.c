@@ -82,6 +82,30 @@ static void frame_place(struct inline_entry *w, const struct cfi_rule *rule, int
     w->offset = (rbp ? 0 : rule->cfa_offset) + offset;
 }
 
+static bool place_holds_at(const struct inline_entry *e, uint64_t pc)
+{
+    return e->place == PARAM_CONSTANT || (e->holds_low <= pc && pc < e->holds_high);
+}
+
+/* An inlined copy's entry past the nops it starts with: with no
+ * DW_AT_entry_pc the entry is the copy's lowest address, which clang may
+ * make the padding that aligns a loop's head, jumped over, never run. Only
+ * within the copy's range, and where the parameters' places still hold. */
+static uint64_t past_padding(const struct inline_entry *e, const struct inline_entry *second)
+{
+    uint64_t end = 0;
+    for (unsigned k = 0; k < e->copy_ranges && k < INLINE_COPY_RANGES; k++)
+        if (e->copy_start[k] <= e->entry && e->entry < e->copy_end[k])
+            end = e->copy_end[k];
+    uint64_t pc = e->entry;
+    uint8_t length;
+    while (pc < end && (length = decode_nop((const void *)(uintptr_t)pc, end - pc)) != 0)
+        pc += length;
+    if (pc == e->entry || pc >= end || !place_holds_at(e, pc) || (second && !place_holds_at(second, pc)))
+        return e->entry;
+    return pc;
+}
+
 /* Where the body of a function written on one line starts (its line table
  * has no second line): past what an unoptimized prologue does, the frame
  * set up and the arguments spilled to their slots, as GDB reads the same
@@ -125,6 +149,8 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
         if (copy.place == PARAM_FRAME_MEMORY && (copy.frame_is_cfa || copy.frame_is_rbp) && !copy.body &&
             !copy.inlined)
             copy.body = body_past_spills(&copy);
+        if (copy.inlined)
+            copy.entry = past_padding(&copy, sizes ? &sizes[i] : NULL);
         struct entry_site site = { .at = (uintptr_t)e->entry, .where = *e,
                                    .size = { .place = PARAM_CONSTANT, .value = 0 } };
         if (sizes)

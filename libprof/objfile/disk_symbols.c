@@ -278,6 +278,8 @@ static int collect_entry(void *ctx, const struct inline_entry *e)
         at->function_start[i] += c->bias, at->function_end[i] += c->bias;
     for (unsigned i = 0; i < e->copy_ranges && i < INLINE_COPY_RANGES; i++)
         at->copy_start[i] += c->bias, at->copy_end[i] += c->bias;
+    if (at->holds_high != UINT64_MAX)
+        at->holds_low += c->bias, at->holds_high += c->bias;
     return 0;
 }
 

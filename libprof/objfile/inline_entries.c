@@ -196,6 +196,8 @@ static bool read_place(struct walk *w, Dwarf_Die die, Dwarf_Half name, uint64_t 
             continue;
         covered = true;
         read_expression(desc, ops, e);
+        e->holds_low = kind == DW_LKIND_expression ? 0 : low;
+        e->holds_high = kind == DW_LKIND_expression ? UINT64_MAX : high;
     }
     if (!covered)
         snprintf(e->why, sizeof e->why, "no entry of its location list covers 0x%llx", (unsigned long long)pc);

@@ -35,6 +35,10 @@ struct inline_entry {
     int64_t offset;
     bool frame_is_cfa;
     bool frame_is_rbp;       /* the frame base is %rbp itself (DW_OP_reg6: clang at -O0), valid past the prologue */
+    /* Where the place read holds: its location list entry's [low, high), or 0
+     * and UINT64_MAX for an expression (entry_site.c may move an inlined
+     * copy's entry past alignment padding, within it). */
+    uint64_t holds_low, holds_high;
     int64_t frame_offset;
     uint64_t value;
     /* PARAM_EXPRESSION: the operations (DW_OP_stack_value left off), each

@@ -149,6 +149,16 @@ enum frame_setup decode_frame_setup(const void *code, size_t avail, uint8_t *len
     }
 }
 
+uint8_t decode_nop(const void *code, size_t avail)
+{
+    ZydisDecoder decoder;
+    ZydisDecodedInstruction in;
+    if (!ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) ||
+        !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, NULL, code, avail, &in)))
+        return 0;
+    return in.mnemonic == ZYDIS_MNEMONIC_NOP ? in.length : 0;
+}
+
 int decode_ranges_in(const struct maps *maps, const struct code_range *ranges, size_t n, size_t margin,
                      decode_visit_fn *visit, void *ctx)
 {

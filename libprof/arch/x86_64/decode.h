@@ -62,6 +62,8 @@ enum frame_setup {
     FRAME_OTHER, FRAME_ENDBR, FRAME_PUSH, FRAME_RBP_FROM_RSP, FRAME_RSP_LOWERED, FRAME_SPILL,
 };
 enum frame_setup decode_frame_setup(const void *code, size_t avail, uint8_t *length);
+/* A nop of any length (alignment padding): its length, else 0. */
+uint8_t decode_nop(const void *code, size_t avail);
 
 /* A piece of code in memory: a function, or a copy of one inlined into
  * another. */
