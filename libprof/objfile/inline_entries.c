@@ -14,7 +14,39 @@ struct walk {
     void *ctx;
     uint64_t cu_base;
     Dwarf_Die cu;
+    /* The unit's line table, read once when a copy first needs it. */
+    Dwarf_Line_Context line_context;
+    Dwarf_Line *lines;
+    Dwarf_Signed line_count;
+    bool lines_read;
 };
+
+/* The current unit's line-table rows (none when it has no table). */
+static Dwarf_Signed unit_lines(struct walk *w, Dwarf_Line **lines)
+{
+    if (!w->lines_read) {
+        Dwarf_Error error = NULL;
+        Dwarf_Unsigned version;
+        Dwarf_Small tables;
+        w->lines_read = true;
+        if (dwarf_srclines_b(w->cu, &version, &tables, &w->line_context, &error) != DW_DLV_OK)
+            w->line_context = NULL;
+        else if (dwarf_srclines_from_linecontext(w->line_context, &w->lines, &w->line_count, &error) != DW_DLV_OK)
+            w->line_count = 0;
+    }
+    *lines = w->lines;
+    return w->line_context ? w->line_count : 0;
+}
+
+static void unit_lines_free(struct walk *w)
+{
+    if (w->line_context)
+        dwarf_srclines_dealloc_b(w->line_context);
+    w->line_context = NULL;
+    w->lines = NULL;
+    w->line_count = 0;
+    w->lines_read = false;
+}
 
 static void lowest(void *ctx, uint64_t start, uint64_t end)
 {
@@ -240,29 +272,21 @@ static void read_frame_base(struct walk *w, Dwarf_Die function, struct inline_en
 static uint64_t body_after_prologue(struct walk *w, uint64_t entry, uint64_t end)
 {
     Dwarf_Error error = NULL;
-    Dwarf_Unsigned version;
-    Dwarf_Small tables;
-    Dwarf_Line_Context context;
     Dwarf_Line *lines;
-    Dwarf_Signed count;
+    Dwarf_Signed count = unit_lines(w, &lines);
     uint64_t body = 0;
-    if (dwarf_srclines_b(w->cu, &version, &tables, &context, &error) != DW_DLV_OK)
-        return 0;
-    if (dwarf_srclines_from_linecontext(context, &lines, &count, &error) == DW_DLV_OK) {
-        Dwarf_Unsigned entry_line = 0;
-        bool seen = false;
-        for (Dwarf_Signed i = 0; i < count && !body; i++) {
-            Dwarf_Addr addr;
-            Dwarf_Unsigned line;
-            if (dwarf_lineaddr(lines[i], &addr, &error) != DW_DLV_OK || dwarf_lineno(lines[i], &line, &error) != DW_DLV_OK)
-                continue;
-            if (addr == entry && !seen)
-                entry_line = line, seen = true;
-            else if (seen && addr > entry && addr < end && line != entry_line)
-                body = addr;
-        }
+    Dwarf_Unsigned entry_line = 0;
+    bool seen = false;
+    for (Dwarf_Signed i = 0; i < count && !body; i++) {
+        Dwarf_Addr addr;
+        Dwarf_Unsigned line;
+        if (dwarf_lineaddr(lines[i], &addr, &error) != DW_DLV_OK || dwarf_lineno(lines[i], &line, &error) != DW_DLV_OK)
+            continue;
+        if (addr == entry && !seen)
+            entry_line = line, seen = true;
+        else if (seen && addr > entry && addr < end && line != entry_line)
+            body = addr;
     }
-    dwarf_srclines_dealloc_b(context);
     return body;
 }
 
@@ -286,23 +310,17 @@ static bool row_at(Dwarf_Line *lines, Dwarf_Signed count, uint64_t addr, Dwarf_U
  * calls (clang): how many such ranges, else 0. */
 static unsigned repeated_entry_rows(struct walk *w, const struct inline_entry *e)
 {
-    Dwarf_Error error = NULL;
-    Dwarf_Unsigned version;
-    Dwarf_Small tables;
-    Dwarf_Line_Context context;
-    Dwarf_Line *lines;
-    Dwarf_Signed count;
-    unsigned repeats = 0;
-    if (e->copy_ranges < 2 || dwarf_srclines_b(w->cu, &version, &tables, &context, &error) != DW_DLV_OK)
+    if (e->copy_ranges < 2)
         return 0;
+    Dwarf_Line *lines;
+    Dwarf_Signed count = unit_lines(w, &lines);
     Dwarf_Unsigned line, column, other_line, other_column;
-    if (dwarf_srclines_from_linecontext(context, &lines, &count, &error) == DW_DLV_OK &&
-        row_at(lines, count, e->entry, &line, &column))
+    unsigned repeats = 0;
+    if (row_at(lines, count, e->entry, &line, &column))
         for (unsigned i = 0; i < e->copy_ranges && i < INLINE_COPY_RANGES; i++)
             if (e->copy_start[i] != e->entry && row_at(lines, count, e->copy_start[i], &other_line, &other_column) &&
                 other_line == line && other_column == column)
                 repeats++;
-    dwarf_srclines_dealloc_b(context);
     return repeats;
 }
 
@@ -389,6 +407,7 @@ int elf_inline_entries(const char *path, const char *function, const char *param
         w.cu_base = dwarf_walk_cu_base(cu);
         w.cu = cu;
         stop = dwarf_walk_copies(w.dbg, cu, function, report_copy, &w);
+        unit_lines_free(&w);
         dwarf_dealloc(w.dbg, cu, DW_DLA_DIE);
     }
     dwarf_walk_close(file);
