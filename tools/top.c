@@ -622,7 +622,6 @@ int cmd_top(int argc, char **argv)
     if (!v.batch)
         raw_mode();
     const char *problem = NULL;
-    int status = 0;
     for (;;) {
         v.refreshes++;
         if (v.trend_count == TREND_POINTS)
@@ -670,5 +669,5 @@ int cmd_top(int argc, char **argv)
     restore_terminal();
     snapshot_free(&before);
     snapshot_free(&now);
-    return status;
+    return 0;
 }

@@ -183,7 +183,8 @@ static int io_error(const char *path, int err)
     return MEMPROF_IO_ERROR;
 }
 
-static int write_to_fd(int fd, const char *path, const struct report_request *r)
+/* The report into `fd`: its status, and in *err the write's errno (0). */
+static int write_report(int fd, const struct report_request *r, int *err)
 {
     struct out o;
     char buf[8192];
@@ -191,10 +192,14 @@ static int write_to_fd(int fd, const char *path, const struct report_request *r)
     if (r->preface)
         out_str(&o, r->preface);
     int status = run_report(&o, r);
-    int err = out_finish(&o);
-    if (status == MEMPROF_OK && err)
-        status = io_error(path, err);
+    *err = out_finish(&o);
     return status;
+}
+
+static int write_to_fd(int fd, const char *path, const struct report_request *r)
+{
+    int err, status = write_report(fd, r, &err);
+    return status == MEMPROF_OK && err ? io_error(path, err) : status;
 }
 
 int report_to_fd(int fd, const struct report_request *r)
@@ -204,11 +209,7 @@ int report_to_fd(int fd, const struct report_request *r)
 
 int report_write_quietly(int fd, const struct report_request *r)
 {
-    struct out o;
-    char buf[8192];
-    out_init_fd(&o, fd, buf, sizeof buf);
-    int status = run_report(&o, r);
-    int err = out_finish(&o);
+    int err, status = write_report(fd, r, &err);
     return status == MEMPROF_OK && err ? MEMPROF_IO_ERROR : status;
 }
 
