@@ -127,6 +127,29 @@ static uint64_t body_past_spills(const struct inline_entry *e)
     return 0;
 }
 
+/* The end of the copy's range that holds `pc` (0: none does). */
+static uint64_t copy_range_end(const struct inline_entry *e, uint64_t pc)
+{
+    for (unsigned k = 0; k < e->copy_ranges && k < INLINE_COPY_RANGES; k++)
+        if (e->copy_start[k] <= pc && pc < e->copy_end[k])
+            return e->copy_end[k];
+    return 0;
+}
+
+/* A further start of a copy (e->repeat_of) is one call of its own only when
+ * it begins as the entry does: the same statement's code again, as an
+ * unrolled loop has it, not the rest of one statement resumed after other
+ * code was scheduled in between (one call passing both starts). */
+static bool repeats_entry(const struct inline_entry *e)
+{
+    uint64_t end = copy_range_end(e, e->entry), first_end = copy_range_end(e, e->repeat_of);
+    if (!end || !first_end)
+        return false;
+    size_t avail = end - e->entry < first_end - e->repeat_of ? end - e->entry : first_end - e->repeat_of;
+    return decode_same_operation((const void *)(uintptr_t)e->repeat_of, e->repeat_of,
+                                 (const void *)(uintptr_t)e->entry, e->entry, avail < 15 ? avail : 15);
+}
+
 /* A copy left out (--partial): its reason added to the list. */
 static void leave_out(struct entry_patch *p, uintptr_t at, const char *reason)
 {
@@ -165,7 +188,13 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
         bool on_stack = e->place == PARAM_FRAME_MEMORY || site.size.place == PARAM_FRAME_MEMORY;
         char reason[288], place_why[224];
         struct cfi_rule rule;
-        if (!readable_place(e, place_why, sizeof place_why)) {
+        if (e->repeat_of && !repeats_entry(e)) {
+            snprintf(reason, sizeof reason,
+                     "its range at 0x%lx starts with the line its entry at 0x%lx does, but not with the same "
+                     "instruction: neither an unrolled loop's copy nor the same call (an entry hook would not "
+                     "count calls right)", (unsigned long)e->entry, (unsigned long)e->repeat_of);
+            err = EINVAL;
+        } else if (!readable_place(e, place_why, sizeof place_why)) {
             snprintf(reason, sizeof reason, "parameter %s: %s", names[0], place_why);
             err = EINVAL;
         } else if (!readable_place(&site.size, place_why, sizeof place_why)) {

@@ -307,20 +307,21 @@ static bool row_at(Dwarf_Line *lines, Dwarf_Signed count, uint64_t addr, Dwarf_U
 /* An inlined copy whose code is in several ranges, more than one of which
  * starts with the row its entry starts with: the loop it is in was
  * unrolled, or its code duplicated, and the one DIE stands for several
- * calls (clang): how many such ranges, else 0. */
-static unsigned repeated_entry_rows(struct walk *w, const struct inline_entry *e)
+ * calls (clang). Each such range's start is kept in `starts` (at most
+ * INLINE_COPY_RANGES); how many, 0 when none. */
+static unsigned repeated_entry_rows(struct walk *w, const struct inline_entry *e, uint64_t *starts)
 {
-    if (e->copy_ranges < 2)
+    if (e->copy_ranges < 2 || e->copy_ranges > INLINE_COPY_RANGES)
         return 0;
     Dwarf_Line *lines;
     Dwarf_Signed count = unit_lines(w, &lines);
     Dwarf_Unsigned line, column, other_line, other_column;
     unsigned repeats = 0;
     if (row_at(lines, count, e->entry, &line, &column))
-        for (unsigned i = 0; i < e->copy_ranges && i < INLINE_COPY_RANGES; i++)
+        for (unsigned i = 0; i < e->copy_ranges; i++)
             if (e->copy_start[i] != e->entry && row_at(lines, count, e->copy_start[i], &other_line, &other_column) &&
                 other_line == line && other_column == column)
-                repeats++;
+                starts[repeats++] = e->copy_start[i];
     return repeats;
 }
 
@@ -354,44 +355,59 @@ static bool report_copy(void *ctx, Dwarf_Die copy, Dwarf_Die function, bool inli
     struct inline_entry e = { .inlined = inlined, .place = PARAM_UNREADABLE };
     if (!(e.entry = entry_of(w, copy)))
         return false;   /* no code: a declaration */
-    Dwarf_Die child;
+    Dwarf_Die child, param = NULL;
     Dwarf_Error error = NULL;
-    bool found = false;
     if (dwarf_child(copy, &child, &error) == DW_DLV_OK) {
         for (;;) {
             Dwarf_Half tag;
-            if (!found && dwarf_tag(child, &tag, &error) == DW_DLV_OK && tag == DW_TAG_formal_parameter &&
+            if (!param && dwarf_tag(child, &tag, &error) == DW_DLV_OK && tag == DW_TAG_formal_parameter &&
                 dwarf_walk_named(w->dbg, child, w->parameter)) {
-                found = true;
+                param = child;
                 read_location(w, child, e.entry, &e);
             }
             Dwarf_Die next;
             int rc = dwarf_siblingof_b(w->dbg, child, 1, &next, &error);
-            dwarf_dealloc(w->dbg, child, DW_DLA_DIE);
+            if (child != param)
+                dwarf_dealloc(w->dbg, child, DW_DLA_DIE);
             if (rc != DW_DLV_OK)
                 break;
             child = next;
         }
     }
-    if (!found)
+    if (!param)
         snprintf(e.why, sizeof e.why, "this copy has no parameter %s", w->parameter);
     if (e.place == PARAM_FRAME_MEMORY)
         read_frame_base(w, function, &e);
     dwarf_walk_ranges(w->dbg, function, w->cu_base, add_function_range, &e);
     if (inlined)
         dwarf_walk_ranges(w->dbg, copy, w->cu_base, add_copy_range, &e);
-    unsigned repeats = inlined ? repeated_entry_rows(w, &e) : 0;
-    if (repeats) {
-        e.place = PARAM_UNREADABLE;
-        snprintf(e.why, sizeof e.why,
-                 "%u more of its %u ranges start with its entry's line (an unrolled loop, or its code duplicated): "
-                 "an entry hook would not see every call", repeats, e.copy_ranges);
-    }
     if (e.place == PARAM_FRAME_MEMORY && !inlined)
         for (unsigned i = 0; i < e.function_ranges && i < INLINE_FUNCTION_RANGES; i++)
             if (e.function_start[i] <= e.entry && e.entry < e.function_end[i])
                 e.body = body_after_prologue(w, e.entry, e.function_end[i]);
-    return w->each(w->ctx, &e) != 0;
+    uint64_t starts[INLINE_COPY_RANGES];
+    unsigned repeats = inlined ? repeated_entry_rows(w, &e, starts) : 0;
+    bool stop = w->each(w->ctx, &e) != 0;
+    /* Each further start: the parameter's place read there. */
+    for (unsigned i = 0; i < repeats && !stop; i++) {
+        struct inline_entry again = { .entry = starts[i], .inlined = true, .repeat_of = e.entry,
+                                      .place = PARAM_UNREADABLE, .function_ranges = e.function_ranges,
+                                      .copy_ranges = e.copy_ranges };
+        memcpy(again.function_start, e.function_start, sizeof e.function_start);
+        memcpy(again.function_end, e.function_end, sizeof e.function_end);
+        memcpy(again.copy_start, e.copy_start, sizeof e.copy_start);
+        memcpy(again.copy_end, e.copy_end, sizeof e.copy_end);
+        if (param)
+            read_location(w, param, again.entry, &again);
+        else
+            snprintf(again.why, sizeof again.why, "this copy has no parameter %s", w->parameter);
+        if (again.place == PARAM_FRAME_MEMORY)
+            read_frame_base(w, function, &again);
+        stop = w->each(w->ctx, &again) != 0;
+    }
+    if (param)
+        dwarf_dealloc(w->dbg, param, DW_DLA_DIE);
+    return stop;
 }
 
 int elf_inline_entries(const char *path, const char *function, const char *parameter, elf_inline_fn *each,

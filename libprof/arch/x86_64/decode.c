@@ -159,6 +159,49 @@ uint8_t decode_nop(const void *code, size_t avail)
     return in.mnemonic == ZYDIS_MNEMONIC_NOP ? in.length : 0;
 }
 
+/* One operand's kind, width and constant parts, its registers left out. */
+static bool same_operand(const ZydisDecodedOperand *a, uintptr_t end_a, const ZydisDecodedOperand *b,
+                         uintptr_t end_b)
+{
+    if (a->type != b->type || a->size != b->size || a->visibility != b->visibility)
+        return false;
+    switch (a->type) {
+    case ZYDIS_OPERAND_TYPE_MEMORY:
+        if ((a->mem.base == ZYDIS_REGISTER_RIP) != (b->mem.base == ZYDIS_REGISTER_RIP))
+            return false;
+        if (a->mem.base == ZYDIS_REGISTER_RIP)   /* the same address, from two places */
+            return end_a + (uintptr_t)a->mem.disp.value == end_b + (uintptr_t)b->mem.disp.value;
+        return a->mem.disp.value == b->mem.disp.value && a->mem.scale == b->mem.scale &&
+               (a->mem.base == ZYDIS_REGISTER_NONE) == (b->mem.base == ZYDIS_REGISTER_NONE) &&
+               (a->mem.index == ZYDIS_REGISTER_NONE) == (b->mem.index == ZYDIS_REGISTER_NONE) &&
+               a->mem.segment == b->mem.segment;
+    case ZYDIS_OPERAND_TYPE_IMMEDIATE:
+        return a->imm.value.u == b->imm.value.u;
+    case ZYDIS_OPERAND_TYPE_REGISTER:
+        return ZydisRegisterGetClass(a->reg.value) == ZydisRegisterGetClass(b->reg.value);
+    default:
+        return false;   /* pointers and the like: not what a copy of a statement starts with */
+    }
+}
+
+bool decode_same_operation(const void *a, uintptr_t pc_a, const void *b, uintptr_t pc_b, size_t avail)
+{
+    ZydisDecoder decoder;
+    ZydisDecodedInstruction in_a, in_b;
+    ZydisDecodedOperand ops_a[ZYDIS_MAX_OPERAND_COUNT], ops_b[ZYDIS_MAX_OPERAND_COUNT];
+    if (!ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) ||
+        !ZYAN_SUCCESS(ZydisDecoderDecodeFull(&decoder, a, avail, &in_a, ops_a)) ||
+        !ZYAN_SUCCESS(ZydisDecoderDecodeFull(&decoder, b, avail, &in_b, ops_b)))
+        return false;
+    if (in_a.mnemonic != in_b.mnemonic || in_a.operand_count != in_b.operand_count ||
+        in_a.operand_width != in_b.operand_width || in_a.meta.branch_type != ZYDIS_BRANCH_TYPE_NONE)
+        return false;
+    for (unsigned i = 0; i < in_a.operand_count; i++)
+        if (!same_operand(&ops_a[i], pc_a + in_a.length, &ops_b[i], pc_b + in_b.length))
+            return false;
+    return true;
+}
+
 int decode_ranges_in(const struct maps *maps, const struct code_range *ranges, size_t n, size_t margin,
                      decode_visit_fn *visit, void *ctx)
 {

@@ -65,6 +65,13 @@ enum frame_setup decode_frame_setup(const void *code, size_t avail, uint8_t *len
 /* A nop of any length (alignment padding): its length, else 0. */
 uint8_t decode_nop(const void *code, size_t avail);
 
+/* The instructions at `a` and `b` (running at pc_a and pc_b, `avail`
+ * bytes readable at each) do the same with, perhaps, other registers: the
+ * same mnemonic and operand widths, the same displacements, scales and
+ * immediates, the same address where rip-relative; not branches. What two
+ * copies of one statement start with. */
+bool decode_same_operation(const void *a, uintptr_t pc_a, const void *b, uintptr_t pc_b, size_t avail);
+
 /* A piece of code in memory: a function, or a copy of one inlined into
  * another. */
 struct code_range {

@@ -196,9 +196,12 @@ static bool parse(const char *spec, struct custom_hook *h)
 static void describe(const struct custom_hook *h, size_t slots, char *message, size_t size)
 {
     if (h->inlined) {
-        size_t own = 0;
-        for (size_t i = 0; i < h->entry.count; i++)
+        size_t own = 0, repeats = 0;
+        for (size_t i = 0; i < h->entry.count; i++) {
             own += !h->entry.sites[i].where.inlined;
+            repeats += h->entry.sites[i].where.repeat_of != 0;
+        }
+        slots -= repeats;
         char what[300];
         if (!h->inline_alloc)
             snprintf(what, sizeof what, "frees the block at its parameter %s", h->in);
@@ -210,6 +213,9 @@ static void describe(const struct custom_hook *h, size_t slots, char *message, s
                          "memprof: %s hooked at the entry of %zu cop%s (%zu inlined, %zu out of line%s%s): each %s",
                          h->name, slots, slots == 1 ? "y" : "ies", slots - own, own, *h->own_names ? ": " : "",
                          h->own_names, what);
+        if (repeats && n > 0 && (size_t)n < size)
+            n += snprintf(message + n, size - (size_t)n,
+                          ", and at %zu more start%s of unrolled copies, each a call", repeats, repeats == 1 ? "" : "s");
         if (h->entry.left_out && n > 0 && (size_t)n < size)
             snprintf(message + n, size - (size_t)n, "; %zu cop%s left out (--partial: what %s there is not seen): %s",
                      h->entry.left_out, h->entry.left_out == 1 ? "y" : "ies", h->inline_alloc ? "it makes" : "it frees",
@@ -435,7 +441,9 @@ static enum memprof_status patch_entries(uint32_t id, struct custom_hook *h, cha
     char why[400];
     const char *names[2] = { h->in, h->second };
     err = entry_sites_prepare(set.entries, set.seconds, set.count, names, h->partial, &h->entry, why, sizeof why);
-    size_t found = set.count;
+    size_t found = 0;   /* the copies, not the further starts of one */
+    for (size_t i = 0; i < set.count; i++)
+        found += !set.entries[i].repeat_of;
     for (size_t i = 0, used = 0; i < set.own_count && used < sizeof h->own_names; i++)
         used += (size_t)snprintf(h->own_names + used, sizeof h->own_names - used, "%s%s", i ? ", " : "",
                                  set.own[i].name);
