@@ -18,6 +18,7 @@
 #include "stub_frames.h"
 #include "stub_keep.h"
 #include "../arch/x86_64/emit.h"
+#include "../arch/x86_64/flow.h"
 #include "../arch/x86_64/relocate.h"
 #include "../unwind/cfi.h"
 #include "../util/pages.h"
@@ -150,6 +151,34 @@ static bool repeats_entry(const struct inline_entry *e)
                                  (const void *)(uintptr_t)e->entry, e->entry, avail < 15 ? avail : 15);
 }
 
+/* GCC's jump threading: code of the copy that a loop runs again and again
+ * without passing its entry (the caller branching straight into the
+ * copy's later code) is calls unseen (flow.h says how it is told from code
+ * run before the entry). The copy's starts are its entry and the entries
+ * after it that repeat it (inline_entries.c gives them in that order),
+ * each where it is hooked. False also when the flow cannot be followed (a
+ * switch's indirect jump): then the entry is hooked as before. */
+static bool entered_past_entry(const struct inline_entry *entries, const struct inline_entry *sizes, size_t n,
+                               size_t i, uintptr_t *at)
+{
+    const struct inline_entry *e = &entries[i];
+    if (!e->inlined || e->function_ranges == 0 || e->function_ranges > INLINE_FUNCTION_RANGES ||
+        e->copy_ranges == 0 || e->copy_ranges > INLINE_COPY_RANGES)
+        return false;
+    uintptr_t barriers[INLINE_COPY_RANGES + 1];
+    size_t nb = 0;
+    for (size_t k = i; k < n && nb < INLINE_COPY_RANGES + 1 && (k == i || entries[k].repeat_of == e->entry); k++)
+        barriers[nb++] = (uintptr_t)past_padding(&entries[k], sizes ? &sizes[k] : NULL);
+    struct code_range function[INLINE_FUNCTION_RANGES], copy[INLINE_COPY_RANGES];
+    for (unsigned k = 0; k < e->function_ranges; k++)
+        function[k] = (struct code_range){ (uintptr_t)e->function_start[k],
+                                           (size_t)(e->function_end[k] - e->function_start[k]) };
+    for (unsigned k = 0; k < e->copy_ranges; k++)
+        copy[k] = (struct code_range){ (uintptr_t)e->copy_start[k], (size_t)(e->copy_end[k] - e->copy_start[k]) };
+    return flow_effect_unguarded(function, e->function_ranges, function[0].start, barriers, nb, copy,
+                                 e->copy_ranges, at) == FLOW_REACHES;
+}
+
 /* A copy left out (--partial): its reason added to the list. */
 static void leave_out(struct entry_patch *p, uintptr_t at, const char *reason)
 {
@@ -166,6 +195,7 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
 {
     memset(out, 0, sizeof *out);
     int err = 0;
+    uint64_t refused_copy = 0;   /* a copy entered past its entry: its further starts go too */
     for (size_t i = 0; i < n && !err; i++) {
         struct inline_entry copy = entries[i];
         const struct inline_entry *e = &copy;
@@ -188,7 +218,11 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
         bool on_stack = e->place == PARAM_FRAME_MEMORY || site.size.place == PARAM_FRAME_MEMORY;
         char reason[288], place_why[224];
         struct cfi_rule rule;
-        if (e->repeat_of && !repeats_entry(e)) {
+        uintptr_t threaded_at;
+        if (e->repeat_of && e->repeat_of == refused_copy) {
+            snprintf(reason, sizeof reason, "a further start of the copy at 0x%lx, refused", (unsigned long)refused_copy);
+            err = EINVAL;
+        } else if (e->repeat_of && !repeats_entry(e)) {
             snprintf(reason, sizeof reason,
                      "its range at 0x%lx starts with the line its entry at 0x%lx does, but not with the same "
                      "instruction: neither an unrolled loop's copy nor the same call (an entry hook would not "
@@ -243,6 +277,13 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
                 if (relocate_branch_into(ranges, e->function_ranges, site.at, site.moved, &from)) {
                     snprintf(reason, sizeof reason, "the branch at 0x%lx lands inside the %zu bytes a patch takes",
                              (unsigned long)from, site.moved);
+                    err = EINVAL;
+                } else if (!e->repeat_of && entered_past_entry(entries, sizes, n, i, &threaded_at)) {
+                    snprintf(reason, sizeof reason,
+                             "its code at 0x%lx runs in a loop that need not pass its entry (a jump threaded "
+                             "into the copy past its entry): an entry hook would not see every call",
+                             (unsigned long)threaded_at);
+                    refused_copy = entries[i].entry;
                     err = EINVAL;
                 }
             }

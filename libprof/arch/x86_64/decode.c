@@ -202,6 +202,23 @@ bool decode_same_operation(const void *a, uintptr_t pc_a, const void *b, uintptr
     return true;
 }
 
+bool decode_has_effect(const void *code, size_t avail)
+{
+    ZydisDecoder decoder;
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (!ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) ||
+        !ZYAN_SUCCESS(ZydisDecoderDecodeFull(&decoder, code, avail, &in, ops)))
+        return true;   /* not known: counted as one */
+    if (in.meta.category == ZYDIS_CATEGORY_CALL)
+        return true;
+    for (unsigned i = 0; i < in.operand_count_visible; i++)
+        if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
+            ops[i].mem.type == ZYDIS_MEMOP_TYPE_MEM)
+            return true;
+    return false;
+}
+
 int decode_ranges_in(const struct maps *maps, const struct code_range *ranges, size_t n, size_t margin,
                      decode_visit_fn *visit, void *ctx)
 {

@@ -72,6 +72,11 @@ uint8_t decode_nop(const void *code, size_t avail);
  * copies of one statement start with. */
 bool decode_same_operation(const void *a, uintptr_t pc_a, const void *b, uintptr_t pc_b, size_t avail);
 
+/* The instruction at `code` writes memory through an operand it names (not
+ * a push's stack), or calls: what a compiler does not hoist. True also when
+ * it does not decode. */
+bool decode_has_effect(const void *code, size_t avail);
+
 /* A piece of code in memory: a function, or a copy of one inlined into
  * another. */
 struct code_range {
