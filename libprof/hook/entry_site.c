@@ -12,6 +12,7 @@
  * from %rbp, the others where they are. */
 #include "entry_site.h"
 #include "code_write.h"
+#include "entry_value.h"
 #include "jit.h"
 #include "place_load.h"
 #include "pool.h"
@@ -22,6 +23,7 @@
 #include "../arch/x86_64/relocate.h"
 #include "../unwind/cfi.h"
 #include "../util/pages.h"
+#include <dwarf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,6 +45,7 @@ static bool readable_place(const struct inline_entry *e, char *why, size_t why_s
         return false;
     case PARAM_CONSTANT:
     case PARAM_EXPRESSION:   /* its registers were checked as it was read */
+    case PARAM_ENTRY_VALUE:  /* its register (0-15) too */
         return true;
     case PARAM_FRAME_MEMORY:
         if ((e->frame_is_cfa || e->frame_is_rbp) && e->body)
@@ -189,6 +192,92 @@ static void leave_out(struct entry_patch *p, uintptr_t at, const char *reason)
     p->left_out++;
 }
 
+/* How many bytes of whole instructions the jmp at site->at takes (a trial
+ * move into scratch, as if to the site itself), and no branch of the
+ * function into them. 0, or EINVAL with `reason`. */
+static int fit(struct entry_site *site, const struct inline_entry *e, char *reason, size_t size)
+{
+    uint8_t scratch[128];
+    struct emitter trial;
+    struct relocation r;
+    emit_init(&trial, scratch, sizeof scratch, site->at);
+    if (relocate(&trial, site->at, (const uint8_t *)site->at, MOVED_MAX, JMP_REL32_LENGTH, &r) != 0) {
+        snprintf(reason, size, "the instruction at 0x%lx cannot be moved: %s", (unsigned long)r.refused_at, r.why);
+        return EINVAL;
+    }
+    site->moved = r.moved;
+    struct code_range ranges[INLINE_FUNCTION_RANGES];
+    for (unsigned k = 0; k < e->function_ranges; k++)
+        ranges[k] = (struct code_range){ (uintptr_t)e->function_start[k],
+                                         (size_t)(e->function_end[k] - e->function_start[k]) };
+    uintptr_t from;
+    if (relocate_branch_into(ranges, e->function_ranges, site->at, site->moved, &from)) {
+        snprintf(reason, size, "the branch at 0x%lx lands inside the %zu bytes a patch takes", (unsigned long)from,
+                 site->moved);
+        return EINVAL;
+    }
+    return 0;
+}
+
+/* The CFA of the frame at `pc` as a place (its value, not what is there):
+ * %rsp or %rbp plus the offset the call frame information gives. */
+static bool cfa_place(uintptr_t pc, struct inline_entry *place)
+{
+    struct cfi_rule rule;
+    if (!cfi_rule_at(pc, &rule) || (rule.cfa_base != CFI_RSP && rule.cfa_base != CFI_RBP))
+        return false;
+    *place = (struct inline_entry){ .place = PARAM_EXPRESSION, .op_count = 1, .is_value = true,
+                                    .holds_high = UINT64_MAX };
+    place->ops[0] = (struct place_op){ .atom = rule.cfa_base == CFI_RBP ? DW_OP_breg6 : DW_OP_breg7,
+                                       .operand = (uint64_t)(int64_t)rule.cfa_offset };
+    return true;
+}
+
+/* A copy whose parameter is a register's value at its function's entry:
+ * its site recalls the value kept for its frame (its CFA), and the
+ * function's entry gets a site that keeps it (*keeper, unless one is
+ * there already for the same register). 0, or EINVAL with `reason`. */
+static int recall_entry_value(const struct entry_patch *out, struct entry_site *site, const struct inline_entry *e,
+                              struct entry_site *keeper, char *reason, size_t size)
+{
+    static const char *const names[16] = { "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
+                                           "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15" };
+    keeper->at = 0;
+    if (!e->function_entry) {
+        snprintf(reason, size, "its parameter is the value %%%s had at the entry of the function it is in, "
+                 "whose entry is not known", names[e->reg & 15]);
+        return EINVAL;
+    }
+    if (!cfa_place(site->at, &site->where)) {
+        snprintf(reason, size, "its parameter is the value %%%s had at its function's entry, and the frame's CFA "
+                 "at 0x%lx is not rsp or rbp plus an offset", names[e->reg & 15], (unsigned long)site->at);
+        return EINVAL;
+    }
+    site->where.inlined = e->inlined;   /* what the copy is, for the counts */
+    site->where.repeat_of = e->repeat_of;
+    site->kind = SITE_RECALLS_ENTRY_VALUE;
+    site->key = e->function_entry;
+    for (size_t i = 0; i < out->count; i++)
+        if (out->sites[i].kind == SITE_KEEPS_ENTRY_VALUE && out->sites[i].key == site->key) {
+            if (out->sites[i].where.reg == e->reg)
+                return 0;
+            snprintf(reason, size, "its parameter is the value %%%s had at its function's entry, and another "
+                     "copy there needs %%%s's", names[e->reg & 15], names[out->sites[i].where.reg & 15]);
+            return EINVAL;
+        }
+    /* At a function's entry the CFA is %rsp + 8, the return address on top. */
+    *keeper = (struct entry_site){ .at = (uintptr_t)e->function_entry, .kind = SITE_KEEPS_ENTRY_VALUE,
+                                   .key = e->function_entry,
+                                   .where = { .place = PARAM_REGISTER, .reg = e->reg },
+                                   .size = { .place = PARAM_EXPRESSION, .op_count = 1, .is_value = true },
+                                   .caller = { .place = PARAM_CONSTANT, .value = 0 } };
+    keeper->size.ops[0] = (struct place_op){ .atom = DW_OP_breg7, .operand = 8 };
+    int err = fit(keeper, e, reason, size);
+    if (err)
+        keeper->at = 0;
+    return err;
+}
+
 int entry_sites_prepare(const struct inline_entry *entries, const struct inline_entry *sizes, size_t n,
                         const char *const names[2], bool partial, struct entry_patch *out, char *why,
                         size_t why_size)
@@ -219,6 +308,7 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
         char reason[288], place_why[224];
         struct cfi_rule rule;
         uintptr_t threaded_at;
+        struct entry_site keeper = { .at = 0 };
         if (e->repeat_of && e->repeat_of == refused_copy) {
             snprintf(reason, sizeof reason, "a further start of the copy at 0x%lx, refused", (unsigned long)refused_copy);
             err = EINVAL;
@@ -230,6 +320,10 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
             err = EINVAL;
         } else if (!readable_place(e, place_why, sizeof place_why)) {
             snprintf(reason, sizeof reason, "parameter %s: %s", names[0], place_why);
+            err = EINVAL;
+        } else if (site.size.place == PARAM_ENTRY_VALUE) {
+            snprintf(reason, sizeof reason, "parameter %s: it is a register's value at its function's entry, "
+                     "which memprof recalls for the first parameter only", names[1]);
             err = EINVAL;
         } else if (!readable_place(&site.size, place_why, sizeof place_why)) {
             snprintf(reason, sizeof reason, "parameter %s: %s", names[1], place_why);
@@ -257,35 +351,16 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
                     frame_place(&site.size, &rule, site.size.offset);
                 frame_place(&site.caller, &rule, -8);
             }
-            /* How many bytes of whole instructions the jmp takes: a trial
-             * move into scratch, as if to the site itself. */
-            uint8_t scratch[128];
-            struct emitter trial;
-            struct relocation r;
-            emit_init(&trial, scratch, sizeof scratch, site.at);
-            if (relocate(&trial, site.at, (const uint8_t *)site.at, MOVED_MAX, JMP_REL32_LENGTH, &r) != 0) {
-                snprintf(reason, sizeof reason, "the instruction at 0x%lx cannot be moved: %s",
-                         (unsigned long)r.refused_at, r.why);
+            err = fit(&site, e, reason, sizeof reason);
+            if (!err && e->place == PARAM_ENTRY_VALUE)
+                err = recall_entry_value(out, &site, e, &keeper, reason, sizeof reason);
+            if (!err && !e->repeat_of && entered_past_entry(entries, sizes, n, i, &threaded_at)) {
+                snprintf(reason, sizeof reason,
+                         "its code at 0x%lx runs in a loop that need not pass its entry (a jump threaded "
+                         "into the copy past its entry): an entry hook would not see every call",
+                         (unsigned long)threaded_at);
+                refused_copy = entries[i].entry;
                 err = EINVAL;
-            } else {
-                site.moved = r.moved;
-                struct code_range ranges[INLINE_FUNCTION_RANGES];
-                for (unsigned k = 0; k < e->function_ranges; k++)
-                    ranges[k] = (struct code_range){ (uintptr_t)e->function_start[k],
-                                                     (size_t)(e->function_end[k] - e->function_start[k]) };
-                uintptr_t from;
-                if (relocate_branch_into(ranges, e->function_ranges, site.at, site.moved, &from)) {
-                    snprintf(reason, sizeof reason, "the branch at 0x%lx lands inside the %zu bytes a patch takes",
-                             (unsigned long)from, site.moved);
-                    err = EINVAL;
-                } else if (!e->repeat_of && entered_past_entry(entries, sizes, n, i, &threaded_at)) {
-                    snprintf(reason, sizeof reason,
-                             "its code at 0x%lx runs in a loop that need not pass its entry (a jump threaded "
-                             "into the copy past its entry): an entry hook would not see every call",
-                             (unsigned long)threaded_at);
-                    refused_copy = entries[i].entry;
-                    err = EINVAL;
-                }
             }
         }
         /* Else the 8 bytes from the entry: the patch is made only by a
@@ -304,6 +379,12 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
         }
         if (!add_site(out, &site, window))
             err = ENOMEM;
+        if (!err && keeper.at) {
+            uintptr_t keeper_window = keeper.at;
+            code_jmp_window(keeper.at, &keeper_window);
+            if (!add_site(out, &keeper, keeper_window))
+                err = ENOMEM;
+        }
     }
     if (!err && out->left_out && (!partial || out->count == 0)) {
         if (out->count)
@@ -332,8 +413,22 @@ static int make_stub(const struct entry_site *site, uint32_t id, const char *nam
     place_load(&e, RSI, &site->where);
     place_load(&e, RDX, &site->size);
     place_load(&e, RCX, &site->caller);
-    emit_mov_imm64(&e, RDI, id);
-    emit_mov_imm64(&e, RAX, (uint64_t)(uintptr_t)handler);
+    switch (site->kind) {
+    case SITE_CALLS_HANDLER:
+        emit_mov_imm64(&e, RDI, id);
+        emit_mov_imm64(&e, RAX, (uint64_t)(uintptr_t)handler);
+        break;
+    case SITE_KEEPS_ENTRY_VALUE:   /* (key, the register, the CFA) */
+        emit_mov_imm64(&e, RDI, site->key);
+        emit_mov_imm64(&e, RAX, (uint64_t)(uintptr_t)entry_value_keep);
+        break;
+    case SITE_RECALLS_ENTRY_VALUE:   /* (id, the CFA, second, caller, handler, key) */
+        emit_mov_imm64(&e, RDI, id);
+        emit_mov_imm64(&e, R8, (uint64_t)(uintptr_t)handler);
+        emit_mov_imm64(&e, R9, site->key);
+        emit_mov_imm64(&e, RAX, (uint64_t)(uintptr_t)entry_value_recall);
+        break;
+    }
     emit_call_reg(&e, RAX);
     stub_keep_end(&e);
     struct relocation r;

@@ -19,8 +19,16 @@
  * or inlined from. */
 typedef void entry_handler_fn(uint32_t id, uint64_t value, uint64_t second, uintptr_t caller);
 
+/* What a site's stub does: call the handler with the parameter; or, for a
+ * parameter that is a register's value at its function's entry
+ * (PARAM_ENTRY_VALUE, entry_value.h), keep that register at the function's
+ * entry, or recall it at the copy (`where` is then the copy's CFA). */
+enum entry_site_kind { SITE_CALLS_HANDLER, SITE_KEEPS_ENTRY_VALUE, SITE_RECALLS_ENTRY_VALUE };
+
 struct entry_site {
     uintptr_t at;              /* the copy's entry (run-time address) */
+    enum entry_site_kind kind;
+    uint64_t key;              /* kept and recalled values: the function's entry */
     size_t moved;              /* the whole instructions the jmp covers */
     struct inline_entry where; /* the parameter's place there */
     struct inline_entry size;  /* the second's (the constant 0 when none) */

@@ -274,6 +274,8 @@ static int collect_entry(void *ctx, const struct inline_entry *e)
     at->entry += c->bias;
     if (at->repeat_of)
         at->repeat_of += c->bias;
+    if (at->function_entry)
+        at->function_entry += c->bias;
     if (at->body)
         at->body += c->bias;
     for (unsigned i = 0; i < e->function_ranges && i < INLINE_FUNCTION_RANGES; i++)

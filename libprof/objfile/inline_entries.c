@@ -152,6 +152,24 @@ static bool read_computation(Dwarf_Locdesc_c desc, Dwarf_Unsigned ops, struct in
     return true;
 }
 
+/* DW_OP_entry_value's block when it is one DW_OP_regN of a general
+ * register (libdwarf gives the block's length and address): its number
+ * into e->reg. */
+static bool entry_register(Dwarf_Locdesc_c desc, struct inline_entry *e)
+{
+    Dwarf_Error error = NULL;
+    Dwarf_Small atom;
+    Dwarf_Unsigned length, block, op3, raw1, raw2, raw3, branch;
+    if (dwarf_get_location_op_value_d(desc, 0, &atom, &length, &block, &op3, &raw1, &raw2, &raw3, &branch,
+                                      &error) != DW_DLV_OK || length != 1 || !block)
+        return false;
+    uint8_t op = *(const uint8_t *)(uintptr_t)block;
+    if (op < DW_OP_reg0 || op > DW_OP_reg15)
+        return false;
+    e->reg = op - DW_OP_reg0;
+    return true;
+}
+
 /* One location expression, in libdwarf's form, as a place. */
 static void read_expression(Dwarf_Locdesc_c desc, Dwarf_Unsigned ops, struct inline_entry *e)
 {
@@ -179,6 +197,12 @@ static void read_expression(Dwarf_Locdesc_c desc, Dwarf_Unsigned ops, struct inl
     } else if (ops == 2 && atom[1] == DW_OP_stack_value &&
                (atom[0] == DW_OP_constu || atom[0] == DW_OP_consts || (atom[0] >= DW_OP_const1u && atom[0] <= DW_OP_const8s))) {
         e->place = PARAM_CONSTANT, e->value = op1[0];
+    } else if (ops == 2 && atom[1] == DW_OP_stack_value &&
+               (atom[0] == DW_OP_entry_value || atom[0] == DW_OP_GNU_entry_value) && entry_register(desc, e)) {
+        e->place = PARAM_ENTRY_VALUE;
+    } else if (ops >= 1 && atom[0] == DW_OP_GNU_parameter_ref) {
+        snprintf(e->why, sizeof e->why, "the function it is in no longer takes it (DW_OP_GNU_parameter_ref: "
+                 "GCC dropped the argument its callers passed)");
     } else if (ops == 0) {
         snprintf(e->why, sizeof e->why, "it is optimized out there");
     } else if (!read_computation(desc, ops, e)) {
@@ -378,6 +402,7 @@ static bool report_copy(void *ctx, Dwarf_Die copy, Dwarf_Die function, bool inli
         snprintf(e.why, sizeof e.why, "this copy has no parameter %s", w->parameter);
     if (e.place == PARAM_FRAME_MEMORY)
         read_frame_base(w, function, &e);
+    e.function_entry = entry_of(w, function);
     dwarf_walk_ranges(w->dbg, function, w->cu_base, add_function_range, &e);
     if (inlined)
         dwarf_walk_ranges(w->dbg, copy, w->cu_base, add_copy_range, &e);
@@ -392,7 +417,7 @@ static bool report_copy(void *ctx, Dwarf_Die copy, Dwarf_Die function, bool inli
     for (unsigned i = 0; i < repeats && !stop; i++) {
         struct inline_entry again = { .entry = starts[i], .inlined = true, .repeat_of = e.entry,
                                       .place = PARAM_UNREADABLE, .function_ranges = e.function_ranges,
-                                      .copy_ranges = e.copy_ranges };
+                                      .copy_ranges = e.copy_ranges, .function_entry = e.function_entry };
         memcpy(again.function_start, e.function_start, sizeof e.function_start);
         memcpy(again.function_end, e.function_end, sizeof e.function_end);
         memcpy(again.copy_start, e.copy_start, sizeof e.copy_start);

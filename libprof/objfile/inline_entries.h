@@ -23,6 +23,9 @@ enum param_place {
     PARAM_EXPRESSION,   /* computed by the DWARF expression `ops` from the registers (and memory) there:
                            its value when `is_value` (it ended with DW_OP_stack_value), else the address
                            of the value */
+    PARAM_ENTRY_VALUE,  /* the value general register `reg` had at the entry of the function the copy is in,
+                           `function_entry` (DW_OP_entry_value(DW_OP_regN), DW_OP_stack_value: GCC, for a
+                           parameter passed on from that function's own argument) */
     PARAM_CFA,          /* the CFA itself (DW_OP_call_frame_cfa): what a frame base is, never a parameter */
     PARAM_UNREADABLE,   /* `why` says what the location is */
 };
@@ -47,6 +50,7 @@ struct inline_entry {
     uint64_t holds_low, holds_high;
     int64_t frame_offset;
     uint64_t value;
+    uint64_t function_entry;   /* the entry of the function the copy is in (a file address) */
     /* PARAM_EXPRESSION: the operations (DW_OP_stack_value left off), each
      * of a kind inline_entries.c accepts, the stack never deeper than
      * INLINE_EXPRESSION_DEPTH nor popped when empty. */

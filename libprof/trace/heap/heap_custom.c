@@ -11,6 +11,7 @@
 #include "../../hook/got.h"
 #include "../../hook/store_site.h"
 #include "../../hook/entry_site.h"
+#include "../../hook/entry_value.h"
 #include "../../hook/intercept.h"
 #include <dlfcn.h>
 #include <errno.h>
@@ -196,12 +197,17 @@ static bool parse(const char *spec, struct custom_hook *h)
 static void describe(const struct custom_hook *h, size_t slots, char *message, size_t size)
 {
     if (h->inlined) {
-        size_t own = 0, repeats = 0;
+        size_t own = 0, repeats = 0, keepers = 0;
         for (size_t i = 0; i < h->entry.count; i++) {
-            own += !h->entry.sites[i].where.inlined;
-            repeats += h->entry.sites[i].where.repeat_of != 0;
+            const struct entry_site *site = &h->entry.sites[i];
+            if (site->kind == SITE_KEEPS_ENTRY_VALUE) {
+                keepers++;
+                continue;
+            }
+            own += !site->where.inlined;
+            repeats += site->where.repeat_of != 0;
         }
-        slots -= repeats;
+        slots -= repeats + keepers;
         char what[300];
         if (!h->inline_alloc)
             snprintf(what, sizeof what, "frees the block at its parameter %s", h->in);
@@ -216,6 +222,10 @@ static void describe(const struct custom_hook *h, size_t slots, char *message, s
         if (repeats && n > 0 && (size_t)n < size)
             n += snprintf(message + n, size - (size_t)n,
                           ", and at %zu more start%s of unrolled copies, each a call", repeats, repeats == 1 ? "" : "s");
+        if (keepers && n > 0 && (size_t)n < size)
+            n += snprintf(message + n, size - (size_t)n,
+                          ", and at %zu function entr%s that keep%s the register the parameter is passed on from",
+                          keepers, keepers == 1 ? "y" : "ies", keepers == 1 ? "s" : "");
         if (h->entry.left_out && n > 0 && (size_t)n < size)
             snprintf(message + n, size - (size_t)n, "; %zu cop%s left out (--partial: what %s there is not seen): %s",
                      h->entry.left_out, h->entry.left_out == 1 ? "y" : "ies", h->inline_alloc ? "it makes" : "it frees",
@@ -603,6 +613,13 @@ void heap_custom_warnings(struct out *o)
                                    : " left out (--partial): the blocks freed there still count as live: ");
         out_str(o, h->entry.left_out_why);
         out_char(o, '\n');
+    }
+    uint64_t missed = entry_value_missed();
+    if (missed) {
+        out_str(o, "# warning: ");
+        out_u64(o, missed);
+        out_str(o, " hooked calls found no value kept at their function's entry (a frame left by longjmp, or "
+                   "more than 64 nested): not counted\n");
     }
     pthread_mutex_unlock(&custom_lock);
 }
