@@ -140,46 +140,88 @@ static uint64_t copy_range_end(const struct inline_entry *e, uint64_t pc)
     return 0;
 }
 
-/* A further start of a copy (e->repeat_of) is one call of its own only when
+/* A further start of a copy (e->further_start_of) is one call of its own only when
  * it begins as the entry does: the same statement's code again, as an
  * unrolled loop has it, not the rest of one statement resumed after other
  * code was scheduled in between (one call passing both starts). */
 static bool repeats_entry(const struct inline_entry *e)
 {
-    uint64_t end = copy_range_end(e, e->entry), first_end = copy_range_end(e, e->repeat_of);
+    uint64_t end = copy_range_end(e, e->entry), first_end = copy_range_end(e, e->further_start_of);
     if (!end || !first_end)
         return false;
-    size_t avail = end - e->entry < first_end - e->repeat_of ? end - e->entry : first_end - e->repeat_of;
-    return decode_same_operation((const void *)(uintptr_t)e->repeat_of, e->repeat_of,
+    size_t avail = end - e->entry < first_end - e->further_start_of ? end - e->entry : first_end - e->further_start_of;
+    return decode_same_operation((const void *)(uintptr_t)e->further_start_of, e->further_start_of,
                                  (const void *)(uintptr_t)e->entry, e->entry, avail < 15 ? avail : 15);
+}
+
+/* The further starts of copy i hooked because jumps are threaded into them. */
+struct threaded_starts {
+    uint64_t copy;
+    unsigned count;
+    uint64_t starts[INLINE_COPY_RANGES];
+};
+
+static bool threaded_wanted(const struct threaded_starts *t, const struct inline_entry *e)
+{
+    for (unsigned k = 0; k < t->count && e->further_start_of == t->copy; k++)
+        if (t->starts[k] == e->entry)
+            return true;
+    return false;
 }
 
 /* GCC's jump threading: code of the copy that a loop runs again and again
  * without passing its entry (the caller branching straight into the
  * copy's later code) is calls unseen (flow.h says how it is told from code
- * run before the entry). The copy's starts are its entry and the entries
- * after it that repeat it (inline_entries.c gives them in that order),
- * each where it is hooked. False also when the flow cannot be followed (a
- * switch's indirect jump): then the entry is hooked as before. */
-static bool entered_past_entry(const struct inline_entry *entries, const struct inline_entry *sizes, size_t n,
-                               size_t i, uintptr_t *at)
+ * run before the entry). The copy's starts are its entry and the further
+ * starts after it (inline_entries.c gives them in that order), each where
+ * it is hooked. Where the hook frees (`frees`), the start of the range that
+ * code is in is hooked too: a call that passes both frees its block twice,
+ * and the second finds it gone, which changes nothing. 0 (also when the
+ * flow cannot be followed, a switch's indirect jump: then the entry is
+ * hooked as before), or EINVAL with `reason`. */
+static int threaded_into(const struct inline_entry *entries, const struct inline_entry *sizes, size_t n, size_t i,
+                         bool frees, struct threaded_starts *t, char *reason, size_t size)
 {
     const struct inline_entry *e = &entries[i];
+    *t = (struct threaded_starts){ .copy = e->entry };
     if (!e->inlined || e->function_ranges == 0 || e->function_ranges > INLINE_FUNCTION_RANGES ||
         e->copy_ranges == 0 || e->copy_ranges > INLINE_COPY_RANGES)
-        return false;
-    uintptr_t barriers[INLINE_COPY_RANGES + 1];
+        return 0;
+    uintptr_t barriers[2 * INLINE_COPY_RANGES + 1];
     size_t nb = 0;
-    for (size_t k = i; k < n && nb < INLINE_COPY_RANGES + 1 && (k == i || entries[k].repeat_of == e->entry); k++)
-        barriers[nb++] = (uintptr_t)past_padding(&entries[k], sizes ? &sizes[k] : NULL);
+    barriers[nb++] = (uintptr_t)past_padding(e, sizes ? &sizes[i] : NULL);
+    for (size_t k = i + 1; k < n && entries[k].further_start_of == e->entry; k++)
+        if (entries[k].same_row)
+            barriers[nb++] = (uintptr_t)past_padding(&entries[k], sizes ? &sizes[k] : NULL);
     struct code_range function[INLINE_FUNCTION_RANGES], copy[INLINE_COPY_RANGES];
     for (unsigned k = 0; k < e->function_ranges; k++)
         function[k] = (struct code_range){ (uintptr_t)e->function_start[k],
                                            (size_t)(e->function_end[k] - e->function_start[k]) };
     for (unsigned k = 0; k < e->copy_ranges; k++)
         copy[k] = (struct code_range){ (uintptr_t)e->copy_start[k], (size_t)(e->copy_end[k] - e->copy_start[k]) };
-    return flow_effect_unguarded(function, e->function_ranges, function[0].start, barriers, nb, copy,
-                                 e->copy_ranges, at) == FLOW_REACHES;
+    uintptr_t at;
+    while (flow_effect_unguarded(function, e->function_ranges, function[0].start, barriers, nb, copy,
+                                 e->copy_ranges, &at) == FLOW_REACHES) {
+        /* The further start whose range holds that code, not hooked yet. */
+        size_t found = n;
+        for (size_t k = i + 1; k < n && entries[k].further_start_of == e->entry && found == n; k++)
+            if (!entries[k].same_row && !threaded_wanted(t, &entries[k]) && entries[k].entry <= at &&
+                at < copy_range_end(e, entries[k].entry))
+                found = k;
+        if (!frees || found == n || nb == sizeof barriers / sizeof *barriers) {
+            snprintf(reason, size,
+                     "its code at 0x%lx runs in a loop that need not pass its entry (a jump threaded into the copy "
+                     "past its entry): %s", (unsigned long)at,
+                     !frees ? "an entry hook would not see every call, and one that makes blocks there too would "
+                              "make some twice"
+                            : "an entry hook would not see every call, and no start of its ranges leads there");
+            t->count = 0;
+            return EINVAL;
+        }
+        barriers[nb++] = (uintptr_t)past_padding(&entries[found], sizes ? &sizes[found] : NULL);
+        t->starts[t->count++] = entries[found].entry;
+    }
+    return 0;
 }
 
 /* A copy left out (--partial): its reason added to the list. */
@@ -254,7 +296,8 @@ static int recall_entry_value(const struct entry_patch *out, struct entry_site *
         return EINVAL;
     }
     site->where.inlined = e->inlined;   /* what the copy is, for the counts */
-    site->where.repeat_of = e->repeat_of;
+    site->where.further_start_of = e->further_start_of;
+    site->where.same_row = e->same_row;
     site->kind = SITE_RECALLS_ENTRY_VALUE;
     site->key = e->function_entry;
     for (size_t i = 0; i < out->count; i++)
@@ -279,15 +322,18 @@ static int recall_entry_value(const struct entry_patch *out, struct entry_site *
 }
 
 int entry_sites_prepare(const struct inline_entry *entries, const struct inline_entry *sizes, size_t n,
-                        const char *const names[2], bool partial, struct entry_patch *out, char *why,
+                        const char *const names[2], bool partial, bool frees, struct entry_patch *out, char *why,
                         size_t why_size)
 {
     memset(out, 0, sizeof *out);
     int err = 0;
     uint64_t refused_copy = 0;   /* a copy entered past its entry: its further starts go too */
+    struct threaded_starts threaded = { .count = 0 };
     for (size_t i = 0; i < n && !err; i++) {
         struct inline_entry copy = entries[i];
         const struct inline_entry *e = &copy;
+        if (copy.further_start_of && !copy.same_row && !threaded_wanted(&threaded, &copy))
+            continue;   /* no jump lands there unseen: not hooked */
         if (copy.place == PARAM_FRAME_MEMORY && (copy.frame_is_cfa || copy.frame_is_rbp) && !copy.body &&
             !copy.inlined)
             copy.body = body_past_spills(&copy);
@@ -307,16 +353,15 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
         bool on_stack = e->place == PARAM_FRAME_MEMORY || site.size.place == PARAM_FRAME_MEMORY;
         char reason[288], place_why[224];
         struct cfi_rule rule;
-        uintptr_t threaded_at;
         struct entry_site keeper = { .at = 0 };
-        if (e->repeat_of && e->repeat_of == refused_copy) {
+        if (e->further_start_of && e->further_start_of == refused_copy) {
             snprintf(reason, sizeof reason, "a further start of the copy at 0x%lx, refused", (unsigned long)refused_copy);
             err = EINVAL;
-        } else if (e->repeat_of && !repeats_entry(e)) {
+        } else if (e->further_start_of && e->same_row && !repeats_entry(e)) {
             snprintf(reason, sizeof reason,
                      "its range at 0x%lx starts with the line its entry at 0x%lx does, but not with the same "
                      "instruction: neither an unrolled loop's copy nor the same call (an entry hook would not "
-                     "count calls right)", (unsigned long)e->entry, (unsigned long)e->repeat_of);
+                     "count calls right)", (unsigned long)e->entry, (unsigned long)e->further_start_of);
             err = EINVAL;
         } else if (!readable_place(e, place_why, sizeof place_why)) {
             snprintf(reason, sizeof reason, "parameter %s: %s", names[0], place_why);
@@ -354,14 +399,9 @@ int entry_sites_prepare(const struct inline_entry *entries, const struct inline_
             err = fit(&site, e, reason, sizeof reason);
             if (!err && e->place == PARAM_ENTRY_VALUE)
                 err = recall_entry_value(out, &site, e, &keeper, reason, sizeof reason);
-            if (!err && !e->repeat_of && entered_past_entry(entries, sizes, n, i, &threaded_at)) {
-                snprintf(reason, sizeof reason,
-                         "its code at 0x%lx runs in a loop that need not pass its entry (a jump threaded "
-                         "into the copy past its entry): an entry hook would not see every call",
-                         (unsigned long)threaded_at);
+            if (!err && !e->further_start_of &&
+                (err = threaded_into(entries, sizes, n, i, frees, &threaded, reason, sizeof reason)) != 0)
                 refused_copy = entries[i].entry;
-                err = EINVAL;
-            }
         }
         /* Else the 8 bytes from the entry: the patch is made only by a
          * thread alone in its process (EXDEV). */

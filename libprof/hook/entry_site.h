@@ -55,11 +55,14 @@ struct entry_patch {
  * an errno with a one-line `why` naming the copy: EINVAL (a place that
  * cannot be read there, an instruction that cannot be moved, a branch into
  * the bytes the patch takes: every such copy named, "; " between, and
- * "(--partial hooks the other N)"), ENOMEM. With `partial`, the copies
+ * "(--partial hooks the other N)"), ENOMEM. `frees`: the handler frees
+ * the block at the parameter (a second free of it changes nothing), so a
+ * copy a jump is threaded into past its entry is also hooked where the jump
+ * lands; else such a copy is refused. With `partial`, the copies
  * refused so are left out (out->left_out says which and why), and EINVAL
  * only when no copy is left. */
 int entry_sites_prepare(const struct inline_entry *entries, const struct inline_entry *seconds, size_t n,
-                        const char *const names[2], bool partial, struct entry_patch *out, char *why,
+                        const char *const names[2], bool partial, bool frees, struct entry_patch *out, char *why,
                         size_t why_size);
 /* Patch every site, all or none: `handler` at each entry (a
  * jmp no 8 bytes within a cache line hold is written only by a thread

@@ -25,7 +25,11 @@ void entry_value_keep(uint64_t key, uint64_t value, uint64_t cfa)
             kept[i - 1] = kept[i];
         kept_count--;
     }
-    kept[kept_count++] = (struct kept_value){ key, cfa, value };
+    /* The entry written before it counts: a signal handler running the
+     * same function in between keeps its own above it. */
+    kept[kept_count] = (struct kept_value){ key, cfa, value };
+    atomic_signal_fence(memory_order_seq_cst);
+    kept_count++;
 }
 
 void entry_value_recall(uint32_t id, uint64_t cfa, uint64_t second, uintptr_t caller, entry_handler_fn *handler,

@@ -272,8 +272,8 @@ static int collect_entry(void *ctx, const struct inline_entry *e)
     struct inline_entry *at = &(*c->entries)[c->count++];
     *at = *e;
     at->entry += c->bias;
-    if (at->repeat_of)
-        at->repeat_of += c->bias;
+    if (at->further_start_of)
+        at->further_start_of += c->bias;
     if (at->function_entry)
         at->function_entry += c->bias;
     if (at->body)

@@ -328,25 +328,26 @@ static bool row_at(Dwarf_Line *lines, Dwarf_Signed count, uint64_t addr, Dwarf_U
     return false;
 }
 
-/* An inlined copy whose code is in several ranges, more than one of which
- * starts with the row its entry starts with: the loop it is in was
- * unrolled, or its code duplicated, and the one DIE stands for several
- * calls (clang). Each such range's start is kept in `starts` (at most
- * INLINE_COPY_RANGES); how many, 0 when none. */
-static unsigned repeated_entry_rows(struct walk *w, const struct inline_entry *e, uint64_t *starts)
+/* The starts of an inlined copy's other ranges (not empty, not its entry),
+ * at most INLINE_COPY_RANGES, into `starts`, and which start with the row
+ * its entry starts with (the loop it is in was unrolled, or its code
+ * duplicated, and the one DIE stands for several calls: clang): how many. */
+static unsigned further_starts(struct walk *w, const struct inline_entry *e, uint64_t *starts, bool *same_row)
 {
     if (e->copy_ranges < 2 || e->copy_ranges > INLINE_COPY_RANGES)
         return 0;
     Dwarf_Line *lines;
     Dwarf_Signed count = unit_lines(w, &lines);
     Dwarf_Unsigned line, column, other_line, other_column;
-    unsigned repeats = 0;
-    if (row_at(lines, count, e->entry, &line, &column))
-        for (unsigned i = 0; i < e->copy_ranges; i++)
-            if (e->copy_start[i] != e->entry && row_at(lines, count, e->copy_start[i], &other_line, &other_column) &&
-                other_line == line && other_column == column)
-                starts[repeats++] = e->copy_start[i];
-    return repeats;
+    bool entry_row = row_at(lines, count, e->entry, &line, &column);
+    unsigned n = 0;
+    for (unsigned i = 0; i < e->copy_ranges; i++)
+        if (e->copy_start[i] != e->entry && e->copy_start[i] < e->copy_end[i]) {
+            starts[n] = e->copy_start[i];
+            same_row[n++] = entry_row && row_at(lines, count, e->copy_start[i], &other_line, &other_column) &&
+                            other_line == line && other_column == column;
+        }
+    return n;
 }
 
 /* A range kept in arrays of `cap`; *n counts them all (more than `cap`:
@@ -411,11 +412,13 @@ static bool report_copy(void *ctx, Dwarf_Die copy, Dwarf_Die function, bool inli
             if (e.function_start[i] <= e.entry && e.entry < e.function_end[i])
                 e.body = body_after_prologue(w, e.entry, e.function_end[i]);
     uint64_t starts[INLINE_COPY_RANGES];
-    unsigned repeats = inlined ? repeated_entry_rows(w, &e, starts) : 0;
+    bool same_row[INLINE_COPY_RANGES];
+    unsigned further = inlined ? further_starts(w, &e, starts, same_row) : 0;
     bool stop = w->each(w->ctx, &e) != 0;
     /* Each further start: the parameter's place read there. */
-    for (unsigned i = 0; i < repeats && !stop; i++) {
-        struct inline_entry again = { .entry = starts[i], .inlined = true, .repeat_of = e.entry,
+    for (unsigned i = 0; i < further && !stop; i++) {
+        struct inline_entry again = { .entry = starts[i], .inlined = true, .further_start_of = e.entry,
+                                      .same_row = same_row[i],
                                       .place = PARAM_UNREADABLE, .function_ranges = e.function_ranges,
                                       .copy_ranges = e.copy_ranges, .function_entry = e.function_entry };
         memcpy(again.function_start, e.function_start, sizeof e.function_start);

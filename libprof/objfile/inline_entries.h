@@ -33,12 +33,15 @@ enum param_place {
 struct inline_entry {
     uint64_t entry;          /* a file address */
     bool inlined;            /* an inlined copy, else the function's own */
-    /* Not 0: this is a further start of an inlined copy, a range of it that
-     * starts with the line and column its entry starts with (clang's one DIE
-     * for the copies of an unrolled loop, or code duplicated): the copy's
-     * entry it repeats. entry_site.c hooks it when its first instruction
-     * does what the entry's does, each start then being one call. */
-    uint64_t repeat_of;
+    /* Not 0: this is a further start of an inlined copy, the start of
+     * another of its ranges; the copy's entry. `same_row`: it starts with
+     * the line and column the entry starts with (clang's one DIE for the
+     * copies of an unrolled loop, or code duplicated): entry_site.c hooks it
+     * as a call of its own when its first instruction does what the entry's
+     * does. The others are where a jump threaded into the copy may land,
+     * hooked only when the caller's control flow says so. */
+    uint64_t further_start_of;
+    bool same_row;
     enum param_place place;
     unsigned reg;
     int64_t offset;

@@ -197,7 +197,7 @@ static bool parse(const char *spec, struct custom_hook *h)
 static void describe(const struct custom_hook *h, size_t slots, char *message, size_t size)
 {
     if (h->inlined) {
-        size_t own = 0, repeats = 0, keepers = 0;
+        size_t own = 0, repeats = 0, keepers = 0, threaded = 0;
         for (size_t i = 0; i < h->entry.count; i++) {
             const struct entry_site *site = &h->entry.sites[i];
             if (site->kind == SITE_KEEPS_ENTRY_VALUE) {
@@ -205,9 +205,10 @@ static void describe(const struct custom_hook *h, size_t slots, char *message, s
                 continue;
             }
             own += !site->where.inlined;
-            repeats += site->where.repeat_of != 0;
+            repeats += site->where.further_start_of && site->where.same_row;
+            threaded += site->where.further_start_of && !site->where.same_row;
         }
-        slots -= repeats + keepers;
+        slots -= repeats + keepers + threaded;
         char what[300];
         if (!h->inline_alloc)
             snprintf(what, sizeof what, "frees the block at its parameter %s", h->in);
@@ -222,6 +223,10 @@ static void describe(const struct custom_hook *h, size_t slots, char *message, s
         if (repeats && n > 0 && (size_t)n < size)
             n += snprintf(message + n, size - (size_t)n,
                           ", and at %zu more start%s of unrolled copies, each a call", repeats, repeats == 1 ? "" : "s");
+        if (threaded && n > 0 && (size_t)n < size)
+            n += snprintf(message + n, size - (size_t)n,
+                          ", and at %zu place%s a jump is threaded into past a copy's entry (a block freed at both "
+                          "is freed once)", threaded, threaded == 1 ? "" : "s");
         if (keepers && n > 0 && (size_t)n < size)
             n += snprintf(message + n, size - (size_t)n,
                           ", and at %zu function entr%s that keep%s the register the parameter is passed on from",
@@ -450,10 +455,11 @@ static enum memprof_status patch_entries(uint32_t id, struct custom_hook *h, cha
         return err == ENOMEM ? MEMPROF_NO_MEMORY : MEMPROF_BAD_ARGUMENT;
     char why[400];
     const char *names[2] = { h->in, h->second };
-    err = entry_sites_prepare(set.entries, set.seconds, set.count, names, h->partial, &h->entry, why, sizeof why);
+    err = entry_sites_prepare(set.entries, set.seconds, set.count, names, h->partial, !h->inline_alloc, &h->entry,
+                              why, sizeof why);
     size_t found = 0;   /* the copies, not the further starts of one */
     for (size_t i = 0; i < set.count; i++)
-        found += !set.entries[i].repeat_of;
+        found += !set.entries[i].further_start_of;
     for (size_t i = 0, used = 0; i < set.own_count && used < sizeof h->own_names; i++)
         used += (size_t)snprintf(h->own_names + used, sizeof h->own_names - used, "%s%s", i ? ", " : "",
                                  set.own[i].name);
