@@ -5,8 +5,7 @@
 #include <string.h>
 
 /* One walk over the instructions of `region` from a start: a bit per byte
- * of the region seen, and the instructions still to visit, each with the
- * one that led to it. */
+ * of the region seen, and the instructions still to visit. */
 struct walk {
     const struct code_range *region;
     size_t nr;
@@ -14,8 +13,8 @@ struct walk {
     size_t nb;
     uint8_t *seen;
     size_t seen_bytes;
-    uintptr_t *pending, *pending_from;
-    size_t pending_count, pending_bytes, pending_from_bytes;
+    uintptr_t *pending;
+    size_t pending_count, pending_bytes;
     bool no_memory;
 };
 
@@ -55,30 +54,27 @@ static void walk_end(struct walk *w)
 {
     pages_free(w->seen, w->seen_bytes);
     pages_free(w->pending, w->pending_bytes);
-    pages_free(w->pending_from, w->pending_from_bytes);
 }
 
 /* `pc` (in the region, not a barrier) to be visited, once. */
-static void push(struct walk *w, uintptr_t pc, uintptr_t from)
+static void push(struct walk *w, uintptr_t pc)
 {
     size_t bit;
     if (is_barrier(w, pc) || !find(w->region, w->nr, pc, &bit, NULL) || (w->seen[bit / 8] & (1u << (bit % 8))))
         return;
     w->seen[bit / 8] |= (uint8_t)(1u << (bit % 8));
     size_t need = (w->pending_count + 1) * sizeof *w->pending;
-    if (!pages_grow((void **)&w->pending, &w->pending_bytes, need, 4096) ||
-        !pages_grow((void **)&w->pending_from, &w->pending_from_bytes, need, 4096)) {
+    if (!pages_grow((void **)&w->pending, &w->pending_bytes, need, 4096)) {
         w->no_memory = true;
         return;
     }
-    w->pending[w->pending_count] = pc;
-    w->pending_from[w->pending_count++] = from;
+    w->pending[w->pending_count++] = pc;
 }
 
 /* Where the instruction at `pc` (in the region) may go next: up to two
- * places, *count of them; `leaves`: it returns, or jumps nowhere known.
- * False when it does not decode or jumps indirectly. */
-static bool successors(const struct walk *w, uintptr_t pc, uintptr_t next[2], unsigned *count, bool *leaves)
+ * places, *count of them (none: it returns). False when it does not decode
+ * or jumps indirectly. */
+static bool successors(const struct walk *w, uintptr_t pc, uintptr_t next[2], unsigned *count)
 {
     uintptr_t end = pc;
     find(w->region, w->nr, pc, NULL, &end);
@@ -86,7 +82,6 @@ static bool successors(const struct walk *w, uintptr_t pc, uintptr_t next[2], un
     if (!decode_insn((const void *)pc, end - pc, pc, &in) || in.kind == INSN_JMP_INDIRECT)
         return false;   /* a switch's table: where it goes is not in the code */
     *count = 0;
-    *leaves = in.kind == INSN_RET;
     if (in.kind == INSN_JMP_REL32 || in.kind == INSN_BRANCH_REL)
         next[(*count)++] = in.target;
     if (in.kind != INSN_JMP_REL32 && in.kind != INSN_RET && !(in.kind == INSN_BRANCH_REL && in.is_jmp8))
@@ -100,19 +95,18 @@ static enum flow_result cycles_back(struct walk *w, uintptr_t from)
 {
     uintptr_t next[2];
     unsigned count;
-    bool leaves;
-    if (!successors(w, from, next, &count, &leaves))
+    if (!successors(w, from, next, &count))
         return FLOW_UNKNOWN;
     for (unsigned i = 0; i < count; i++)
-        push(w, next[i], from);
+        push(w, next[i]);
     while (w->pending_count && !w->no_memory) {
         uintptr_t pc = w->pending[--w->pending_count];
         if (pc == from)
             return FLOW_REACHES;
-        if (!successors(w, pc, next, &count, &leaves))
+        if (!successors(w, pc, next, &count))
             return FLOW_UNKNOWN;
         for (unsigned i = 0; i < count; i++)
-            push(w, next[i], pc);
+            push(w, next[i]);
     }
     return w->no_memory ? FLOW_UNKNOWN : FLOW_CLEAR;
 }
@@ -132,13 +126,12 @@ enum flow_result flow_effect_unguarded(const struct code_range *function, size_t
     if (!readable || !walk_begin(&w, function, nf, barriers, nb))
         return FLOW_UNKNOWN;
     enum flow_result result = FLOW_CLEAR;
-    push(&w, start, start);
+    push(&w, start);
     while (result == FLOW_CLEAR && w.pending_count && !w.no_memory) {
         uintptr_t pc = w.pending[--w.pending_count], end = pc;
         uintptr_t next[2];
         unsigned count;
-        bool leaves;
-        if (!successors(&w, pc, next, &count, &leaves)) {
+        if (!successors(&w, pc, next, &count)) {
             result = FLOW_UNKNOWN;
             break;
         }
@@ -155,7 +148,7 @@ enum flow_result flow_effect_unguarded(const struct code_range *function, size_t
                 *at = pc;
         }
         for (unsigned i = 0; result == FLOW_CLEAR && i < count; i++)
-            push(&w, next[i], pc);
+            push(&w, next[i]);
     }
     if (w.no_memory)
         result = FLOW_UNKNOWN;
