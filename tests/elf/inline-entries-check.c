@@ -18,6 +18,8 @@
 static int print(void *ctx, const struct inline_entry *e)
 {
     (void)ctx;
+    if (e->further_start_of)
+        return 0;   /* a further start of a copy: readelf-copies.py lists each copy once, at its entry */
     printf("%" PRIx64 " %s ", e->entry, e->inlined ? "inlined" : "own");
     switch (e->place) {
     case PARAM_REGISTER: printf("reg %u\n", e->reg); break;
@@ -51,6 +53,7 @@ static int print(void *ctx, const struct inline_entry *e)
         }
         printf("\n");
         break;
+    case PARAM_ENTRY_VALUE: printf("entry_value reg %u\n", e->reg); break;
     case PARAM_CFA:
     case PARAM_UNREADABLE: printf("unreadable: %s\n", e->why); break;
     }
