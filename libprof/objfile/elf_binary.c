@@ -7,6 +7,7 @@
 #include "elf_binary.h"
 #include "binary_build.h"
 #include "debugfile.h"
+#include "../arch/aarch64/plt.h"
 #include "../arch/x86_64/decode.h"
 #include <fcntl.h>
 #include <gelf.h>
@@ -39,9 +40,28 @@ struct elf_reader {
     struct needed_version versions[256];
     unsigned version_count;
     bool bind_now;
+    const struct reloc_kinds *kinds;  /* the machine's dynamic relocations */
     struct plt_entry *plt;            /* every PLT entry's slot, decoded once, by slot */
     size_t plt_count;
 };
+
+/* What each machine memprof reads calls the relocations of its imports. */
+struct reloc_kinds {
+    uint16_t machine;
+    unsigned jump_slot, glob_dat, abs64;
+};
+static const struct reloc_kinds reloc_kinds[] = {
+    { EM_X86_64, R_X86_64_JUMP_SLOT, R_X86_64_GLOB_DAT, R_X86_64_64 },
+    { EM_AARCH64, R_AARCH64_JUMP_SLOT, R_AARCH64_GLOB_DAT, R_AARCH64_ABS64 },
+};
+
+static const struct reloc_kinds *kinds_of(uint16_t machine)
+{
+    for (size_t i = 0; i < sizeof reloc_kinds / sizeof *reloc_kinds; i++)
+        if (reloc_kinds[i].machine == machine)
+            return &reloc_kinds[i];
+    return NULL;
+}
 
 static const char *section_at(struct elf_reader *r, uint64_t address)
 {
@@ -205,6 +225,18 @@ static int by_plt_slot(const void *a, const void *b)
     return x->stub < y->stub ? -1 : x->stub > y->stub;
 }
 
+static bool add_plt_entry(struct elf_reader *r, size_t *cap, struct plt_entry entry)
+{
+    if (r->plt_count == *cap) {
+        struct plt_entry *grown = realloc(r->plt, (*cap = *cap ? 2 * *cap : 256) * sizeof *grown);
+        if (!grown)
+            return false;
+        r->plt = grown;
+    }
+    r->plt[r->plt_count++] = entry;
+    return true;
+}
+
 /* Every PLT entry and the slot it jumps through, from each instruction of
  * .plt, .plt.sec and .plt.got decoded from its start. False when out of
  * memory. */
@@ -219,22 +251,28 @@ static bool index_plt(struct elf_reader *r)
             continue;
         Elf_Data *data = elf_getdata(scn, NULL);
         uint64_t entry = shdr.sh_entsize ? shdr.sh_entsize : 16;
+        if (r->kinds->machine == EM_AARCH64) {
+            /* Each entry starts with adrp and ldr of its slot; the first,
+             * PLT0, loads the resolver's and names no import's. */
+            for (size_t at = 0; data && at + 8 <= data->d_size; at += 4) {
+                uint64_t slot;
+                if (!a64_plt_slot((const uint8_t *)data->d_buf + at, data->d_size - at, shdr.sh_addr + at, &slot))
+                    continue;
+                if (!add_plt_entry(r, &cap, (struct plt_entry){ slot, shdr.sh_addr + at, name }))
+                    return false;
+                at += 12;   /* the rest of the entry: add, br */
+            }
+            continue;
+        }
         for (size_t at = 0; data && at < data->d_size;) {
             struct insn insn;
             if (!decode_insn((const uint8_t *)data->d_buf + at, data->d_size - at, shdr.sh_addr + at, &insn)) {
                 at++;   /* padding that is no instruction */
                 continue;
             }
-            if (insn.kind == INSN_JMP_INDIRECT && insn.rip_relative) {
-                if (r->plt_count == cap) {
-                    struct plt_entry *grown = realloc(r->plt, (cap = cap ? 2 * cap : 256) * sizeof *grown);
-                    if (!grown)
-                        return false;
-                    r->plt = grown;
-                }
-                r->plt[r->plt_count++] = (struct plt_entry){ insn.rip_address, shdr.sh_addr + at / entry * entry,
-                                                             name };
-            }
+            if (insn.kind == INSN_JMP_INDIRECT && insn.rip_relative &&
+                !add_plt_entry(r, &cap, (struct plt_entry){ insn.rip_address, shdr.sh_addr + at / entry * entry, name }))
+                return false;
             at += insn.length;
         }
     }
@@ -285,10 +323,11 @@ static bool read_imports(struct elf_reader *r, char *err, size_t errlen)
                 continue;
             unsigned type = (unsigned)GELF_R_TYPE(rela.r_info);
             size_t index = GELF_R_SYM(rela.r_info);
-            const char *kind = type == R_X86_64_JUMP_SLOT ? "JUMP_SLOT"
-                               : type == R_X86_64_GLOB_DAT ? "GLOB_DAT"
-                               : type == R_X86_64_64       ? "64"
-                                                           : NULL;
+            const struct reloc_kinds *k = r->kinds;
+            const char *kind = type == k->jump_slot ? "JUMP_SLOT"
+                               : type == k->glob_dat ? "GLOB_DAT"
+                               : type == k->abs64    ? (k->machine == EM_AARCH64 ? "ABS64" : "64")
+                                                     : NULL;
             if (!kind || index == 0 || !syms || !gelf_getsym(syms, (int)index, &sym))
                 continue;
             const char *name = elf_strptr(r->elf, r->dynsym_shdr.sh_link, sym.st_name);
@@ -300,8 +339,8 @@ static bool read_imports(struct elf_reader *r, char *err, size_t errlen)
             struct binary_import imp = { .symbol = name ? name : "", .slot = rela.r_offset, .slot_kind = kind,
                                          .slot_section = section_at(r, rela.r_offset), .stub_section = "",
                                          .library = v && v->file ? v->file : "", .version = version,
-                                         .lazy = type == R_X86_64_JUMP_SLOT && !r->bind_now };
-            if (type != R_X86_64_64)
+                                         .lazy = type == k->jump_slot && !r->bind_now };
+            if (type != k->abs64)
                 find_plt_entry(r, rela.r_offset, &imp);
             /* libelf's strings go with the file: the import keeps copies. */
             imp.symbol = keep(r->b, imp.symbol), imp.library = keep(r->b, imp.library);
@@ -446,9 +485,9 @@ int elf_binary_read(struct binary *b, const char *path, int fd, char *err, size_
     int rc = read_symbols(r, path, err, errlen, &from) ? 0 : -1;
     if (rc == 0) {
         binary_sort_symbols(b);
-        if (ehdr.e_machine != EM_X86_64) {
-            snprintf(b->imports_why, sizeof b->imports_why, "memprof reads the imports of x86-64 ELF files, not %s",
-                     b->format + 4);
+        if (!(r->kinds = kinds_of(ehdr.e_machine))) {
+            snprintf(b->imports_why, sizeof b->imports_why,
+                     "memprof reads the imports of x86-64 and AArch64 ELF files, not %s", b->format + 4);
         } else if (ehdr.e_type == ET_REL) {
             snprintf(b->imports_why, sizeof b->imports_why,
                      "a relocatable object: what it imports is bound by the linker, not at run time");
@@ -458,13 +497,15 @@ int elf_binary_read(struct binary *b, const char *path, int fd, char *err, size_
         } else {
             rc = -1;
         }
-        snprintf(b->sources, sizeof b->sources,
-                 "symbols from %.200s; %s", from,
-                 dynamic ? (r->bind_now ? "imports from the dynamic relocations (JUMP_SLOT, GLOB_DAT, 64; bound at load: "
-                                          "BIND_NOW), libraries from symbol versions, stubs by decoding .plt*"
-                                        : "imports from the dynamic relocations (JUMP_SLOT, GLOB_DAT, 64), libraries "
-                                          "from symbol versions, stubs by decoding .plt*")
-                         : "no dynamic section: nothing is imported at run time");
+        const char *abs64 = ehdr.e_machine == EM_AARCH64 ? "ABS64" : "64";
+        if (!dynamic)
+            snprintf(b->sources, sizeof b->sources, "symbols from %.200s; no dynamic section: nothing is imported at "
+                     "run time", from);
+        else
+            snprintf(b->sources, sizeof b->sources,
+                     "symbols from %.200s; imports from the dynamic relocations (JUMP_SLOT, GLOB_DAT, %s%s), libraries "
+                     "from symbol versions, stubs by decoding .plt*", from, abs64,
+                     r->bind_now ? "; bound at load: BIND_NOW" : "");
     }
     free(r->plt);
     free(r);
