@@ -91,17 +91,31 @@ static bool place_holds_at(const struct inline_entry *e, uint64_t pc)
     return e->place == PARAM_CONSTANT || (e->holds_low <= pc && pc < e->holds_high);
 }
 
+/* The end of the copy's range that holds `pc` (0: none does). */
+static uint64_t copy_range_end(const struct inline_entry *e, uint64_t pc)
+{
+    for (unsigned k = 0; k < e->copy_ranges && k < INLINE_COPY_RANGES; k++)
+        if (e->copy_start[k] <= pc && pc < e->copy_end[k])
+            return e->copy_end[k];
+    return 0;
+}
+
+/* The code of the function a copy is in, as ranges to decode (at most
+ * INLINE_FUNCTION_RANGES: the callers check). */
+static void function_code(const struct inline_entry *e, struct code_range *ranges)
+{
+    for (unsigned k = 0; k < e->function_ranges && k < INLINE_FUNCTION_RANGES; k++)
+        ranges[k] = (struct code_range){ (uintptr_t)e->function_start[k],
+                                         (size_t)(e->function_end[k] - e->function_start[k]) };
+}
+
 /* An inlined copy's entry past the nops it starts with: with no
  * DW_AT_entry_pc the entry is the copy's lowest address, which clang may
  * make the padding that aligns a loop's head, jumped over, never run. Only
  * within the copy's range, and where the parameters' places still hold. */
 static uint64_t past_padding(const struct inline_entry *e, const struct inline_entry *second)
 {
-    uint64_t end = 0;
-    for (unsigned k = 0; k < e->copy_ranges && k < INLINE_COPY_RANGES; k++)
-        if (e->copy_start[k] <= e->entry && e->entry < e->copy_end[k])
-            end = e->copy_end[k];
-    uint64_t pc = e->entry;
+    uint64_t end = copy_range_end(e, e->entry), pc = e->entry;
     uint8_t length;
     while (pc < end && (length = decode_nop((const void *)(uintptr_t)pc, end - pc)) != 0)
         pc += length;
@@ -128,15 +142,6 @@ static uint64_t body_past_spills(const struct inline_entry *e)
             return spilled ? pc : 0;
         spilled |= step == FRAME_SPILL;
     }
-    return 0;
-}
-
-/* The end of the copy's range that holds `pc` (0: none does). */
-static uint64_t copy_range_end(const struct inline_entry *e, uint64_t pc)
-{
-    for (unsigned k = 0; k < e->copy_ranges && k < INLINE_COPY_RANGES; k++)
-        if (e->copy_start[k] <= pc && pc < e->copy_end[k])
-            return e->copy_end[k];
     return 0;
 }
 
@@ -194,9 +199,7 @@ static int threaded_into(const struct inline_entry *entries, const struct inline
         if (entries[k].same_row)
             barriers[nb++] = (uintptr_t)past_padding(&entries[k], sizes ? &sizes[k] : NULL);
     struct code_range function[INLINE_FUNCTION_RANGES], copy[INLINE_COPY_RANGES];
-    for (unsigned k = 0; k < e->function_ranges; k++)
-        function[k] = (struct code_range){ (uintptr_t)e->function_start[k],
-                                           (size_t)(e->function_end[k] - e->function_start[k]) };
+    function_code(e, function);
     for (unsigned k = 0; k < e->copy_ranges; k++)
         copy[k] = (struct code_range){ (uintptr_t)e->copy_start[k], (size_t)(e->copy_end[k] - e->copy_start[k]) };
     uintptr_t at;
@@ -249,9 +252,7 @@ static int fit(struct entry_site *site, const struct inline_entry *e, char *reas
     }
     site->moved = r.moved;
     struct code_range ranges[INLINE_FUNCTION_RANGES];
-    for (unsigned k = 0; k < e->function_ranges; k++)
-        ranges[k] = (struct code_range){ (uintptr_t)e->function_start[k],
-                                         (size_t)(e->function_end[k] - e->function_start[k]) };
+    function_code(e, ranges);
     uintptr_t from;
     if (relocate_branch_into(ranges, e->function_ranges, site->at, site->moved, &from)) {
         snprintf(reason, size, "the branch at 0x%lx lands inside the %zu bytes a patch takes", (unsigned long)from,
