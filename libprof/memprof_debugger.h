@@ -99,7 +99,7 @@ void memprof_thread_event(const struct memprof_thread_event *event);
  * magic, the version and every size before it reads, and refuses a layout
  * it does not know with a reason. */
 #define MEMPROF_TABLES_MAGIC "memprof-tables\0"
-#define MEMPROF_TABLES_VERSION 4
+#define MEMPROF_TABLES_VERSION 5
 struct memprof_tables {
     char magic[16];               /* MEMPROF_TABLES_MAGIC */
     uint32_t version;             /* MEMPROF_TABLES_VERSION */
@@ -176,6 +176,17 @@ struct memprof_tables {
      * hold counts not added there yet (an origin u32 and a count u32) */
     uint32_t ruby_origin_allocs, ruby_origin_allocs_bytes;
     uint32_t ruby_pc_cache, pc_cache_entries, pc_entry_size, pc_entry_origin, pc_entry_allocs;
+
+    /* Version 5: the older blocks' table (thread_blocks) is packed: slots of
+     * packed_slot_size bytes, a u64 key (the address in its low
+     * packed_addr_bits, odd a tombstone; the origin's low bits above) then a
+     * u64 value (the origin's high packed_origin_high_bits, the size in
+     * packed_size_bits, the number's distance from its array's base in
+     * packed_number_bits above); an array's base is a u64 at
+     * array_number_base. Blocks that do not pack are in a wide table (the
+     * slots above) at thread_spill. */
+    uint32_t thread_spill, array_number_base;
+    uint32_t packed_slot_size, packed_addr_bits, packed_origin_high_bits, packed_size_bits, packed_number_bits;
 };
 extern const struct memprof_tables memprof_tables;
 

@@ -26,6 +26,18 @@ void *pages_alloc_filled(size_t size)
     return map(size, MAP_POPULATE);
 }
 
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *pages_alloc_huge(size_t size)
+{
+    void *p = map(size, 0);
+#ifdef MADV_HUGEPAGE
+    if (p && size >= HUGE_PAGE)
+        madvise(p, size, MADV_HUGEPAGE);   /* a refusal leaves 4 KiB pages: no harm */
+#endif
+    return p;
+}
+
 void *pages_alloc_low(size_t size)
 {
 #ifndef MAP_32BIT   /* x86-64's own */

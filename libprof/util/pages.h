@@ -12,6 +12,11 @@ void *pages_alloc(size_t size);                       /* zeroed; NULL on failure
  * throughout (a table's rebuild, a report's map). One call instead of a
  * fault per page, which under a hypervisor costs microseconds each. */
 void *pages_alloc_filled(size_t size);
+/* The same, in transparent huge pages where the kernel has them on request
+ * (Debian's default is "madvise") and `size` spans one: for a table read at
+ * random, where 4 KiB pages cost a TLB miss, a page walk through the
+ * hypervisor's tables too, on nearly every access. */
+void *pages_alloc_huge(size_t size);
 /* The same, in the lowest 2 GiB (MAP_32BIT): a table generated code reaches
  * by a 32-bit address plus an index register. NULL when there is no room. */
 void *pages_alloc_low(size_t size);

@@ -59,33 +59,59 @@ static int by_addr_then_order(const void *a, const void *b)
     return x->thread < y->thread ? -1 : x->thread > y->thread;
 }
 
-/* A table's slots (young, blocks or freed) as events. */
+/* How a table's slots are read: wide (young, spilled, freed: address,
+ * number, word) or packed (the older blocks': key and value, against the
+ * array's number base). */
+struct slot_format {
+    bool packed, freed;
+    uint64_t base;
+};
+
+static bool add_event(struct core_image *c, struct heap_read *h, struct event ev)
+{
+    if (h->event_count == h->event_cap) {
+        h->event_cap = h->event_cap ? h->event_cap * 2 : 4096;
+        struct event *grown = realloc(h->events, h->event_cap * sizeof *grown);
+        if (!grown)
+            return core_fail(c, "out of memory");
+        h->events = grown;
+    }
+    h->events[h->event_count++] = ev;
+    return true;
+}
+
+/* A packed slot's block (memprof_debugger.h, version 5). */
+static struct event unpack_slot(const struct memprof_tables *t, uint64_t key, uint64_t value, uint64_t base,
+                                uint32_t thread)
+{
+    uint64_t addr_mask = (UINT64_C(1) << t->packed_addr_bits) - 1;
+    uint64_t origin = key >> t->packed_addr_bits |
+                      (value & ((UINT64_C(1) << t->packed_origin_high_bits) - 1)) << (64 - t->packed_addr_bits);
+    uint64_t size = (value >> t->packed_origin_high_bits) & ((UINT64_C(1) << t->packed_size_bits) - 1);
+    uint64_t number = base + (value >> (t->packed_origin_high_bits + t->packed_size_bits));
+    return (struct event){ key & addr_mask, number * 2, size | origin << t->word_size_bits, thread };
+}
+
+/* A table's slots as events. */
 static bool read_slots(struct core_image *c, struct heap_read *h, uint64_t at, uint64_t count, uint32_t thread,
-                       bool freed)
+                       struct slot_format format)
 {
     const struct memprof_tables *t = &c->tables;
     if (count > MAX_CAPACITY)
         return core_fail(c, "%s: a block table of %" PRIu64 " slots: damaged", c->path, count);
-    unsigned char *slots = malloc(count * t->slot_size + 1);
+    size_t size = format.packed ? t->packed_slot_size : t->slot_size;
+    unsigned char *slots = malloc(count * size + 1);
     if (!slots)
         return core_fail(c, "out of memory");
-    bool ok = core_read(c, at, slots, count * t->slot_size, "a block table");
+    bool ok = core_read(c, at, slots, count * size, "a block table");
     for (uint64_t i = 0; ok && i < count; i++) {
-        const unsigned char *slot = slots + i * t->slot_size;
-        uint64_t addr = core_field_u64(slot, t->slot_addr);
-        if (!addr || (addr & 1))
+        const unsigned char *slot = slots + i * size;
+        uint64_t key = core_field_u64(slot, format.packed ? 0 : t->slot_addr);
+        if (!key || (key & 1))
             continue;   /* empty, or a tombstone */
-        if (h->event_count == h->event_cap) {
-            h->event_cap = h->event_cap ? h->event_cap * 2 : 4096;
-            struct event *grown = realloc(h->events, h->event_cap * sizeof *grown);
-            if (!grown) {
-                ok = core_fail(c, "out of memory");
-                break;
-            }
-            h->events = grown;
-        }
-        h->events[h->event_count++] = (struct event){ addr, core_field_u64(slot, t->slot_number) * 2 + freed,
-                                                      core_field_u64(slot, t->slot_word), thread };
+        ok = add_event(c, h, format.packed ? unpack_slot(t, key, core_field_u64(slot, 8), format.base, thread)
+                                           : (struct event){ key, core_field_u64(slot, t->slot_number) * 2 + format.freed,
+                                                             core_field_u64(slot, t->slot_word), thread });
     }
     free(slots);
     return ok;
@@ -157,13 +183,18 @@ static bool read_threads(struct core_image *c, struct heap_read *h)
             if (*p <= ' ' || *p == 0x7f)
                 *p = '_';
         uint32_t view = (uint32_t)h->thread_count++;
-        ok = read_slots(c, h, next + t->thread_young, t->young_slots, view, false);
-        for (int part = 0; ok && part < 4; part++) {   /* blocks, freed: each table's draining array and its own */
-            const unsigned char *table = thread + (part >= 2 ? t->thread_freed : t->thread_blocks);
+        ok = read_slots(c, h, next + t->thread_young, t->young_slots, view, (struct slot_format){ false, false, 0 });
+        /* blocks (packed), their spill, freed: each table's draining array and its own */
+        const uint32_t tables[] = { t->thread_blocks, t->thread_spill, t->thread_freed };
+        for (int part = 0; ok && part < 6; part++) {
+            const unsigned char *table = thread + tables[part / 2];
             uint64_t array = core_field_u64(table, part % 2 ? t->table_array : t->table_draining);
             uint64_t capacity;
-            if (array && (ok = core_read_u64(c, array + t->array_capacity, &capacity, "a block table's capacity")))
-                ok = read_slots(c, h, array + t->array_slots, capacity, view, part >= 2);
+            struct slot_format format = { part < 2, part >= 4, 0 };
+            if (array && (ok = core_read_u64(c, array + t->array_capacity, &capacity, "a block table's capacity")) &&
+                (!format.packed || (ok = core_read_u64(c, array + t->array_number_base, &format.base,
+                                                       "a block table's number base"))))
+                ok = read_slots(c, h, array + t->array_slots, capacity, view, format);
         }
         ok = ok && read_origins(c, thread, r);
         next = core_field_u64(thread, t->thread_next);

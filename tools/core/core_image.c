@@ -251,7 +251,13 @@ static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_
               t->origin_key + 8 <= t->origin_size && t->origin_link + 8 <= t->origin_size &&
               t->origin_total_count + 8 <= t->origin_size && t->origin_total_bytes + 8 <= t->origin_size &&
               t->origin_peak_bytes + 8 <= t->origin_size && t->origin_array_records >= 8 &&
-              t->origin_array_records <= 64 && t->thread_shift > 32 && t->thread_shift < 64;
+              t->origin_array_records <= 64 && t->thread_shift > 32 && t->thread_shift < 64 &&
+              t->thread_spill + t->table_draining + 8 <= t->thread_size &&
+              t->thread_spill + t->table_array + 8 <= t->thread_size && t->array_number_base + 8 <= t->array_slots &&
+              t->packed_slot_size == 16 && t->packed_addr_bits >= 40 && t->packed_addr_bits < 64 &&
+              t->packed_origin_high_bits + t->packed_size_bits + t->packed_number_bits == 64 &&
+              64 - t->packed_addr_bits + t->packed_origin_high_bits == 64 - t->word_size_bits &&
+              t->packed_size_bits <= t->word_size_bits;
     /* The Ruby tracer's: its state, a slot map, intern tables, string pools. */
     ok = ok && t->ruby_tracer_size >= 64 && t->ruby_tracer_size < (1u << 20) &&
          t->ruby_objects + t->map_count + 8 <= t->ruby_tracer_size &&

@@ -82,6 +82,9 @@ static struct heap_thread *this_thread(void)
     t->tid = gettid();
     t->blocks.stale = stale_block;
     t->blocks.stale_ctx = t;
+    t->blocks.spill = &t->blocks_spill;
+    t->blocks_spill.stale = stale_block;
+    t->blocks_spill.stale_ctx = t;
     prctl(PR_GET_NAME, t->name);   /* for a core; a report asks /proc */
     t->sample_state = (heap.sample_seed ^ (uint64_t)serial * 0x9E3779B97F4A7C15ull) | 1;
     if (heap.sample_bytes)
@@ -416,16 +419,29 @@ static __attribute__((noinline)) void record_sampled(struct heap_thread *t, void
     record_alloc(t, p, size, site, 0, 0, 0);
 }
 
-/* The slot of a block this thread holds at `p`, young or older. */
-static struct block_slot *held_slot(struct heap_thread *t, uintptr_t p)
+/* A block this thread holds at `p`: in a young slot, or found in its
+ * older table (or that table's spill). */
+struct held {
+    struct block_slot *young;
+    struct block_found found;
+};
+
+static bool find_held(struct heap_thread *t, uintptr_t p, struct held *h)
 {
-    struct block_slot *y = young_slot(t, p);
-    if (y->addr == p)
-        return y;
+    h->young = young_slot(t, p);
+    if (h->young->addr == p)
+        return true;
     for (unsigned i = 0; i < LEAVING_SLOTS; i++)
-        if (t->young[YOUNG_SLOTS + i].addr == p)
-            return &t->young[YOUNG_SLOTS + i];
-    return block_table_find(&t->blocks, p);
+        if ((h->young = &t->young[YOUNG_SLOTS + i])->addr == p)
+            return true;
+    h->young = NULL;
+    return block_table_find(&t->blocks, p, &h->found);
+}
+
+/* The number a held block was recorded with. */
+static uint64_t held_number(const struct held *h)
+{
+    return h->young ? h->young->number : h->found.block.number;
 }
 
 /* A block its owner freed: gone from the peak's count too (out of line,
@@ -443,15 +459,15 @@ HOT void drop_young(struct heap_thread *t, struct block_slot *y)
     __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
 }
 
-static void drop_held(struct heap_thread *t, struct block_slot *s)
+static void drop_held(struct heap_thread *t, struct held *h)
 {
-    if (s >= t->young && s < t->young + YOUNG_HELD) {
-        drop_young(t, s);
+    if (h->young) {
+        drop_young(t, h->young);
     } else {
         if (heap.peak_tracking)
-            peak_freed(t, s->word);
-        forget(t, s->addr, s->word);
-        block_table_remove(&t->blocks, s);
+            peak_freed(t, h->found.block.word);
+        forget(t, h->found.block.addr, h->found.block.word);
+        block_table_remove(h->found.table, h->found.slot);
     }
 }
 
@@ -473,14 +489,14 @@ static bool plan_free(struct free_plan *f, void *p)
     if (!p || ((uintptr_t)p & BLOCK_GONE_BIT) || !maybe_recorded((uintptr_t)p) || !tracing() ||
         !(f->thread = this_thread()))
         return false;   /* an odd address is no block: the real free will say so */
-    struct block_slot *s = held_slot(f->thread, (uintptr_t)p);
-    f->held = s != NULL;
-    f->numbered = !s || s->number != read_number();
+    struct held h;
+    f->held = find_held(f->thread, (uintptr_t)p, &h);
+    f->numbered = !f->held || held_number(&h) != read_number();
     if (f->numbered)
         f->number = take_number();
     /* Its owner's record says its size; the owner is another thread, so
      * the allocator's (a few bytes more) stands in. */
-    f->usable = !s && heap.peak_tracking && !heap.sample_bytes && !((uintptr_t)p & CUSTOM_BLOCK_TAG)
+    f->usable = !f->held && heap.peak_tracking && !heap.sample_bytes && !((uintptr_t)p & CUSTOM_BLOCK_TAG)
                     ? malloc_usable_size(p) : 0;
     return true;
 }
@@ -490,9 +506,9 @@ static void finish_free(const struct free_plan *f, void *p)
 {
     struct heap_thread *t = f->thread;
     if (f->held) {   /* freed now, or by another thread before: gone either way */
-        struct block_slot *s = held_slot(t, (uintptr_t)p);
-        if (s)
-            drop_held(t, s);
+        struct held h;
+        if (find_held(t, (uintptr_t)p, &h))
+            drop_held(t, &h);
     }
     if (f->usable)
         heap_peak_shrank(t, f->usable);

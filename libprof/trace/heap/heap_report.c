@@ -25,13 +25,19 @@ struct site_stats {
     uint64_t live_count, live_bytes, peak_bytes, total_count, total_bytes;
 };
 
+/* The arrays of a thread's tables, in the order blocks move: the older
+ * table's draining array and its current one, its spill's, the freed
+ * table's. */
+enum { BLOCKS_DRAINING, BLOCKS, SPILL_DRAINING, SPILL, FREED_DRAINING, FREED, TABLE_ARRAYS };
+
 /* One thread as the report read it. */
 struct thread_view {
     struct heap_thread *thread;
     const struct heap_origin *origins;
     size_t origin_count;
-    const struct block_array *blocks, *freed;   /* as loaded once: sized and read */
-    const struct block_array *blocks_draining, *freed_draining;   /* the arrays they are growing from */
+    /* Each table's arrays as loaded once, sized and read: the draining one
+     * (growing into the current), then the current; blocks, its spill, freed */
+    const struct block_array *arrays[TABLE_ARRAYS];
     size_t first_event, events;     /* its run of the report's events[] */
     struct site_stats *live;        /* [origin_count]: live_count, live_bytes */
     uint32_t *chain;                /* [origin_count]: canonical chain id + 1, 0: not yet */
@@ -71,29 +77,46 @@ static void bucket_add(struct bucket_counts *c, uintptr_t addr)
         c->bits[b >> 2] = (uint8_t)(c->bits[b >> 2] + (1u << ((b & 3) * 2)));
 }
 
-/* Copy a table's entries, each whole, counted by bucket: a slot whose
- * address changed while it was read is being rewritten by its owner, and is
- * read again. */
-static size_t read_slots(const struct block_slot *slots, size_t count, bool freed, struct bucket_counts *counts,
-                         struct event *out)
+/* A run of slots the report reads: a thread's young slots (wide, base 0)
+ * or one array of its tables. */
+struct table_part {
+    const uint64_t *slots;
+    size_t count;
+    bool packed, freed;
+    uint64_t base;                  /* packed: the array's number base */
+};
+
+/* Slot i of a part as a block, read whole: false when it is empty or gone,
+ * or its key changed while it was read (its owner rewrites it) four times. */
+static bool part_block(const struct table_part *p, size_t i, struct block_slot *b)
+{
+    const uint64_t *s = p->slots + i * block_words(p->packed);
+    for (int tries = 0; tries < 4; tries++) {
+        uint64_t key = __atomic_load_n(&s[0], __ATOMIC_ACQUIRE);
+        if (!BLOCK_IS_LIVE(key))
+            return false;
+        if (p->packed)
+            *b = block_unpack(p->base, key, __atomic_load_n(&s[1], __ATOMIC_RELAXED));
+        else
+            *b = (struct block_slot){ key, __atomic_load_n(&s[1], __ATOMIC_RELAXED),
+                                      __atomic_load_n(&s[2], __ATOMIC_RELAXED) };
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&s[0], __ATOMIC_RELAXED) == key)
+            return true;
+    }
+    return false;
+}
+
+/* Copy a table's entries, each whole, counted by bucket. */
+static size_t read_slots(const struct table_part *p, struct bucket_counts *counts, struct event *out)
 {
     size_t n = 0;
-    for (size_t i = 0; i < count; i++) {
-        const struct block_slot *s = &slots[i];
-        for (int tries = 0; tries < 4; tries++) {
-            uintptr_t addr = __atomic_load_n(&s->addr, __ATOMIC_ACQUIRE);
-            if (!BLOCK_IS_LIVE(addr))
-                break;
-            uint64_t number = __atomic_load_n(&s->number, __ATOMIC_RELAXED);
-            uint64_t word = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            if (__atomic_load_n(&s->addr, __ATOMIC_RELAXED) == addr) {
-                out[n++] = (struct event){ addr, number * 2 + freed, word };
-                bucket_add(counts, addr);
-                break;
-            }
+    struct block_slot b;
+    for (size_t i = 0; i < p->count; i++)
+        if (part_block(p, i, &b)) {
+            out[n++] = (struct event){ b.addr, b.number * 2 + p->freed, b.word };
+            bucket_add(counts, b.addr);
         }
-    }
     return n;
 }
 
@@ -115,13 +138,12 @@ static bool tables_at_rest(const struct heap_thread *newest)
  * read: a block alone at its address is counted at once, and only the rest
  * become events (an exit report of 160,000 live blocks wrote 4 MB of events,
  * half its time in mapping them). */
-static void add_addresses(const struct block_slot *slots, size_t count, struct bucket_counts *counts)
+static void add_addresses(const struct table_part *p, struct bucket_counts *counts)
 {
-    for (size_t i = 0; i < count; i++) {
-        uintptr_t addr = __atomic_load_n(&slots[i].addr, __ATOMIC_RELAXED);
-        if (BLOCK_IS_LIVE(addr))
-            bucket_add(counts, addr);
-    }
+    struct block_slot b;
+    for (size_t i = 0; i < p->count; i++)
+        if (part_block(p, i, &b))
+            bucket_add(counts, b.addr);
 }
 
 struct live_sum;
@@ -129,17 +151,17 @@ static void count_live(struct thread_view *v, const struct event *ev, struct liv
 
 /* The entries alone in their buckets counted into `v`, the others copied to
  * out[] (and their places to shared[]); how many were copied. */
-static size_t count_or_copy(struct thread_view *v, const struct block_slot *slots, size_t count, bool freed,
-                            const struct bucket_counts *counts, struct live_sum *sum, struct event *out,
-                            size_t first, uint32_t *shared, size_t *shared_count)
+static size_t count_or_copy(struct thread_view *v, const struct table_part *p, const struct bucket_counts *counts,
+                            struct live_sum *sum, struct event *out, size_t first, uint32_t *shared,
+                            size_t *shared_count)
 {
     size_t n = 0;
-    for (size_t i = 0; i < count; i++) {
-        uintptr_t addr = __atomic_load_n(&slots[i].addr, __ATOMIC_RELAXED);
-        if (!BLOCK_IS_LIVE(addr))
+    struct block_slot b;
+    for (size_t i = 0; i < p->count; i++) {
+        if (!part_block(p, i, &b))
             continue;
-        struct event ev = { addr, slots[i].number * 2 + freed, slots[i].word };
-        if (bucket_count(counts, bucket_of(counts, addr)) == 1) {
+        struct event ev = { b.addr, b.number * 2 + p->freed, b.word };
+        if (bucket_count(counts, bucket_of(counts, b.addr)) == 1) {
             count_live(v, &ev, sum);
         } else {
             out[n] = ev;
@@ -149,7 +171,6 @@ static size_t count_or_copy(struct thread_view *v, const struct block_slot *slot
     }
     return n;
 }
-
 
 static size_t array_capacity(const struct block_array *a)
 {
@@ -475,22 +496,20 @@ static void write_pprof(struct out *o, const struct report_row *rows, size_t sho
 /* A thread's tables as the report reads them, in the order blocks move:
  * young slots first (a block moves from there to the older table), then
  * each table's draining array before its current one (block_table.h), the
- * older, the freed. */
-struct table_part {
-    const struct block_slot *slots;
-    size_t count;
-    bool freed;
-};
-#define TABLE_PARTS 5
+ * older, its spill, the freed. */
+#define TABLE_PARTS (1 + TABLE_ARRAYS)
 
 static size_t view_tables(const struct thread_view *v, struct table_part parts[TABLE_PARTS])
 {
-    const struct block_array *arrays[] = { v->blocks_draining, v->blocks, v->freed_draining, v->freed };
     size_t n = 0;
-    parts[n++] = (struct table_part){ v->thread->young, YOUNG_HELD, false };
-    for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++)
-        if (arrays[i])
-            parts[n++] = (struct table_part){ arrays[i]->slots, arrays[i]->capacity, i >= 2 };
+    parts[n++] = (struct table_part){ (const uint64_t *)v->thread->young, YOUNG_HELD, false, false, 0 };
+    for (size_t i = 0; i < TABLE_ARRAYS; i++) {
+        const struct block_array *a = v->arrays[i];
+        bool packed = i == BLOCKS_DRAINING || i == BLOCKS;
+        if (a)
+            parts[n++] = (struct table_part){ a->slots, a->capacity, packed, i >= FREED_DRAINING,
+                                              packed ? a->number_base : 0 };
+    }
     return n;
 }
 
@@ -502,14 +521,13 @@ static void read_at_rest(struct thread_view *view, size_t views, struct bucket_c
     struct table_part parts[TABLE_PARTS];
     for (size_t i = 0; i < views; i++)
         for (size_t k = 0, m = view_tables(&view[i], parts); k < m; k++)
-            add_addresses(parts[k].slots, parts[k].count, counts);
+            add_addresses(&parts[k], counts);
     size_t n = 0;
     for (size_t i = 0; i < views; i++) {
         struct thread_view *v = &view[i];
         v->first_event = n;
         for (size_t k = 0, m = view_tables(v, parts); k < m; k++)
-            n += count_or_copy(v, parts[k].slots, parts[k].count, parts[k].freed, counts, sum, events + n, n,
-                               shared, shared_count);
+            n += count_or_copy(v, &parts[k], counts, sum, events + n, n, shared, shared_count);
         v->events = n - v->first_event;
     }
 }
@@ -525,7 +543,7 @@ static void read_running(struct thread_view *view, size_t views, struct bucket_c
     for (size_t i = 0; i < views; i++) {
         view[i].first_event = n;
         for (size_t k = 0, m = view_tables(&view[i], parts); k < m; k++)
-            n += read_slots(parts[k].slots, parts[k].count, parts[k].freed, counts, events + n);
+            n += read_slots(&parts[k], counts, events + n);
         view[i].events = n - view[i].first_event;
     }
     for (size_t i = 0; i < views; i++)
@@ -564,10 +582,12 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
         /* Each array loaded once: the events are sized by it and read from
          * it (a copy its owner publishes later stays unread; readers.h
          * keeps this one mapped). */
-        block_table_arrays(&t->blocks, &v->blocks_draining, &v->blocks);
-        block_table_arrays(&t->freed, &v->freed_draining, &v->freed);
-        slots += YOUNG_HELD + array_capacity(v->blocks) + array_capacity(v->freed) +
-                 array_capacity(v->blocks_draining) + array_capacity(v->freed_draining);
+        block_table_arrays(&t->blocks, &v->arrays[BLOCKS_DRAINING], &v->arrays[BLOCKS]);
+        block_table_arrays(&t->blocks_spill, &v->arrays[SPILL_DRAINING], &v->arrays[SPILL]);
+        block_table_arrays(&t->freed, &v->arrays[FREED_DRAINING], &v->arrays[FREED]);
+        slots += YOUNG_HELD;
+        for (size_t k = 0; k < TABLE_ARRAYS; k++)
+            slots += array_capacity(v->arrays[k]);
     }
     /* Four buckets an event: few addresses share one. */
     size_t buckets = 4096;
@@ -792,20 +812,22 @@ enum memprof_status heap_tracer_report(struct out *o, unsigned long top, bool by
 
 /* --- one block: memprof-where ------------------------------------------------ */
 
-/* The live slot whose block holds `addr`, in one table; the latest. */
-static const struct block_slot *holding_slot(const struct block_slot *slots, size_t count, uintptr_t addr,
-                                             const struct block_slot *best)
+/* The live block that holds `addr`, in one part of a thread's tables; the
+ * latest. */
+static bool holding_block(const struct table_part *p, uintptr_t addr, struct block_slot *best)
 {
-    for (size_t i = 0; i < count; i++) {
-        const struct block_slot *s = &slots[i];
-        uintptr_t start = __atomic_load_n(&s->addr, __ATOMIC_ACQUIRE);
-        if (!BLOCK_IS_LIVE(start) || addr < start)
+    bool found = false;
+    struct block_slot b;
+    for (size_t i = 0; i < p->count; i++) {
+        if (!part_block(p, i, &b) || addr < b.addr)
             continue;
-        uint64_t size = BLOCK_WORD_SIZE(__atomic_load_n(&s->word, __ATOMIC_RELAXED));
-        if (addr - start < (size ? size : 1) && (!best || s->number > best->number))
-            best = s;
+        uint64_t size = BLOCK_WORD_SIZE(b.word);
+        if (addr - b.addr < (size ? size : 1) && (!best->addr || b.number > best->number)) {
+            *best = b;
+            found = true;
+        }
     }
-    return best;
+    return found;
 }
 
 /* A free of `start` by a thread that did not hold it, after `number`. */
@@ -814,33 +836,36 @@ static bool freed_since(uintptr_t start, uint64_t number)
     for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         const struct block_array *arrays[2];
         block_table_arrays(&t->freed, &arrays[0], &arrays[1]);
-        for (size_t k = 0; k < 2; k++)
-            for (size_t i = 0; arrays[k] && i < arrays[k]->capacity; i++)
-                if (__atomic_load_n(&arrays[k]->slots[i].addr, __ATOMIC_ACQUIRE) == start &&
-                    __atomic_load_n(&arrays[k]->slots[i].number, __ATOMIC_RELAXED) >= number)
+        struct block_slot b;
+        for (size_t k = 0; k < 2; k++) {
+            struct table_part p = { arrays[k] ? arrays[k]->slots : NULL, arrays[k] ? arrays[k]->capacity : 0,
+                                    false, true, 0 };
+            for (size_t i = 0; i < p.count; i++)
+                if (part_block(&p, i, &b) && b.addr == start && b.number >= number)
                     return true;
+        }
     }
     return false;
 }
 
 static void where_locked(struct out *o, uintptr_t addr, bool *found)
 {
-    const struct block_slot *best = NULL;
+    struct block_slot best = { BLOCK_EMPTY, 0, 0 };
     struct heap_thread *owner = NULL;
     for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        const struct block_slot *before = best;
-        best = holding_slot(t->young, YOUNG_HELD, addr, best);
-        const struct block_array *arrays[2];
-        block_table_arrays(&t->blocks, &arrays[0], &arrays[1]);
-        for (size_t k = 0; k < 2; k++)
-            if (arrays[k])
-                best = holding_slot(arrays[k]->slots, arrays[k]->capacity, addr, best);
-        if (best != before)
+        struct thread_view v = { .thread = t };   /* its held blocks: young, older, spilled */
+        block_table_arrays(&t->blocks, &v.arrays[BLOCKS_DRAINING], &v.arrays[BLOCKS]);
+        block_table_arrays(&t->blocks_spill, &v.arrays[SPILL_DRAINING], &v.arrays[SPILL]);
+        struct table_part parts[TABLE_PARTS];
+        bool holds = false;
+        for (size_t k = 0, m = view_tables(&v, parts); k < m; k++)
+            holds |= holding_block(&parts[k], addr, &best);
+        if (holds)
             owner = t;
     }
-    if (!best || freed_since(best->addr, best->number))
+    if (!best.addr || freed_since(best.addr, best.number))
         return;
-    uint32_t origin = BLOCK_WORD_ORIGIN(best->word);
+    uint32_t origin = BLOCK_WORD_ORIGIN(best.word);
     size_t origins = __atomic_load_n(&owner->origin_count, __ATOMIC_ACQUIRE);
     const struct origin_array *records = __atomic_load_n(&owner->origins, __ATOMIC_ACQUIRE);
     if (!records || origin >= origins)
@@ -852,9 +877,9 @@ static void where_locked(struct out *o, uintptr_t addr, bool *found)
     const struct heap_origin *r = &records->records[origin];
     out_hex(o, addr);
     out_str(o, ": in a C heap block of ");
-    out_u64(o, BLOCK_WORD_SIZE(best->word));
+    out_u64(o, BLOCK_WORD_SIZE(best.word));
     out_str(o, " bytes at ");
-    out_hex(o, best->addr);
+    out_hex(o, best.addr);
     out_str(o, ", allocated by thread ");
     out_u64(o, owner->serial);
     out_str(o, " (tid ");

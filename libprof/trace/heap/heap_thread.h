@@ -25,13 +25,7 @@
 
 #define HEAP_MAX_FRAMES 16
 
-/* A block's word: its size (saturated at 40 bits) and its origin. */
-#define BLOCK_SIZE_BITS 40
-#define BLOCK_SIZE_MAX ((UINT64_C(1) << BLOCK_SIZE_BITS) - 1)
-#define BLOCK_ORIGIN_MAX ((UINT32_C(1) << (64 - BLOCK_SIZE_BITS)) - 1)
-#define BLOCK_WORD(size, origin) ((size) | (uint64_t)(origin) << BLOCK_SIZE_BITS)
-#define BLOCK_WORD_SIZE(w) ((w) & BLOCK_SIZE_MAX)
-#define BLOCK_WORD_ORIGIN(w) ((uint32_t)((w) >> BLOCK_SIZE_BITS))
+/* A block's word (BLOCK_WORD: its size and origin) is store/block_table.h's. */
 
 /* An origin: a call site with the allocating thread and the rest of the
  * stack (a leaf), or one caller of a chain. Leaves have the thread serial
@@ -91,7 +85,8 @@ struct heap_thread {
     char name[16];                     /* its name when it first allocated, then when it exited */
     struct block_slot young[YOUNG_HELD];    /* newest blocks, word: BLOCK_WORD */
     unsigned leaving_next;             /* the owner's: the leaving slot to settle and fill next */
-    struct block_table blocks;         /* older ones; a block is in one of them */
+    struct block_table blocks;         /* older ones, packed; a block is in one of them */
+    struct block_table blocks_spill;   /* the older ones that do not pack (blocks.spill) */
     struct block_table freed;          /* blocks it freed but did not hold */
     struct origin_array *origins;      /* published */
     /* The owner's alone, beside origins: every short path reads the three,

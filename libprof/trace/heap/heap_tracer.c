@@ -223,7 +223,8 @@ void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes)
 {
     unsigned long count = 0, total = heap_ruby_bytes();
     for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        count += __atomic_load_n(&t->blocks.count, __ATOMIC_RELAXED);
+        count += __atomic_load_n(&t->blocks.count, __ATOMIC_RELAXED) +
+                 __atomic_load_n(&t->blocks_spill.count, __ATOMIC_RELAXED);
         for (size_t i = 0; i < YOUNG_HELD; i++)
             count += __atomic_load_n(&t->young[i].addr, __ATOMIC_RELAXED) != BLOCK_EMPTY;
         total += heap_thread_bytes(t);
