@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #define READ_TRIES 5
+#define FIRST_SNAPSHOT_WAITS 40   /* 50 ms apart: 2 s */
 #define TREND_POINTS 40
 
 enum { TOP_INTERVAL, TOP_ROWS, TOP_BATCH, TOP_ITERATIONS, TOP_SORT, TOP_FILTER };
@@ -74,6 +75,7 @@ struct snapshot {
     uint64_t rss, heap_bytes, heap_blocks, ruby_objects;
     double when;
     unsigned retries;
+    bool changed;                     /* not taken: the tables changed while read */
 };
 
 struct view {
@@ -239,6 +241,7 @@ static bool read_once(pid_t pid, struct snapshot *s, char *why, size_t why_size,
     ok = ok && core_read_u64(&c, c.tables.tables_generation, &after, "the tables' generation");
     if (ok && before != after) {
         snprintf(why, why_size, "the tables changed while they were read");
+        s->changed = true;
         ok = false;
     } else if (!ok) {
         snprintf(why, why_size, "%s", c.why[0] ? c.why : strerror(ENOMEM));
@@ -288,7 +291,9 @@ static bool take_snapshot(struct view *v, struct snapshot *s, char *why, size_t 
             v->retried += try;
             break;
         }
+        bool changed = s->changed;
         snapshot_free(s);
+        s->changed = changed;
         if (*no_runtime || *gone)
             return false;
     }
@@ -605,7 +610,15 @@ int cmd_top(int argc, char **argv)
     struct snapshot before = { 0 }, now = { 0 };
     char why[PATH_MAX + 256];
     bool no_runtime = false, gone = false;
-    if (!take_snapshot(&v, &now, why, sizeof why, &no_runtime, &gone)) {
+    /* A busy process may change its tables through a whole refresh's tries:
+     * the first snapshot is tried again for a while, as later ones are at
+     * each refresh. */
+    bool first = take_snapshot(&v, &now, why, sizeof why, &no_runtime, &gone);
+    for (int wait = 0; !first && now.changed && wait < FIRST_SNAPSHOT_WAITS; wait++) {
+        nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
+        first = take_snapshot(&v, &now, why, sizeof why, &no_runtime, &gone);
+    }
+    if (!first) {
         if (no_runtime)
             fprintf(stderr, "memprof: top: pid %ld has no memprof runtime: start it with memprof run (or "
                             "LD_PRELOAD=%s), or load one with GDB's memprof-attach\n",
