@@ -24,36 +24,30 @@ static void drop_older(struct block_table *t, uint64_t *older, const struct bloc
 }
 
 /* A live slot of the draining array into `a`; dropped, as stale, when a
- * newer slot of its address is there (or in the spill). A packed block
- * packs again against the new base, or moves to the spill. */
+ * newer slot of its address is there or in the spill. A packed block packs
+ * again against the new base, or moves to the spill. */
 static void move_slot(struct block_table *t, struct block_array *a, uint64_t *from)
 {
     bool packed = block_table_packed(t);
     struct block_slot block = block_array_record(t->draining, packed, from);
     uint64_t key = block.addr, value = 0, *place, replaced;
-    if (packed && !block_pack(a->number_base, block.addr, block.number, block.word, &key, &value)) {
-        struct block_found newer;
-        if (block_array_find(a, packed, block.addr) || block_table_find(t->spill, block.addr, &newer)) {
-            drop_older(t, from, &block);
-        } else {
-            /* Copied, and left as it was (as any move); counted by the spill
-             * now, or, without memory, lost with the array as any put. */
-            block_table_put(t->spill, block.addr, block.number, block.word, &replaced);
-            t->count--;
-        }
-        return;
-    }
+    bool packs = !packed || block_pack(a->number_base, block.addr, block.number, block.word, &key, &value);
+    struct block_found newer;
     /* A newer block of its address, put since the growth: this one's free
      * was not seen. */
-    if ((packed && t->spill->count && block_table_find_here(t->spill, block.addr)) ||
-        block_array_place(t, a, packed, block.addr, &place)) {
+    if ((packed && t->spill->count && block_table_find_here(t->spill, block.addr, &newer)) ||
+        (packs ? block_array_place(t, a, packed, block.addr, &place) : block_array_find(a, packed, block.addr))) {
         drop_older(t, from, &block);
-        return;
-    }
-    if (packed)
+    } else if (!packs) {
+        /* Copied, and left as it was (as any move); counted by the spill
+         * now, or, without memory, lost with the array as any put. */
+        block_table_put(t->spill, block.addr, block.number, block.word, &replaced);
+        t->count--;
+    } else if (packed) {
         block_slot_fill_packed(place, key, value);
-    else
+    } else {
         block_slot_fill_wide(place, block.addr, block.number, block.word);
+    }
 }
 
 /* Move up to `live` live slots (looking at no more than 4 times as many);
@@ -91,6 +85,17 @@ void block_table_drop_stale(struct block_table *t, uintptr_t addr)
     }
 }
 
+/* `addr`'s block in t's own arrays removed: its word in *replaced. */
+static bool take_here(struct block_table *t, uintptr_t addr, uint64_t *replaced)
+{
+    struct block_found f;
+    if (!block_table_find_here(t, addr, &f))
+        return false;
+    *replaced = f.block.word;
+    block_table_remove(t, f.slot);
+    return true;
+}
+
 enum block_put block_table_put_spilled(struct block_table *t, uintptr_t addr, uint64_t number, uint64_t word,
                                        uint64_t *replaced)
 {
@@ -100,24 +105,14 @@ enum block_put block_table_put_spilled(struct block_table *t, uintptr_t addr, ui
         !t->draining && block_table_rebuild(t, number) == 0)
         return block_table_put(t, addr, number, word, replaced);
     enum block_put result = block_table_put(t->spill, addr, number, word, replaced);
-    struct block_found older;
-    if (result == BLOCK_PUT_NEW && block_table_find(t, addr, &older) && older.table == t) {
-        /* its older block packed: gone (one slot an address) */
-        *replaced = older.block.word;
-        block_table_remove(t, older.slot);
+    if (result == BLOCK_PUT_NEW && take_here(t, addr, replaced))   /* its older block packed: gone */
         result = BLOCK_PUT_REPLACED;
-    }
     return result;
 }
 
 bool block_table_take_spilled(struct block_table *t, uintptr_t addr, uint64_t *replaced)
 {
-    struct block_found f;
-    if (!block_table_find(t->spill, addr, &f))
-        return false;
-    *replaced = f.block.word;
-    block_table_remove(f.table, f.slot);
-    return true;
+    return take_here(t->spill, addr, replaced);
 }
 
 /* The next slice of the current array's pages mapped (a kernel without

@@ -159,17 +159,22 @@ static inline struct block_slot block_unpack(uint64_t base, uint64_t key, uint64
                                 BLOCK_WORD(PACKED_FIELD(value, PACKED_SIZE_SHIFT, PACKED_SIZE_BITS), origin) };
 }
 
-/* The block in slot `s` of `a` as a reader takes it: the key first, then the
- * rest (a wide slot's address keeps its gone bit, so does a packed one's). */
-static inline struct block_slot block_array_record(const struct block_array *a, bool packed, const uint64_t *s)
+/* The block in slot `s` whose key was read as `key`, the rest read now (a
+ * gone slot's address keeps its gone bit, packed or wide). */
+static inline struct block_slot block_slot_decode(bool packed, uint64_t base, uint64_t key, const uint64_t *s)
 {
-    uint64_t key = __atomic_load_n(&s[0], __ATOMIC_ACQUIRE);
     if (!packed)
         return (struct block_slot){ key, __atomic_load_n(&s[1], __ATOMIC_RELAXED),
                                     __atomic_load_n(&s[2], __ATOMIC_RELAXED) };
-    struct block_slot b = block_unpack(a->number_base, key, __atomic_load_n(&s[1], __ATOMIC_RELAXED));
+    struct block_slot b = block_unpack(base, key, __atomic_load_n(&s[1], __ATOMIC_RELAXED));
     b.addr |= key & BLOCK_GONE_BIT;
     return b;
+}
+
+/* The block in slot `s` of `a` as a reader takes it: the key first. */
+static inline struct block_slot block_array_record(const struct block_array *a, bool packed, const uint64_t *s)
+{
+    return block_slot_decode(packed, a->number_base, __atomic_load_n(&s[0], __ATOMIC_ACQUIRE), s);
 }
 
 static inline size_t block_index(uintptr_t addr, size_t capacity)
@@ -205,13 +210,6 @@ static inline uint64_t *block_table_find_draining(const struct block_table *t, u
     return s && (size_t)(s - t->draining->slots) >= t->drain_at * block_words(packed) ? s : NULL;
 }
 
-/* The slot of `addr` in this table's own arrays (not its spill's). */
-static inline uint64_t *block_table_find_here(const struct block_table *t, uintptr_t addr)
-{
-    uint64_t *s = block_array_find(t->array, block_table_packed(t), addr);
-    return s || !t->draining ? s : block_table_find_draining(t, addr);
-}
-
 /* A block found: the table whose slot it is (the table asked, or its
  * spill), the slot, and the block. */
 struct block_found {
@@ -220,18 +218,24 @@ struct block_found {
     struct block_slot block;
 };
 
+/* `addr`'s block in this table's own arrays (not its spill's). */
+static inline bool block_table_find_here(struct block_table *t, uintptr_t addr, struct block_found *f)
+{
+    bool packed = block_table_packed(t);
+    const struct block_array *a = t->array;
+    uint64_t *s = block_array_find(a, packed, addr);
+    if (!s && t->draining && (s = block_table_find_draining(t, addr)))
+        a = t->draining;
+    if (!s)
+        return false;
+    *f = (struct block_found){ t, s, block_array_record(a, packed, s) };
+    return true;
+}
+
 static inline bool block_table_find(struct block_table *t, uintptr_t addr, struct block_found *f)
 {
-    uint64_t *s = block_table_find_here(t, addr);
-    if (s) {
-        bool packed = block_table_packed(t);
-        const struct block_array *a = t->array;
-        if (s < a->slots || s >= a->slots + a->capacity * block_words(packed))
-            a = t->draining;
-        *f = (struct block_found){ t, s, block_array_record(a, packed, s) };
-        return true;
-    }
-    return t->spill && t->spill->count && block_table_find(t->spill, addr, f);
+    return block_table_find_here(t, addr, f) ||
+           (t->spill && t->spill->count && block_table_find_here(t->spill, addr, f));
 }
 
 /* Bring the slots where a put of `addr` would look into the cache: its

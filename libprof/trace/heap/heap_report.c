@@ -95,11 +95,7 @@ static bool part_block(const struct table_part *p, size_t i, struct block_slot *
         uint64_t key = __atomic_load_n(&s[0], __ATOMIC_ACQUIRE);
         if (!BLOCK_IS_LIVE(key))
             return false;
-        if (p->packed)
-            *b = block_unpack(p->base, key, __atomic_load_n(&s[1], __ATOMIC_RELAXED));
-        else
-            *b = (struct block_slot){ key, __atomic_load_n(&s[1], __ATOMIC_RELAXED),
-                                      __atomic_load_n(&s[2], __ATOMIC_RELAXED) };
+        *b = block_slot_decode(p->packed, p->base, key, s);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&s[0], __ATOMIC_RELAXED) == key)
             return true;
