@@ -99,7 +99,7 @@ void memprof_thread_event(const struct memprof_thread_event *event);
  * magic, the version and every size before it reads, and refuses a layout
  * it does not know with a reason. */
 #define MEMPROF_TABLES_MAGIC "memprof-tables\0"
-#define MEMPROF_TABLES_VERSION 5
+#define MEMPROF_TABLES_VERSION 6
 struct memprof_tables {
     char magic[16];               /* MEMPROF_TABLES_MAGIC */
     uint32_t version;             /* MEMPROF_TABLES_VERSION */
@@ -111,7 +111,8 @@ struct memprof_tables {
     uint32_t thread_young, young_slots;           /* [young_slots] block slots */
     uint32_t thread_blocks, thread_freed;         /* block tables */
     uint32_t thread_origins, thread_origin_count; /* origin array pointer, count */
-    /* a block table: a pointer to its array, which is a capacity then slots */
+    /* a block table's array: a u64 capacity, then slots (until version 5,
+     * table_array was where a table pointed to its one array; 0 since) */
     uint32_t table_array, array_capacity, array_slots;
     /* a block slot: address (0 empty, odd a tombstone), number, word */
     uint32_t slot_size, slot_addr, slot_number, slot_word;
@@ -162,9 +163,7 @@ struct memprof_tables {
     /* address of a u64: mean bytes between sampled blocks, 0: every block */
     uint64_t heap_sample_bytes;
 
-    /* Version 3: a block table also points to the array it grew from, whose
-     * live slots are still moving to the current one (NULL when none); a
-     * live address is in one of the two */
+    /* Version 3 to 5: the array a block table grew from (0 since version 6) */
     uint32_t table_draining;
 
     /* Version 4: the address of a u64 that changes whenever the tables'
@@ -187,6 +186,15 @@ struct memprof_tables {
      * slots above) at thread_spill. */
     uint32_t thread_spill, array_number_base;
     uint32_t packed_slot_size, packed_addr_bits, packed_origin_high_bits, packed_size_bits, packed_number_bits;
+
+    /* Version 6: a block table is a directory of regions (the keys equal
+     * above their low region_shift bits), each with an array of its own: a
+     * pointer at table_directory (NULL: empty) to a u64 capacity at
+     * directory_capacity and then, at directory_regions, that many entries
+     * of region_size bytes: a u64 key (0: unused) at region_key and a
+     * pointer at region_array to the region's array. */
+    uint32_t table_directory, directory_capacity, directory_regions, region_size, region_key, region_array;
+    uint32_t region_shift;
 };
 extern const struct memprof_tables memprof_tables;
 

@@ -1,9 +1,25 @@
-/* One thread's blocks keyed by address: open addressing with linear probing,
- * written by its owner only and readable at the same time by a report in
- * another thread (store/readers.h). A slot's key is stored last, so a
- * reader that sees it sees the rest. Removal leaves a tombstone unless the
- * next slot is empty (then the run of tombstones before it empties too);
- * tombstones are reused by inserts.
+/* One thread's blocks keyed by address, written by its owner only and
+ * readable at the same time by a report in another thread (store/readers.h).
+ *
+ * The keys are split by region, 64 KiB of addresses each: a directory maps
+ * a region to its own small array, an open-addressing table with linear
+ * probing. Blocks allocated one after another share a region, so the puts
+ * of a growing heap touch one array that stays in the cache, and the table
+ * grows a region at a time: an array of a few hundred slots copied at once,
+ * never the whole table (a region holds at most 8192 8-aligned blocks).
+ * The arrays come from the table's pool (store/block_pool.c) in a few
+ * sizes, each half as large again as the one before, and are reused once
+ * no report can be reading them.
+ *
+ * A slot's key is stored last, so a reader that sees it sees the rest.
+ * Removal leaves a tombstone unless the next slot is empty (then the run of
+ * tombstones before it empties too); tombstones are reused by inserts. An
+ * array is replaced when its live slots and tombstones are seven eighths of
+ * it: by one half as large again when the live ones are more than three
+ * quarters, else by one as large (the tombstones dropped). The new array is
+ * written whole and then published in the region's entry; a reader that
+ * took the old one finds there every block that was live when it was
+ * replaced.
  *
  * Two slot formats. A wide slot (24 bytes) holds a block's address, number
  * and word as they are (struct block_slot). A packed slot (16 bytes) holds
@@ -12,24 +28,9 @@
  * address and the origin's low 16 bits, the value the origin's high 8, the
  * size and the number's distance from the base. A packed table spills the
  * blocks that do not pack into a wide table of its own (`spill`): an
- * address is in one of the two. A table of 1M live blocks takes 18-27 bytes
- * a block packed, 27-41 wide.
- *
- * Growth stops no allocation: when live slots and tombstones are seven
- * eighths of the capacity, a new array, half as large again when live slots
- * are more than three quarters (else as large: the tombstones dropped), is
- * published and the old one becomes the draining array, whose live slots
- * move to the new one a few at each put (BLOCK_DRAIN_STEP) and which is
- * given up when it is empty. A put does not look in the draining array (its
- * moved slots are tombstones: an absent address would probe long runs
- * there); an address found in both, when its older slot moves or its newer
- * one is removed, is a block whose free was not seen: the older (the
- * draining array's) is then dropped (`stale`). A moved slot is copied, and
- * left as it was in the draining array: a reader that took that array as
- * the current one, before the growth, still finds it there, and one that
- * took the pair finds it once or twice, never not at all. A packed array's
- * base follows the numbers: a new array's is 2^27 below the newest number,
- * and a slot whose number is older than that moves to the spill. */
+ * address is in one of the two. A new array's base is 2^27 below the
+ * newest number (never below the old one's), and a block whose number is
+ * older than that moves to the spill. */
 #ifndef MEMPROF_STORE_BLOCK_TABLE_H
 #define MEMPROF_STORE_BLOCK_TABLE_H
 #include "readers.h"
@@ -77,46 +78,82 @@ struct block_slot {
 #define BLOCK_WIDE_WORDS 3
 #define BLOCK_PACKED_WORDS 2
 
+/* The keys of a region: those equal above their low 16 bits. */
+#define BLOCK_REGION_SHIFT 16
+
 struct block_array {
     size_t capacity;
     uint64_t number_base;     /* packed: a slot's number is this plus its distance */
+    uint32_t used;            /* the owner's: live slots and tombstones */
+    uint32_t size_class;      /* the owner's: its size in the pool */
+    struct block_array *next; /* the owner's: in the pool's free or retired list */
     uint64_t slots[];         /* capacity slots of 2 (packed) or 3 (wide) words, the key first */
 };
 
-/* A block found twice as its slot moves from the draining array: the
- * older slot's (its free was not seen), which is then dropped. */
-typedef void block_stale_fn(void *ctx, const struct block_slot *older);
+/* A directory entry. */
+struct block_region {
+    uint64_t key;                 /* the keys' region + 1 (key >> BLOCK_REGION_SHIFT); 0: empty */
+    struct block_array *array;    /* published: set before the key, replaced as the region grows */
+};
+
+/* Regions by key, open addressing with linear probing; never removed. */
+struct block_directory {
+    size_t capacity;
+    struct block_region regions[];
+};
+
+#define BLOCK_POOL_CLASSES 40
+#define RECENT_REGIONS 8
+
+/* A table's arrays (store/block_pool.c). */
+struct slab;
+struct block_pool {
+    struct slab *room[BLOCK_POOL_CLASSES];   /* by size: slabs with an array to hand out */
+    struct slab *empty;           /* slabs with none handed out: any size next */
+    char *chunk, *chunk_end;      /* slabs not used yet */
+    size_t bytes;                 /* slabs in use or kept, arrays mapped alone */
+    size_t empty_written;         /* of those, empty slabs kept as they are */
+    struct block_array *retired;  /* given back while a report may read them */
+    bool packed;                  /* its arrays' slots */
+};
 
 struct block_table {
-    struct block_array *array;   /* published; NULL until the first put */
-    struct block_array *draining;   /* published: the array before it, being emptied; or NULL */
+    struct block_directory *directory;   /* published; NULL until the first put */
     struct block_table *spill;   /* set before the first put: packed, the wide table for the rest; NULL: wide */
-    block_stale_fn *stale;       /* NULL: a stale slot is dropped without a word */
-    void *stale_ctx;
-    size_t drain_at;             /* the owner's: draining's slots before it are moved */
-    size_t populated;            /* the owner's: bytes of `array` mapped ahead of its writes */
-    size_t count;                /* live slots in both (the owner's; the spill's apart) */
-    size_t used;                 /* live slots and tombstones of `array` */
-    struct retired retired;
+    struct block_region *last;   /* the owner's: the region last looked up, in `directory` */
+    uint64_t recent[RECENT_REGIONS];   /* the owner's: the keys of the regions added last, by count */
+    unsigned start_class;        /* the owner's: a new region's array size (block_table_add_region) */
+    size_t regions;              /* the owner's: entries in `directory` */
+    size_t count;                /* the owner's: live slots (the spill's apart) */
+    size_t replaced;             /* the owner's: arrays replaced by larger or cleaner ones */
+    struct block_pool pool;
+    struct retired retired;      /* directories replaced by larger ones */
 };
 
 enum block_put { BLOCK_PUT_NEW, BLOCK_PUT_REPLACED, BLOCK_PUT_NO_MEMORY };
 
-/* Live slots moved from the draining array at each put: the new array,
- * half as large again, is at most 3/4 full when the old one is empty. */
-#define BLOCK_DRAIN_STEP 16
+/* A region's array handed out (zeroed, its capacity and class set) or
+ * given back; NULL when out of memory. */
+struct block_array *block_pool_take(struct block_pool *p, unsigned size_class, bool packed);
+void block_pool_give_back(struct block_pool *p, struct block_array *a);
+size_t block_pool_capacity(unsigned size_class);
 
-/* A new array published, larger when needed, the current one left to drain
- * (one still draining is emptied first); a packed one's base from `number`,
- * the newest. 0, or -1 when out of memory. */
-int block_table_rebuild(struct block_table *t, uint64_t number);
-/* Up to BLOCK_DRAIN_STEP live slots of the draining array moved. */
-void block_table_drain(struct block_table *t);
+/* The region of `key` added (with an empty array), or NULL when out of
+ * memory; `last` then. */
+struct block_region *block_table_add_region(struct block_table *t, uint64_t key);
+/* The region of `key` if the table has one (`last` then), else NULL. */
+struct block_region *block_table_find_region(struct block_table *t, uint64_t key);
+/* The region's array replaced by one as large, or half as large again
+ * when it is more than three quarters live, whose base is from `number`
+ * (the newest); the new one, or NULL when out of memory. */
+struct block_array *block_table_rebuild(struct block_table *t, struct block_region *r, uint64_t number);
 size_t block_table_bytes(const struct block_table *t);   /* its spill's included */
-/* The two arrays as a reader takes them: the draining one (NULL: none) and
- * the current, loaded as a pair that was current together. */
-void block_table_arrays(const struct block_table *t, const struct block_array **draining,
-                        const struct block_array **array);
+
+/* The directory as a reader takes it (NULL: empty), and the next of its
+ * regions' arrays from *i on (each loaded once: the array of a region
+ * replaced later stays mapped until the reader leaves), NULL at the end. */
+const struct block_directory *block_table_directory(const struct block_table *t);
+const struct block_array *block_directory_next(const struct block_directory *d, size_t *i);
 
 static inline bool block_table_packed(const struct block_table *t)
 {
@@ -138,8 +175,27 @@ static inline uint64_t *block_array_slot(const struct block_array *a, bool packe
     return (uint64_t *)a->slots + i * block_words(packed);
 }
 
+static inline uint64_t block_region_key(uintptr_t addr)
+{
+    return ((uint64_t)addr >> BLOCK_REGION_SHIFT) + 1;
+}
+
+/* `addr`'s region, for the owner: the last one looked up, or found. */
+static inline struct block_region *block_table_region(struct block_table *t, uintptr_t addr)
+{
+    uint64_t key = block_region_key(addr);
+    struct block_region *r = t->last;
+    return r && r->key == key ? r : block_table_find_region(t, key);
+}
+
 /* A block's packed key and value against an array's base; false when it
  * does not pack (wide then). */
+/* Whether a block's address and size pack (its number may still not). */
+static inline bool block_packs(uintptr_t addr, uint64_t word)
+{
+    return ((addr & ~PACKED_ADDR_MASK) | (addr & 7) | (BLOCK_WORD_SIZE(word) >> PACKED_SIZE_BITS)) == 0;
+}
+
 static inline bool block_pack(uint64_t base, uintptr_t addr, uint64_t number, uint64_t word, uint64_t *key,
                               uint64_t *value)
 {
@@ -185,8 +241,6 @@ static inline size_t block_index(uintptr_t addr, size_t capacity)
 
 static inline uint64_t *block_array_find(const struct block_array *a, bool packed, uintptr_t addr)
 {
-    if (!a)
-        return NULL;
     uint64_t mask = block_key_mask(packed);
     for (size_t i = block_index(addr, a->capacity);;) {
         uint64_t *s = block_array_slot(a, packed, i);
@@ -200,20 +254,11 @@ static inline uint64_t *block_array_find(const struct block_array *a, bool packe
     }
 }
 
-/* In the draining array, a slot not moved yet: those before drain_at were
- * copied to the current array, and stay as they were for the readers that
- * took the draining array as their current one. */
-static inline uint64_t *block_table_find_draining(const struct block_table *t, uintptr_t addr)
-{
-    bool packed = block_table_packed(t);
-    uint64_t *s = block_array_find(t->draining, packed, addr);
-    return s && (size_t)(s - t->draining->slots) >= t->drain_at * block_words(packed) ? s : NULL;
-}
-
 /* A block found: the table whose slot it is (the table asked, or its
- * spill), the slot, and the block. */
+ * spill), the array and the slot, and the block. */
 struct block_found {
     struct block_table *table;
+    struct block_array *array;
     uint64_t *slot;
     struct block_slot block;
 };
@@ -221,14 +266,14 @@ struct block_found {
 /* `addr`'s block in this table's own arrays (not its spill's). */
 static inline bool block_table_find_here(struct block_table *t, uintptr_t addr, struct block_found *f)
 {
+    struct block_region *r = t->directory ? block_table_region(t, addr) : NULL;
+    if (!r)
+        return false;
     bool packed = block_table_packed(t);
-    const struct block_array *a = t->array;
-    uint64_t *s = block_array_find(a, packed, addr);
-    if (!s && t->draining && (s = block_table_find_draining(t, addr)))
-        a = t->draining;
+    uint64_t *s = block_array_find(r->array, packed, addr);
     if (!s)
         return false;
-    *f = (struct block_found){ t, s, block_array_record(a, packed, s) };
+    *f = (struct block_found){ t, r->array, s, block_array_record(r->array, packed, s) };
     return true;
 }
 
@@ -240,28 +285,24 @@ static inline bool block_table_find(struct block_table *t, uintptr_t addr, struc
 
 /* Bring the slots where a put of `addr` would look into the cache: its
  * first and the line after (a probe reads several slots at the loads the
- * table keeps). */
-static inline void block_array_prefetch(const struct block_array *a, bool packed, uintptr_t addr)
+ * table keeps). A region not there yet has nothing to fetch. */
+static inline void block_table_prefetch(struct block_table *t, uintptr_t addr)
 {
-    if (a) {
+    struct block_region *r = t->directory ? block_table_region(t, addr) : NULL;
+    if (r) {
+        bool packed = block_table_packed(t);
         /* Not __builtin_prefetch: GCC drops it from code it thinks cold. */
-        const char *first = (const char *)block_array_slot(a, packed, block_index(addr, a->capacity));
+        const char *first = (const char *)block_array_slot(r->array, packed, block_index(addr, r->array->capacity));
         __asm__ volatile("prefetcht0 %0" : : "m"(*first));
         __asm__ volatile("prefetcht0 %0" : : "m"(first[64]));
     }
-}
-
-static inline void block_table_prefetch(const struct block_table *t, uintptr_t addr)
-{
-    block_array_prefetch(t->array, block_table_packed(t), addr);
 }
 
 /* The slot where `addr` is live in `a`; else NULL, and *place the slot a
  * put of it takes: its own tombstone (it is nowhere else), the first
  * tombstone on its way, else the empty slot that ends it (then one more
  * used). */
-static inline uint64_t *block_array_place(struct block_table *t, struct block_array *a, bool packed, uintptr_t addr,
-                                          uint64_t **place)
+static inline uint64_t *block_array_place(struct block_array *a, bool packed, uintptr_t addr, uint64_t **place)
 {
     uint64_t mask = block_key_mask(packed), *hole = NULL;
     size_t i = block_index(addr, a->capacity);
@@ -283,7 +324,7 @@ static inline uint64_t *block_array_place(struct block_table *t, struct block_ar
     }
     if (!hole) {
         hole = block_array_slot(a, packed, i);
-        t->used++;
+        a->used++;
     }
     *place = hole;
     return NULL;
@@ -303,9 +344,10 @@ static inline void block_slot_fill_packed(uint64_t *s, uint64_t key, uint64_t va
     __atomic_store_n(&s[0], key, __ATOMIC_RELEASE);
 }
 
-/* A put that does not pack, to the spill (out of line: rare). */
-enum block_put block_table_put_spilled(struct block_table *t, uintptr_t addr, uint64_t number, uint64_t word,
-                                       uint64_t *replaced);
+/* A put that does not pack, to the spill (out of line: rare); `r` its
+ * region when only its number did not. */
+enum block_put block_table_put_spilled(struct block_table *t, struct block_region *r, uintptr_t addr,
+                                       uint64_t number, uint64_t word, uint64_t *replaced);
 /* The spill's slot of `addr`, if any, removed: its word in *replaced. */
 bool block_table_take_spilled(struct block_table *t, uintptr_t addr, uint64_t *replaced);
 
@@ -314,20 +356,24 @@ bool block_table_take_spilled(struct block_table *t, uintptr_t addr, uint64_t *r
 static inline enum block_put block_table_put(struct block_table *t, uintptr_t addr, uint64_t number,
                                              uint64_t word, uint64_t *replaced)
 {
-    if (__builtin_expect(t->draining != NULL, 0))
-        block_table_drain(t);
-    struct block_array *a = t->array;
-    if ((!a || t->used >= a->capacity / 8 * 7) && block_table_rebuild(t, number) != 0)
-        return BLOCK_PUT_NO_MEMORY;
-    a = t->array;
     bool packed = block_table_packed(t);
+    if (packed && __builtin_expect(!block_packs(addr, word), 0))
+        return block_table_put_spilled(t, NULL, addr, number, word, replaced);
+    uint64_t region = block_region_key(addr);
+    struct block_region *r = t->last;
+    if ((!r || r->key != region) && !(r = block_table_find_region(t, region)) &&
+        !(r = block_table_add_region(t, region)))
+        return BLOCK_PUT_NO_MEMORY;
+    struct block_array *a = r->array;
+    if (a->used >= a->capacity / 8 * 7 && !(a = block_table_rebuild(t, r, number)))
+        return BLOCK_PUT_NO_MEMORY;
     uint64_t key = addr, value = 0, *place;
     if (packed && !block_pack(a->number_base, addr, number, word, &key, &value))
-        return block_table_put_spilled(t, addr, number, word, replaced);
+        return block_table_put_spilled(t, r, addr, number, word, replaced);
     enum block_put result = BLOCK_PUT_NEW;
     if (packed && __builtin_expect(t->spill->count != 0, 0) && block_table_take_spilled(t, addr, replaced))
         result = BLOCK_PUT_REPLACED;   /* its older block spilled: gone */
-    uint64_t *s = block_array_place(t, a, packed, addr, &place);
+    uint64_t *s = block_array_place(a, packed, addr, &place);
     if (s) {
         if (!packed) {
             *replaced = s[2];
@@ -350,34 +396,22 @@ static inline enum block_put block_table_put(struct block_table *t, uintptr_t ad
     return result;
 }
 
-/* An older slot of `addr` still in the draining array dropped as stale. */
-void block_table_drop_stale(struct block_table *t, uintptr_t addr);
-
-/* Remove the block in slot `s` of table `t` (as block_table_find gave them). */
-static inline void block_table_remove(struct block_table *t, uint64_t *s)
+/* Remove the block found (block_table_find). */
+static inline void block_table_remove(const struct block_found *f)
 {
-    struct block_array *a = t->array;
-    bool packed = block_table_packed(t);
-    size_t cap = a->capacity, words = block_words(packed);
-    t->count--;
-    if (s < a->slots || s >= a->slots + cap * words) {
-        /* in the draining array, which is given up whole */
-        __atomic_store_n(&s[0], s[0] | BLOCK_GONE_BIT, __ATOMIC_RELAXED);
-        return;
-    }
-    /* An older slot of the address still draining would move in as live. */
-    if (__builtin_expect(t->draining != NULL, 0))
-        block_table_drop_stale(t, s[0] & block_key_mask(packed));
-    size_t i = (size_t)(s - a->slots) / words;
+    struct block_array *a = f->array;
+    bool packed = block_table_packed(f->table);
+    size_t cap = a->capacity, words = block_words(packed), i = (size_t)(f->slot - a->slots) / words;
+    f->table->count--;
     if (*block_array_slot(a, packed, i + 1 == cap ? 0 : i + 1) != BLOCK_EMPTY) {
-        __atomic_store_n(&s[0], s[0] | BLOCK_GONE_BIT, __ATOMIC_RELAXED);
+        __atomic_store_n(&f->slot[0], f->slot[0] | BLOCK_GONE_BIT, __ATOMIC_RELAXED);
         return;
     }
     /* Nothing probes past an empty slot: this one and the tombstones just
      * before it can be empty too. */
     for (;;) {
         __atomic_store_n(block_array_slot(a, packed, i), BLOCK_EMPTY, __ATOMIC_RELAXED);
-        t->used--;
+        a->used--;
         i = i == 0 ? cap - 1 : i - 1;
         if (!(*block_array_slot(a, packed, i) & BLOCK_GONE_BIT))
             return;

@@ -14,7 +14,7 @@ void readers_leave(void)
     __atomic_sub_fetch(&readers, 1, __ATOMIC_SEQ_CST);
 }
 
-static bool no_readers(void)
+bool readers_none(void)
 {
     return __atomic_load_n(&readers, __ATOMIC_SEQ_CST) == 0;
 }
@@ -23,7 +23,7 @@ void readers_retire(struct retired *r, void *old, size_t bytes)
 {
     if (!old)
         return;
-    if (no_readers()) {
+    if (readers_none()) {
         for (unsigned i = 0; i < r->count; i++)
             pages_free(r->pages[i], r->bytes[i]);
         r->count = 0;

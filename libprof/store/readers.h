@@ -10,6 +10,7 @@
  * starts later loads the copy. */
 #ifndef MEMPROF_STORE_READERS_H
 #define MEMPROF_STORE_READERS_H
+#include <stdbool.h>
 #include <stddef.h>
 
 #define RETIRED_MAX 8
@@ -23,6 +24,9 @@ struct retired {
 
 void readers_enter(void);
 void readers_leave(void);
+/* No report is reading: what an owner retired is free to go (checked after
+ * the replacement was published). */
+bool readers_none(void);
 /* After publishing the replacement of `old` (bytes long): unmap it, now or
  * at a later growth. With more than RETIRED_MAX waiting, it stays mapped. */
 void readers_retire(struct retired *r, void *old, size_t bytes);

@@ -5,7 +5,7 @@
 uint64_t pages_generation;
 
 /* Memory a reader in another process may be reading goes away. */
-static void pages_changed(void)
+void pages_changed(void)
 {
     __atomic_add_fetch(&pages_generation, 1, __ATOMIC_RELEASE);
 }

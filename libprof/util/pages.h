@@ -29,5 +29,8 @@ void pages_free(void *p, size_t size);
 /* Counts every unmapping and move of these pages: a reader in another
  * process (memprof top) that finds it changed while it read reads again. */
 extern uint64_t pages_generation;
+/* Count a change of the same kind made without unmapping (memory handed
+ * out again for another use). */
+void pages_changed(void);
 
 #endif

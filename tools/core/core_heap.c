@@ -117,6 +117,45 @@ static bool read_slots(struct core_image *c, struct heap_read *h, uint64_t at, u
     return ok;
 }
 
+/* One region's array: its capacity and base, then its slots. */
+static bool read_array(struct core_image *c, struct heap_read *h, uint64_t array, uint32_t thread,
+                       struct slot_format format)
+{
+    const struct memprof_tables *t = &c->tables;
+    uint64_t capacity;
+    return core_read_u64(c, array + t->array_capacity, &capacity, "a block array's capacity") &&
+           (!format.packed ||
+            core_read_u64(c, array + t->array_number_base, &format.base, "a block array's number base")) &&
+           read_slots(c, h, array + t->array_slots, capacity, thread, format);
+}
+
+/* A block table: its directory's regions, each region's array. */
+static bool read_table(struct core_image *c, struct heap_read *h, uint64_t directory, uint32_t thread,
+                       struct slot_format format)
+{
+    const struct memprof_tables *t = &c->tables;
+    uint64_t capacity;
+    if (!directory)
+        return true;
+    if (!core_read_u64(c, directory + t->directory_capacity, &capacity, "a block table's directory"))
+        return false;
+    if (capacity > MAX_CAPACITY)
+        return core_fail(c, "%s: a block directory of %" PRIu64 " regions: damaged", c->path, capacity);
+    unsigned char *regions = malloc(capacity * t->region_size + 1);
+    if (!regions)
+        return core_fail(c, "out of memory");
+    bool ok = core_read(c, directory + t->directory_regions, regions, capacity * t->region_size,
+                        "a block table's directory");
+    for (uint64_t i = 0; ok && i < capacity; i++) {
+        const unsigned char *region = regions + i * t->region_size;
+        uint64_t array = core_field_u64(region, t->region_array);
+        if (core_field_u64(region, t->region_key) && array)
+            ok = read_array(c, h, array, thread, format);
+    }
+    free(regions);
+    return ok;
+}
+
 /* A thread's origins: key, link and counters. */
 static bool read_origins(struct core_image *c, const unsigned char *thread, struct thread_read *r)
 {
@@ -184,18 +223,11 @@ static bool read_threads(struct core_image *c, struct heap_read *h)
                 *p = '_';
         uint32_t view = (uint32_t)h->thread_count++;
         ok = read_slots(c, h, next + t->thread_young, t->young_slots, view, (struct slot_format){ false, false, 0 });
-        /* blocks (packed), their spill, freed: each table's draining array and its own */
+        /* blocks (packed), their spill, freed */
         const uint32_t tables[] = { t->thread_blocks, t->thread_spill, t->thread_freed };
-        for (int part = 0; ok && part < 6; part++) {
-            const unsigned char *table = thread + tables[part / 2];
-            uint64_t array = core_field_u64(table, part % 2 ? t->table_array : t->table_draining);
-            uint64_t capacity;
-            struct slot_format format = { part < 2, part >= 4, 0 };
-            if (array && (ok = core_read_u64(c, array + t->array_capacity, &capacity, "a block table's capacity")) &&
-                (!format.packed || (ok = core_read_u64(c, array + t->array_number_base, &format.base,
-                                                       "a block table's number base"))))
-                ok = read_slots(c, h, array + t->array_slots, capacity, view, format);
-        }
+        for (int k = 0; ok && k < 3; k++)
+            ok = read_table(c, h, core_field_u64(thread + tables[k], t->table_directory), view,
+                            (struct slot_format){ k == 0, k == 2, 0 });
         ok = ok && read_origins(c, thread, r);
         next = core_field_u64(thread, t->thread_next);
     }

@@ -240,10 +240,9 @@ static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_
               t->thread_next + 8 <= t->thread_size && t->thread_serial + 4 <= t->thread_size &&
               t->thread_tid + 4 <= t->thread_size &&
               t->thread_young + (uint64_t)t->young_slots * t->slot_size <= t->thread_size &&
-              t->thread_blocks + t->table_array + 8 <= t->thread_size &&
-              t->thread_freed + t->table_array + 8 <= t->thread_size &&
-              t->thread_blocks + t->table_draining + 8 <= t->thread_size &&
-              t->thread_freed + t->table_draining + 8 <= t->thread_size && t->thread_origins + 8 <= t->thread_size &&
+              t->thread_blocks + t->table_directory + 8 <= t->thread_size &&
+              t->thread_freed + t->table_directory + 8 <= t->thread_size &&
+              t->thread_spill + t->table_directory + 8 <= t->thread_size && t->thread_origins + 8 <= t->thread_size &&
               t->thread_origin_count + 8 <= t->thread_size && t->array_capacity + 8 <= t->array_slots &&
               t->slot_size >= 24 && t->slot_size <= 64 && t->slot_addr + 8 <= t->slot_size &&
               t->slot_number + 8 <= t->slot_size && t->slot_word + 8 <= t->slot_size && t->word_size_bits >= 32 &&
@@ -252,8 +251,9 @@ static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_
               t->origin_total_count + 8 <= t->origin_size && t->origin_total_bytes + 8 <= t->origin_size &&
               t->origin_peak_bytes + 8 <= t->origin_size && t->origin_array_records >= 8 &&
               t->origin_array_records <= 64 && t->thread_shift > 32 && t->thread_shift < 64 &&
-              t->thread_spill + t->table_draining + 8 <= t->thread_size &&
-              t->thread_spill + t->table_array + 8 <= t->thread_size && t->array_number_base + 8 <= t->array_slots &&
+              t->directory_capacity + 8 <= t->directory_regions && t->region_size >= 16 && t->region_size <= 64 &&
+              t->region_key + 8 <= t->region_size && t->region_array + 8 <= t->region_size &&
+              t->region_shift >= 12 && t->region_shift < 48 && t->array_number_base + 8 <= t->array_slots &&
               t->packed_slot_size == 16 && t->packed_addr_bits >= 40 && t->packed_addr_bits < 64 &&
               t->packed_origin_high_bits + t->packed_size_bits + t->packed_number_bits == 64 &&
               64 - t->packed_addr_bits + t->packed_origin_high_bits == 64 - t->word_size_bits &&

@@ -64,8 +64,6 @@ static inline __attribute__((always_inline)) struct heap_thread *short_path_thre
  * waits (heap_charge_begin), so that those take the body. */
 static __thread int64_t sample_left __attribute__((tls_model("initial-exec")));
 
-static block_stale_fn stale_block;
-
 static struct heap_thread *this_thread(void)
 {
     if (heap_my_thread)
@@ -80,11 +78,7 @@ static struct heap_thread *this_thread(void)
     uint32_t serial = __atomic_add_fetch(&heap.thread_count, 1, __ATOMIC_RELAXED);
     t->serial = serial < MAX_THREAD_SERIAL ? serial : MAX_THREAD_SERIAL;
     t->tid = gettid();
-    t->blocks.stale = stale_block;
-    t->blocks.stale_ctx = t;
     t->blocks.spill = &t->blocks_spill;
-    t->blocks_spill.stale = stale_block;
-    t->blocks_spill.stale_ctx = t;
     prctl(PR_GET_NAME, t->name);   /* for a core; a report asks /proc */
     t->sample_state = (heap.sample_seed ^ (uint64_t)serial * 0x9E3779B97F4A7C15ull) | 1;
     if (heap.sample_bytes)
@@ -212,13 +206,6 @@ HOT void forget(struct heap_thread *t, uintptr_t p, uint64_t word)
         forget_sampled(t, p, word);
     else
         forget_exact(t, word);
-}
-
-/* A held block found twice as the table grows (block_table.h): the older
- * slot's block is gone (its free was not seen). */
-static void stale_block(void *ctx, const struct block_slot *older)
-{
-    forget(ctx, older->addr, older->word);
 }
 
 /* What a recorded block of `stored` bytes counts for, with sampling; its
@@ -467,7 +454,7 @@ static void drop_held(struct heap_thread *t, struct held *h)
         if (heap.peak_tracking)
             peak_freed(t, h->found.block.word);
         forget(t, h->found.block.addr, h->found.block.word);
-        block_table_remove(h->found.table, h->found.slot);
+        block_table_remove(&h->found);
     }
 }
 

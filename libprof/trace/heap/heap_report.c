@@ -25,19 +25,19 @@ struct site_stats {
     uint64_t live_count, live_bytes, peak_bytes, total_count, total_bytes;
 };
 
-/* The arrays of a thread's tables, in the order blocks move: the older
- * table's draining array and its current one, its spill's, the freed
- * table's. */
-enum { BLOCKS_DRAINING, BLOCKS, SPILL_DRAINING, SPILL, FREED_DRAINING, FREED, TABLE_ARRAYS };
+/* A thread's tables, in the order blocks move: the older table, its spill,
+ * the freed table. */
+enum { BLOCKS, SPILL, FREED, TABLES };
 
 /* One thread as the report read it. */
 struct thread_view {
     struct heap_thread *thread;
     const struct heap_origin *origins;
     size_t origin_count;
-    /* Each table's arrays as loaded once, sized and read: the draining one
-     * (growing into the current), then the current; blocks, its spill, freed */
-    const struct block_array *arrays[TABLE_ARRAYS];
+    /* Each table's region arrays as loaded once, sized and read */
+    const struct block_directory *directories[TABLES];
+    const struct block_array **arrays[TABLES];
+    size_t array_count[TABLES];
     size_t first_event, events;     /* its run of the report's events[] */
     struct site_stats *live;        /* [origin_count]: live_count, live_bytes */
     uint32_t *chain;                /* [origin_count]: canonical chain id + 1, 0: not yet */
@@ -54,15 +54,18 @@ struct event {
 };
 
 /* How many events each bucket of addresses has: 0, 1, or 2 for more, in two
- * bits. An address alone in its bucket has one event, which decides it. */
+ * bits. An address alone in its bucket has one event, which decides it.
+ * Buckets follow the addresses (16 bytes each, malloc's alignment, wrapping
+ * around): a table is read a region of addresses at a time, so its counts
+ * stay in the cache. Addresses that share a bucket are only slower. */
 struct bucket_counts {
     uint8_t *bits;
-    unsigned shift;                 /* 64 - log2(buckets) */
+    size_t mask;                    /* buckets - 1 */
 };
 
 static size_t bucket_of(const struct bucket_counts *c, uintptr_t addr)
 {
-    return (size_t)((addr * 0x9E3779B97F4A7C15ull) >> c->shift);
+    return (size_t)(addr >> 4) & c->mask;
 }
 
 static unsigned bucket_count(const struct bucket_counts *c, size_t b)
@@ -168,9 +171,10 @@ static size_t count_or_copy(struct thread_view *v, const struct table_part *p, c
     return n;
 }
 
-static size_t array_capacity(const struct block_array *a)
+/* One region array of a table as a part. */
+static struct table_part array_part(const struct block_array *a, bool packed, bool freed)
 {
-    return a ? a->capacity : 0;
+    return (struct table_part){ a->slots, a->capacity, packed, freed, packed ? a->number_base : 0 };
 }
 
 /* A row: the origins that differ only by thread, summed (the peak's sum is an
@@ -490,23 +494,54 @@ static void write_pprof(struct out *o, const struct report_row *rows, size_t sho
 }
 
 /* A thread's tables as the report reads them, in the order blocks move:
- * young slots first (a block moves from there to the older table), then
- * each table's draining array before its current one (block_table.h), the
- * older, its spill, the freed. */
-#define TABLE_PARTS (1 + TABLE_ARRAYS)
-
-static size_t view_tables(const struct thread_view *v, struct table_part parts[TABLE_PARTS])
+ * young slots first (a block moves from there to the older table), then the
+ * older table's region arrays, its spill's (a block that no longer packs
+ * moves there as its region grows), the freed table's. */
+static size_t view_parts(const struct thread_view *v)
 {
+    return 1 + v->array_count[BLOCKS] + v->array_count[SPILL] + v->array_count[FREED];
+}
+
+static struct table_part view_part(const struct thread_view *v, size_t k)
+{
+    if (k == 0)
+        return (struct table_part){ (const uint64_t *)v->thread->young, YOUNG_HELD, false, false, 0 };
+    k--;
+    size_t table = 0;
+    while (k >= v->array_count[table])
+        k -= v->array_count[table++];
+    return array_part(v->arrays[table][k], table == BLOCKS, table == FREED);
+}
+
+/* A thread's tables' directories, each loaded once: how many regions they
+ * have. Regions added later stay unread, as their blocks are newer than the
+ * report. */
+static size_t view_directories(struct thread_view *v)
+{
+    const struct block_table *tables[TABLES] = { &v->thread->blocks, &v->thread->blocks_spill, &v->thread->freed };
     size_t n = 0;
-    parts[n++] = (struct table_part){ (const uint64_t *)v->thread->young, YOUNG_HELD, false, false, 0 };
-    for (size_t i = 0; i < TABLE_ARRAYS; i++) {
-        const struct block_array *a = v->arrays[i];
-        bool packed = i == BLOCKS_DRAINING || i == BLOCKS;
-        if (a)
-            parts[n++] = (struct table_part){ a->slots, a->capacity, packed, i >= FREED_DRAINING,
-                                              packed ? a->number_base : 0 };
+    for (size_t k = 0; k < TABLES; k++) {
+        v->directories[k] = block_table_directory(tables[k]);
+        v->array_count[k] = 0;
+        for (size_t i = 0; block_directory_next(v->directories[k], &i);)
+            v->array_count[k]++;
+        n += v->array_count[k];
     }
     return n;
+}
+
+/* Each region's array loaded once, into room for the regions counted. */
+static void view_arrays(struct thread_view *v, const struct block_array **room)
+{
+    for (size_t k = 0; k < TABLES; k++) {
+        const struct block_array *a;
+        size_t n = 0;
+        v->arrays[k] = room;
+        for (size_t i = 0; n < v->array_count[k] && (a = block_directory_next(v->directories[k], &i));)
+            room[n++] = a;
+        v->array_count[k] = n;
+        room += n;
+    }
 }
 
 /* The tables at rest: their addresses by bucket, then each block alone in
@@ -514,16 +549,19 @@ static size_t view_tables(const struct thread_view *v, struct table_part parts[T
 static void read_at_rest(struct thread_view *view, size_t views, struct bucket_counts *counts, struct live_sum *sum,
                          struct event *events, uint32_t *shared, size_t *shared_count)
 {
-    struct table_part parts[TABLE_PARTS];
     for (size_t i = 0; i < views; i++)
-        for (size_t k = 0, m = view_tables(&view[i], parts); k < m; k++)
-            add_addresses(&parts[k], counts);
+        for (size_t k = 0, m = view_parts(&view[i]); k < m; k++) {
+            struct table_part p = view_part(&view[i], k);
+            add_addresses(&p, counts);
+        }
     size_t n = 0;
     for (size_t i = 0; i < views; i++) {
         struct thread_view *v = &view[i];
         v->first_event = n;
-        for (size_t k = 0, m = view_tables(v, parts); k < m; k++)
-            n += count_or_copy(v, &parts[k], counts, sum, events + n, n, shared, shared_count);
+        for (size_t k = 0, m = view_parts(v); k < m; k++) {
+            struct table_part p = view_part(v, k);
+            n += count_or_copy(v, &p, counts, sum, events + n, n, shared, shared_count);
+        }
         v->events = n - v->first_event;
     }
 }
@@ -534,12 +572,13 @@ static void read_at_rest(struct thread_view *view, size_t views, struct bucket_c
 static void read_running(struct thread_view *view, size_t views, struct bucket_counts *counts,
                          struct live_sum *sum, struct event *events, uint32_t *shared, size_t *shared_count)
 {
-    struct table_part parts[TABLE_PARTS];
     size_t n = 0;
     for (size_t i = 0; i < views; i++) {
         view[i].first_event = n;
-        for (size_t k = 0, m = view_tables(&view[i], parts); k < m; k++)
-            n += read_slots(&parts[k], counts, events + n);
+        for (size_t k = 0, m = view_parts(&view[i]); k < m; k++) {
+            struct table_part p = view_part(&view[i], k);
+            n += read_slots(&p, counts, events + n);
+        }
         view[i].events = n - view[i].first_event;
     }
     for (size_t i = 0; i < views; i++)
@@ -565,7 +604,7 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
     struct thread_view *view = report_alloc(mem, views * sizeof *view);
     if (!view)
         return MEMPROF_NO_MEMORY;
-    size_t i = views, origins = 0, slots = 0;
+    size_t i = views, origins = 0, slots = 0, regions = 0;
     for (struct heap_thread *t = newest; t; t = t->next) {
         struct thread_view *v = &view[--i];
         v->thread = t;
@@ -575,21 +614,26 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
         if (!a)
             v->origin_count = 0;
         origins += v->origin_count;
-        /* Each array loaded once: the events are sized by it and read from
-         * it (a copy its owner publishes later stays unread; readers.h
-         * keeps this one mapped). */
-        block_table_arrays(&t->blocks, &v->arrays[BLOCKS_DRAINING], &v->arrays[BLOCKS]);
-        block_table_arrays(&t->blocks_spill, &v->arrays[SPILL_DRAINING], &v->arrays[SPILL]);
-        block_table_arrays(&t->freed, &v->arrays[FREED_DRAINING], &v->arrays[FREED]);
-        slots += YOUNG_HELD;
-        for (size_t k = 0; k < TABLE_ARRAYS; k++)
-            slots += array_capacity(v->arrays[k]);
+        /* Each directory, then each region's array, loaded once: the
+         * events are sized by them and read from them (a copy its owner
+         * publishes later stays unread; readers.h keeps these mapped). */
+        regions += view_directories(v);
+    }
+    const struct block_array **room = report_alloc(mem, (regions ? regions : 1) * sizeof *room);
+    if (!room)
+        return MEMPROF_NO_MEMORY;
+    for (i = 0; i < views; i++) {
+        struct thread_view *v = &view[i];
+        view_arrays(v, room);
+        room += view_parts(v) - 1;
+        for (size_t k = 0, m = view_parts(v); k < m; k++)
+            slots += view_part(v, k).count;
     }
     /* Four buckets an event: few addresses share one. */
     size_t buckets = 4096;
     while (buckets < slots * 4)
         buckets *= 2;
-    struct bucket_counts counts = { report_alloc(mem, buckets / 4), 64 - (unsigned)__builtin_ctzll(buckets) };
+    struct bucket_counts counts = { report_alloc(mem, buckets / 4), buckets - 1 };
     struct site_stats *live = report_alloc(mem, origins * sizeof *live);
     uint32_t *chain = report_alloc(mem, origins * sizeof *chain);
     bool at_rest = tables_at_rest(newest);
@@ -826,18 +870,30 @@ static bool holding_block(const struct table_part *p, uintptr_t addr, struct blo
     return found;
 }
 
+/* The live block that holds `addr` in a table's region arrays; the latest. */
+static bool holding_in_table(const struct block_table *t, bool packed, uintptr_t addr, struct block_slot *best)
+{
+    const struct block_directory *d = block_table_directory(t);
+    const struct block_array *a;
+    bool found = false;
+    for (size_t i = 0; (a = block_directory_next(d, &i));) {
+        struct table_part p = array_part(a, packed, false);
+        found |= holding_block(&p, addr, best);
+    }
+    return found;
+}
+
 /* A free of `start` by a thread that did not hold it, after `number`. */
 static bool freed_since(uintptr_t start, uint64_t number)
 {
     for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        const struct block_array *arrays[2];
-        block_table_arrays(&t->freed, &arrays[0], &arrays[1]);
+        const struct block_directory *d = block_table_directory(&t->freed);
+        const struct block_array *a;
         struct block_slot b;
-        for (size_t k = 0; k < 2; k++) {
-            struct table_part p = { arrays[k] ? arrays[k]->slots : NULL, arrays[k] ? arrays[k]->capacity : 0,
-                                    false, true, 0 };
-            for (size_t i = 0; i < p.count; i++)
-                if (part_block(&p, i, &b) && b.addr == start && b.number >= number)
+        for (size_t i = 0; (a = block_directory_next(d, &i));) {
+            struct table_part p = array_part(a, false, true);
+            for (size_t k = 0; k < p.count; k++)
+                if (part_block(&p, k, &b) && b.addr == start && b.number >= number)
                     return true;
         }
     }
@@ -849,13 +905,11 @@ static void where_locked(struct out *o, uintptr_t addr, bool *found)
     struct block_slot best = { BLOCK_EMPTY, 0, 0 };
     struct heap_thread *owner = NULL;
     for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        struct thread_view v = { .thread = t };   /* its held blocks: young, older, spilled */
-        block_table_arrays(&t->blocks, &v.arrays[BLOCKS_DRAINING], &v.arrays[BLOCKS]);
-        block_table_arrays(&t->blocks_spill, &v.arrays[SPILL_DRAINING], &v.arrays[SPILL]);
-        struct table_part parts[TABLE_PARTS];
-        bool holds = false;
-        for (size_t k = 0, m = view_tables(&v, parts); k < m; k++)
-            holds |= holding_block(&parts[k], addr, &best);
+        /* its held blocks: young, older, spilled */
+        struct table_part young = { (const uint64_t *)t->young, YOUNG_HELD, false, false, 0 };
+        bool holds = holding_block(&young, addr, &best);
+        holds |= holding_in_table(&t->blocks, true, addr, &best);
+        holds |= holding_in_table(&t->blocks_spill, false, addr, &best);
         if (holds)
             owner = t;
     }

@@ -1,0 +1,225 @@
+/* A block table's arrays: a few sizes, each half as large again as the one
+ * before (a region's array grows through them). Arrays of one size are cut
+ * from slabs of 128 KiB; an array given back waits until no report can be
+ * reading it (readers.h), then goes back to its slab, and a slab with none
+ * left handed out gives its pages back to the kernel and takes any size
+ * next. So a heap that grows region by region fills its new regions with
+ * the arrays the older ones grew out of, and regions that grow side by side
+ * leave no more than a partly used slab of each size behind. Arrays larger
+ * than a quarter of a slab are mapped alone. */
+#include "block_table.h"
+#include "../util/pages.h"
+#include <string.h>
+#include <sys/mman.h>
+
+#define MIN_CAPACITY 8
+#define SLAB_BYTES ((size_t)128 << 10)
+#define SLAB_ARRAY_MAX (SLAB_BYTES / 4)
+#define CHUNK_BYTES ((size_t)4 << 20)   /* slabs are cut from chunks: one mmap for 32 */
+#define ALIGN 64                         /* a cache line: a probe of four packed slots reads one */
+#define PAGE ((size_t)4096)
+/* A new slab's pages mapped at once from this size of pool on (one call
+ * instead of a fault a page): a small table touches only what it uses. */
+#define POPULATE_FROM ((size_t)2 << 20)
+
+/* At the start of its 128 KiB: the slab's first ALIGN bytes. */
+struct slab {
+    struct slab *prev, *next;        /* in its size's list of slabs with room, or the empty list */
+    struct block_array *free;        /* arrays given back here, linked by `next` */
+    char *unused;                    /* arrays never cut start here */
+    uint32_t size_class, arrays;     /* arrays handed out now */
+    bool listed;                     /* in its size's list */
+    bool written;                    /* its arrays never cut are not zero (it was emptied unpurged) */
+    uint32_t touched;                /* bytes from its start counted as the pool's: the pages written */
+};
+
+size_t block_pool_capacity(unsigned size_class)
+{
+    size_t capacity = MIN_CAPACITY;
+    while (size_class--)
+        capacity += capacity / 2;
+    return capacity;
+}
+
+static size_t array_bytes(unsigned size_class, bool packed)
+{
+    size_t bytes = sizeof(struct block_array) + block_pool_capacity(size_class) * block_words(packed) * sizeof(uint64_t);
+    return (bytes + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+}
+
+static struct slab *slab_of(const struct block_array *a)
+{
+    return (struct slab *)((uintptr_t)a & ~(uintptr_t)(SLAB_BYTES - 1));
+}
+
+static void link_slab(struct slab **list, struct slab *s)
+{
+    s->prev = NULL;
+    s->next = *list;
+    if (*list)
+        (*list)->prev = s;
+    *list = s;
+}
+
+static void unlink_slab(struct slab **list, struct slab *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        *list = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+}
+
+/* A chunk of slabs, aligned to a slab: mapped larger and trimmed. In huge
+ * pages from the second on: a small table keeps 4 KiB pages. */
+static bool map_chunk(struct block_pool *p)
+{
+    size_t span = CHUNK_BYTES + SLAB_BYTES;
+    char *raw = p->chunk_end ? pages_alloc_huge(span) : pages_alloc(span);
+    if (!raw)
+        return false;
+    char *start = (char *)(((uintptr_t)raw + SLAB_BYTES - 1) & ~(uintptr_t)(SLAB_BYTES - 1));
+    if (start > raw)
+        pages_free(raw, (size_t)(start - raw));
+    if (raw + span > start + CHUNK_BYTES)
+        pages_free(start + CHUNK_BYTES, (size_t)(raw + span - (start + CHUNK_BYTES)));
+    p->chunk = start;
+    p->chunk_end = start + CHUNK_BYTES;
+    return true;
+}
+
+/* The slab's first `end` bytes counted as written. */
+static void touch(struct block_pool *p, struct slab *s, size_t end)
+{
+    end = (end + PAGE - 1) & ~(PAGE - 1);
+    if (end > s->touched) {
+        p->bytes += end - s->touched;
+        s->touched = (uint32_t)end;
+    }
+}
+
+/* A slab for arrays of `size_class`: an empty one, or one not used yet. */
+static struct slab *new_slab(struct block_pool *p, unsigned size_class)
+{
+    struct slab *s = p->empty;
+    bool written = false;
+    uint32_t touched = 0;
+    if (s) {
+        unlink_slab(&p->empty, s);
+        if ((written = s->written)) {
+            touched = s->touched;
+            p->empty_written -= touched;
+        }
+    } else {
+        if (p->chunk == p->chunk_end && !map_chunk(p))
+            return NULL;
+        s = (struct slab *)p->chunk;
+        p->chunk += SLAB_BYTES;
+#ifdef MADV_POPULATE_WRITE
+        /* A probe's first read of a page would map the zero page, and its
+         * first write fault again. */
+        if (p->bytes >= POPULATE_FROM && madvise(s, SLAB_BYTES, MADV_POPULATE_WRITE) == 0) {
+            p->bytes += SLAB_BYTES;
+            touched = SLAB_BYTES;
+        }
+#endif
+    }
+    *s = (struct slab){ .unused = (char *)s + ALIGN, .size_class = size_class, .listed = true, .written = written,
+                        .touched = touched };
+    touch(p, s, ALIGN);
+    link_slab(&p->room[size_class], s);
+    return s;
+}
+
+static bool slab_has_room(const struct slab *s, size_t bytes)
+{
+    return s->free || (size_t)((const char *)s + SLAB_BYTES - s->unused) >= bytes;
+}
+
+struct block_array *block_pool_take(struct block_pool *p, unsigned size_class, bool packed)
+{
+    if (size_class >= BLOCK_POOL_CLASSES)
+        return NULL;
+    p->packed = packed;
+    size_t bytes = array_bytes(size_class, packed);
+    struct block_array *a;
+    if (bytes > SLAB_ARRAY_MAX) {
+        if (!(a = pages_alloc_huge(bytes)))
+            return NULL;
+        p->bytes += bytes;
+    } else {
+        struct slab *s = p->room[size_class];
+        if (!s && !(s = new_slab(p, size_class)))
+            return NULL;
+        if ((a = s->free)) {
+            s->free = a->next;
+            memset(a, 0, bytes);
+        } else {
+            a = (struct block_array *)s->unused;
+            s->unused += bytes;
+            touch(p, s, (size_t)(s->unused - (char *)s));
+            if (s->written)
+                memset(a, 0, bytes);
+        }
+        s->arrays++;
+        if (!slab_has_room(s, bytes)) {
+            unlink_slab(&p->room[size_class], s);
+            s->listed = false;
+        }
+    }
+    a->capacity = block_pool_capacity(size_class);
+    a->size_class = size_class;
+    return a;
+}
+
+/* Empty slabs kept as they are, for the next size, up to an eighth of
+ * what the pool holds: emptying one gives its pages back, to be faulted in
+ * again (a few microseconds each under a hypervisor). */
+static bool keep_written(const struct block_pool *p)
+{
+    return p->empty_written + SLAB_BYTES <= p->bytes / 8;
+}
+
+/* An array no reader holds back to its slab; a slab left with none handed
+ * out ready for any size. */
+static void release(struct block_pool *p, struct block_array *a)
+{
+    size_t bytes = array_bytes(a->size_class, p->packed);
+    if (bytes > SLAB_ARRAY_MAX) {
+        pages_free(a, bytes);
+        p->bytes -= bytes;
+        return;
+    }
+    struct slab *s = slab_of(a);
+    a->next = s->free;
+    s->free = a;
+    if (--s->arrays == 0) {
+        if (s->listed)
+            unlink_slab(&p->room[s->size_class], s);
+        if (keep_written(p)) {
+            s->written = true;
+            p->empty_written += s->touched;
+        } else {
+            p->bytes -= s->touched;
+            madvise(s, SLAB_BYTES, MADV_DONTNEED);   /* zero again */
+        }
+        link_slab(&p->empty, s);
+    } else if (!s->listed) {
+        s->listed = true;
+        link_slab(&p->room[s->size_class], s);
+    }
+}
+
+void block_pool_give_back(struct block_pool *p, struct block_array *a)
+{
+    a->next = p->retired;
+    p->retired = a;
+    if (!readers_none())
+        return;
+    while ((a = p->retired)) {
+        p->retired = a->next;
+        release(p, a);
+    }
+    pages_changed();   /* a reader in another process (memprof top) reads again */
+}
