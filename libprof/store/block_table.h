@@ -7,6 +7,8 @@
  * of a growing heap touch one array that stays in the cache, and the table
  * grows a region at a time: an array of a few hundred slots copied at once,
  * never the whole table (a region holds at most 8192 8-aligned blocks).
+ * The directory, an entry a region, is copied whole when it grows: rare,
+ * and small (a heap of 1 GiB has 16,384 regions).
  * The arrays come from the table's pool (store/block_pool.c) in a few
  * sizes, each half as large again as the one before, and are reused once
  * no report can be reading them.

@@ -35,7 +35,6 @@ struct thread_view {
     const struct heap_origin *origins;
     size_t origin_count;
     /* Each table's region arrays as loaded once, sized and read */
-    const struct block_directory *directories[TABLES];
     const struct block_array **arrays[TABLES];
     size_t array_count[TABLES];
     size_t first_event, events;     /* its run of the report's events[] */
@@ -513,35 +512,41 @@ static struct table_part view_part(const struct thread_view *v, size_t k)
     return array_part(v->arrays[table][k], table == BLOCKS, table == FREED);
 }
 
-/* A thread's tables' directories, each loaded once: how many regions they
- * have. Regions added later stay unread, as their blocks are newer than the
- * report. */
-static size_t view_directories(struct thread_view *v)
+/* How many regions a thread's tables have now. */
+static size_t view_regions(const struct thread_view *v)
 {
     const struct block_table *tables[TABLES] = { &v->thread->blocks, &v->thread->blocks_spill, &v->thread->freed };
     size_t n = 0;
     for (size_t k = 0; k < TABLES; k++) {
-        v->directories[k] = block_table_directory(tables[k]);
-        v->array_count[k] = 0;
-        for (size_t i = 0; block_directory_next(v->directories[k], &i);)
-            v->array_count[k]++;
-        n += v->array_count[k];
+        const struct block_directory *d = block_table_directory(tables[k]);
+        for (size_t i = 0; block_directory_next(d, &i);)
+            n++;
     }
     return n;
 }
 
-/* Each region's array loaded once, into room for the regions counted. */
-static void view_arrays(struct thread_view *v, const struct block_array **room)
+/* Each table's directory, then each of its regions' arrays, loaded once,
+ * in the order blocks move (a block that stops packing is put in the spill
+ * before its region's new array is published: the spill's directory is
+ * loaded after the older table's arrays), into room[] of `left`; how many
+ * it took. Regions added since they were counted take the room's slack
+ * (their blocks are newer than the report, but for a block moving to a new
+ * region of the spill); past it they stay unread. */
+static size_t view_arrays(struct thread_view *v, const struct block_array **room, size_t left)
 {
+    const struct block_table *tables[TABLES] = { &v->thread->blocks, &v->thread->blocks_spill, &v->thread->freed };
+    size_t taken = 0;
     for (size_t k = 0; k < TABLES; k++) {
+        const struct block_directory *d = block_table_directory(tables[k]);
         const struct block_array *a;
-        size_t n = 0;
-        v->arrays[k] = room;
-        for (size_t i = 0; n < v->array_count[k] && (a = block_directory_next(v->directories[k], &i));)
-            room[n++] = a;
-        v->array_count[k] = n;
-        room += n;
+        v->arrays[k] = room + taken;
+        v->array_count[k] = 0;
+        for (size_t i = 0; taken < left && (a = block_directory_next(d, &i));) {
+            room[taken++] = a;
+            v->array_count[k]++;
+        }
     }
+    return taken;
 }
 
 /* The tables at rest: their addresses by bucket, then each block alone in
@@ -617,15 +622,17 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
         /* Each directory, then each region's array, loaded once: the
          * events are sized by them and read from them (a copy its owner
          * publishes later stays unread; readers.h keeps these mapped). */
-        regions += view_directories(v);
+        regions += view_regions(v);
     }
-    const struct block_array **room = report_alloc(mem, (regions ? regions : 1) * sizeof *room);
+    size_t room_left = regions + regions / 8 + 256;
+    const struct block_array **room = report_alloc(mem, room_left * sizeof *room);
     if (!room)
         return MEMPROF_NO_MEMORY;
     for (i = 0; i < views; i++) {
         struct thread_view *v = &view[i];
-        view_arrays(v, room);
-        room += view_parts(v) - 1;
+        size_t taken = view_arrays(v, room, room_left);
+        room += taken;
+        room_left -= taken;
         for (size_t k = 0, m = view_parts(v); k < m; k++)
             slots += view_part(v, k).count;
     }
