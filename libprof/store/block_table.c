@@ -9,15 +9,10 @@ static size_t directory_bytes(size_t capacity)
     return sizeof(struct block_directory) + capacity * sizeof(struct block_region);
 }
 
-static size_t region_index(uint64_t key, size_t capacity)
-{
-    return block_index((uintptr_t)key, capacity);
-}
-
 /* The entry of `key` in `d`, or the empty one where it would go. */
 static struct block_region *directory_slot(struct block_directory *d, uint64_t key)
 {
-    for (size_t i = region_index(key, d->capacity);; i = i + 1 == d->capacity ? 0 : i + 1)
+    for (size_t i = block_index((uintptr_t)key, d->capacity);; i = i + 1 == d->capacity ? 0 : i + 1)
         if (d->regions[i].key == key || d->regions[i].key == 0)
             return &d->regions[i];
 }

@@ -182,7 +182,8 @@ static inline uint64_t block_region_key(uintptr_t addr)
     return ((uint64_t)addr >> BLOCK_REGION_SHIFT) + 1;
 }
 
-/* `addr`'s region, for the owner: the last one looked up, or found. */
+/* `addr`'s region, for the owner: the last one looked up, or found; NULL
+ * when the table has none. */
 static inline struct block_region *block_table_region(struct block_table *t, uintptr_t addr)
 {
     uint64_t key = block_region_key(addr);
@@ -268,7 +269,7 @@ struct block_found {
 /* `addr`'s block in this table's own arrays (not its spill's). */
 static inline bool block_table_find_here(struct block_table *t, uintptr_t addr, struct block_found *f)
 {
-    struct block_region *r = t->directory ? block_table_region(t, addr) : NULL;
+    struct block_region *r = block_table_region(t, addr);
     if (!r)
         return false;
     bool packed = block_table_packed(t);
@@ -290,7 +291,7 @@ static inline bool block_table_find(struct block_table *t, uintptr_t addr, struc
  * table keeps). A region not there yet has nothing to fetch. */
 static inline void block_table_prefetch(struct block_table *t, uintptr_t addr)
 {
-    struct block_region *r = t->directory ? block_table_region(t, addr) : NULL;
+    struct block_region *r = block_table_region(t, addr);
     if (r) {
         bool packed = block_table_packed(t);
         /* Not __builtin_prefetch: GCC drops it from code it thinks cold. */
@@ -361,10 +362,8 @@ static inline enum block_put block_table_put(struct block_table *t, uintptr_t ad
     bool packed = block_table_packed(t);
     if (packed && __builtin_expect(!block_packs(addr, word), 0))
         return block_table_put_spilled(t, NULL, addr, number, word, replaced);
-    uint64_t region = block_region_key(addr);
-    struct block_region *r = t->last;
-    if ((!r || r->key != region) && !(r = block_table_find_region(t, region)) &&
-        !(r = block_table_add_region(t, region)))
+    struct block_region *r = block_table_region(t, addr);
+    if (!r && !(r = block_table_add_region(t, block_region_key(addr))))
         return BLOCK_PUT_NO_MEMORY;
     struct block_array *a = r->array;
     if (a->used >= a->capacity / 8 * 7 && !(a = block_table_rebuild(t, r, number)))

@@ -501,10 +501,15 @@ static size_t view_parts(const struct thread_view *v)
     return 1 + v->array_count[BLOCKS] + v->array_count[SPILL] + v->array_count[FREED];
 }
 
+static struct table_part young_part(const struct heap_thread *t)
+{
+    return (struct table_part){ (const uint64_t *)t->young, YOUNG_HELD, false, false, 0 };
+}
+
 static struct table_part view_part(const struct thread_view *v, size_t k)
 {
     if (k == 0)
-        return (struct table_part){ (const uint64_t *)v->thread->young, YOUNG_HELD, false, false, 0 };
+        return young_part(v->thread);
     k--;
     size_t table = 0;
     while (k >= v->array_count[table])
@@ -512,13 +517,18 @@ static struct table_part view_part(const struct thread_view *v, size_t k)
     return array_part(v->arrays[table][k], table == BLOCKS, table == FREED);
 }
 
+/* A thread's table: BLOCKS, SPILL or FREED. */
+static const struct block_table *thread_table(const struct heap_thread *t, size_t k)
+{
+    return k == BLOCKS ? &t->blocks : k == SPILL ? &t->blocks_spill : &t->freed;
+}
+
 /* How many regions a thread's tables have now. */
 static size_t view_regions(const struct thread_view *v)
 {
-    const struct block_table *tables[TABLES] = { &v->thread->blocks, &v->thread->blocks_spill, &v->thread->freed };
     size_t n = 0;
     for (size_t k = 0; k < TABLES; k++) {
-        const struct block_directory *d = block_table_directory(tables[k]);
+        const struct block_directory *d = block_table_directory(thread_table(v->thread, k));
         for (size_t i = 0; block_directory_next(d, &i);)
             n++;
     }
@@ -534,10 +544,9 @@ static size_t view_regions(const struct thread_view *v)
  * region of the spill); past it they stay unread. */
 static size_t view_arrays(struct thread_view *v, const struct block_array **room, size_t left)
 {
-    const struct block_table *tables[TABLES] = { &v->thread->blocks, &v->thread->blocks_spill, &v->thread->freed };
     size_t taken = 0;
     for (size_t k = 0; k < TABLES; k++) {
-        const struct block_directory *d = block_table_directory(tables[k]);
+        const struct block_directory *d = block_table_directory(thread_table(v->thread, k));
         const struct block_array *a;
         v->arrays[k] = room + taken;
         v->array_count[k] = 0;
@@ -913,7 +922,7 @@ static void where_locked(struct out *o, uintptr_t addr, bool *found)
     struct heap_thread *owner = NULL;
     for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         /* its held blocks: young, older, spilled */
-        struct table_part young = { (const uint64_t *)t->young, YOUNG_HELD, false, false, 0 };
+        struct table_part young = young_part(t);
         bool holds = holding_block(&young, addr, &best);
         holds |= holding_in_table(&t->blocks, true, addr, &best);
         holds |= holding_in_table(&t->blocks_spill, false, addr, &best);
