@@ -238,9 +238,9 @@ static bool add_plt_entry(struct elf_reader *r, size_t *cap, struct plt_entry en
 }
 
 /* Every PLT entry and the slot it jumps through, from each instruction of
- * .plt, .plt.sec and .plt.got decoded from its start. False when out of
- * memory. */
-static bool index_plt(struct elf_reader *r)
+ * .plt, .plt.sec and .plt.got decoded from its start. False, with why in
+ * err, when out of memory or without the arm64 decoder. */
+static bool index_plt(struct elf_reader *r, char *err, size_t errlen)
 {
     size_t cap = 0;
     for (Elf_Scn *scn = NULL; (scn = elf_nextscn(r->elf, scn));) {
@@ -252,6 +252,8 @@ static bool index_plt(struct elf_reader *r)
         Elf_Data *data = elf_getdata(scn, NULL);
         uint64_t entry = shdr.sh_entsize ? shdr.sh_entsize : 16;
         if (r->kinds->machine == EM_AARCH64) {
+            if (!a64_plt_decoder(err, errlen))
+                return false;
             /* Each entry starts with adrp and ldr of its slot; the first,
              * PLT0, loads the resolver's and names no import's. */
             for (size_t at = 0; data && at + 8 <= data->d_size; at += 4) {
@@ -259,7 +261,7 @@ static bool index_plt(struct elf_reader *r)
                 if (!a64_plt_slot((const uint8_t *)data->d_buf + at, data->d_size - at, shdr.sh_addr + at, &slot))
                     continue;
                 if (!add_plt_entry(r, &cap, (struct plt_entry){ slot, shdr.sh_addr + at, name }))
-                    return false;
+                    goto out_of_memory;
                 at += 12;   /* the rest of the entry: add, br */
             }
             continue;
@@ -272,13 +274,16 @@ static bool index_plt(struct elf_reader *r)
             }
             if (insn.kind == INSN_JMP_INDIRECT && insn.rip_relative &&
                 !add_plt_entry(r, &cap, (struct plt_entry){ insn.rip_address, shdr.sh_addr + at / entry * entry, name }))
-                return false;
+                goto out_of_memory;
             at += insn.length;
         }
     }
     if (r->plt_count)
         qsort(r->plt, r->plt_count, sizeof *r->plt, by_plt_slot);
     return true;
+out_of_memory:
+    snprintf(err, errlen, "out of memory");
+    return false;
 }
 
 /* The PLT entry that jumps through `slot` (the lowest, if several do). */
@@ -305,10 +310,8 @@ static const char *keep(struct binary *b, const char *s)
 
 static bool read_imports(struct elf_reader *r, char *err, size_t errlen)
 {
-    if (!index_plt(r)) {
-        snprintf(err, errlen, "out of memory");
+    if (!index_plt(r, err, errlen))
         return false;
-    }
     for (Elf_Scn *scn = NULL; (scn = elf_nextscn(r->elf, scn));) {
         GElf_Shdr shdr;
         if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_RELA || !r->dynsym ||
