@@ -31,6 +31,7 @@ void symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct symbol_info *
 size_t symbolizer_frames(struct symbolizer *s, uint64_t addr, struct symbol_info *frames, size_t max);
 /* One line on where names and lines come from, or why there are none. */
 const char *symbolizer_sources(const struct symbolizer *s);
-const struct elf_symbols *symbolizer_symbols(const struct symbolizer *s);
+/* Every function symbol (read now if no lookup has read them yet). */
+const struct elf_symbols *symbolizer_symbols(struct symbolizer *s);
 void symbolizer_close(struct symbolizer *s);
 #endif

@@ -68,6 +68,45 @@ static bool read_table(Elf *elf, Elf_Scn *scn, GElf_Shdr *shdr, struct elf_symbo
     return true;
 }
 
+/* `path` opened as ELF; NULL with why in err. */
+static Elf *open_elf_file(const char *path, int *fd, char *err, size_t errlen)
+{
+    elf_version(EV_CURRENT);
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    Elf *elf = elf_begin(*fd, ELF_C_READ, NULL);
+    if (!elf || elf_kind(elf) != ELF_K_ELF) {
+        snprintf(err, errlen, "%s is not an ELF file", path);
+        if (elf)
+            elf_end(elf);
+        close(*fd);
+        return NULL;
+    }
+    return elf;
+}
+
+/* The table to read: .symtab has the static functions too; .dynsym only the
+ * exported ones. Its name in *source ("" and NULL when there is neither). */
+static Elf_Scn *choose_table(Elf *elf, GElf_Shdr *chosen_shdr, const char **source)
+{
+    Elf_Scn *chosen = NULL;
+    *source = "";
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+        GElf_Shdr shdr;
+        if (!gelf_getshdr(scn, &shdr))
+            continue;
+        if (shdr.sh_type == SHT_SYMTAB || (shdr.sh_type == SHT_DYNSYM && !chosen)) {
+            chosen = scn;
+            *chosen_shdr = shdr;
+            *source = shdr.sh_type == SHT_SYMTAB ? ".symtab" : ".dynsym";
+        }
+    }
+    return chosen;
+}
+
 static struct elf_symbols *read_symbols(const char *path, bool objects, char *err, size_t errlen)
 {
     struct elf_symbols *s = calloc(1, sizeof *s);
@@ -75,36 +114,14 @@ static struct elf_symbols *read_symbols(const char *path, bool objects, char *er
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    s->source = "";
-    elf_version(EV_CURRENT);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    int fd;
+    Elf *elf = open_elf_file(path, &fd, err, errlen);
+    if (!elf) {
         free(s);
         return NULL;
     }
-    Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
-    if (!elf || elf_kind(elf) != ELF_K_ELF) {
-        snprintf(err, errlen, "%s is not an ELF file", path);
-        if (elf)
-            elf_end(elf);
-        close(fd);
-        free(s);
-        return NULL;
-    }
-    /* .symtab has the static functions too; .dynsym only the exported ones. */
-    Elf_Scn *chosen = NULL;
     GElf_Shdr chosen_shdr = { 0 };
-    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
-        GElf_Shdr shdr;
-        if (!gelf_getshdr(scn, &shdr))
-            continue;
-        if (shdr.sh_type == SHT_SYMTAB || (shdr.sh_type == SHT_DYNSYM && !chosen)) {
-            chosen = scn;
-            chosen_shdr = shdr;
-            s->source = shdr.sh_type == SHT_SYMTAB ? ".symtab" : ".dynsym";
-        }
-    }
+    Elf_Scn *chosen = choose_table(elf, &chosen_shdr, &s->source);
     if (chosen && !read_table(elf, chosen, &chosen_shdr, s, objects)) {
         snprintf(err, errlen, "cannot read the symbols of %s", path);
         elf_end(elf);
@@ -115,6 +132,20 @@ static struct elf_symbols *read_symbols(const char *path, bool objects, char *er
     elf_end(elf);
     close(fd);
     return s;
+}
+
+const char *elf_symbols_table_of(const char *path, char *err, size_t errlen)
+{
+    int fd;
+    Elf *elf = open_elf_file(path, &fd, err, errlen);
+    if (!elf)
+        return NULL;
+    GElf_Shdr shdr;
+    const char *source;
+    choose_table(elf, &shdr, &source);
+    elf_end(elf);
+    close(fd);
+    return source;
 }
 
 struct elf_symbols *elf_symbols_read(const char *path, char *err, size_t errlen)
@@ -131,7 +162,7 @@ const char *elf_symbols_lookup(const struct elf_symbols *s, uint64_t addr, uint6
 {
     /* The last symbol starting at or before addr, then back over aliases and
      * nested symbols until one covers it. */
-    size_t lo = 0, hi = s->count;
+    size_t lo = 0, hi = s ? s->count : 0;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (s->symbols[mid].start <= addr)
@@ -151,7 +182,7 @@ const char *elf_symbols_lookup(const struct elf_symbols *s, uint64_t addr, uint6
 
 size_t elf_symbols_count(const struct elf_symbols *s)
 {
-    return s->count;
+    return s ? s->count : 0;
 }
 
 void elf_symbols_get(const struct elf_symbols *s, size_t i, const char **name, uint64_t *start,
