@@ -135,23 +135,29 @@ static bool tables_at_rest(const struct heap_thread *newest)
 /* At rest, a table's addresses counted by bucket before its blocks are
  * read: a block alone at its address is counted at once, and only the rest
  * become events (an exit report of 160,000 live blocks wrote 4 MB of events,
- * half its time in mapping them). */
-static void add_addresses(const struct table_part *p, struct bucket_counts *counts)
+ * half its time in mapping them). An address `big` (the largest older
+ * table, not counted) holds too is counted twice: neither block is alone. */
+static void add_addresses(const struct table_part *p, struct bucket_counts *counts, struct block_table *big)
 {
     struct block_slot b;
+    struct block_found f;
     for (size_t i = 0; i < p->count; i++)
-        if (part_block(p, i, &b))
+        if (part_block(p, i, &b)) {
             bucket_add(counts, b.addr);
+            if (big && block_table_find_here(big, b.addr, &f))
+                bucket_add(counts, b.addr);
+        }
 }
 
 struct live_sum;
 static void count_live(struct thread_view *v, const struct event *ev, struct live_sum *sum);
 
-/* The entries alone in their buckets counted into `v`, the others copied to
- * out[] (and their places to shared[]); how many were copied. */
+/* The entries alone in their buckets (counted `counted` times: 1, or 0 for
+ * a part whose addresses were not counted) counted into `v`, the others
+ * copied to out[] (and their places to shared[]); how many were copied. */
 static size_t count_or_copy(struct thread_view *v, const struct table_part *p, const struct bucket_counts *counts,
-                            struct live_sum *sum, struct event *out, size_t first, uint32_t *shared,
-                            size_t *shared_count)
+                            unsigned counted, struct live_sum *sum, struct event *out, size_t first,
+                            uint32_t *shared, size_t *shared_count)
 {
     size_t n = 0;
     struct block_slot b;
@@ -159,7 +165,7 @@ static size_t count_or_copy(struct thread_view *v, const struct table_part *p, c
         if (!part_block(p, i, &b))
             continue;
         struct event ev = { b.addr, b.number * 2 + p->freed, b.word };
-        if (bucket_count(counts, bucket_of(counts, b.addr)) == 1) {
+        if (bucket_count(counts, bucket_of(counts, b.addr)) == counted) {
             count_live(v, &ev, sum);
         } else {
             out[n] = ev;
@@ -558,15 +564,41 @@ static size_t view_arrays(struct thread_view *v, const struct block_array **room
     return taken;
 }
 
+/* The view whose older table has the most slots. */
+static size_t biggest_view(const struct thread_view *view, size_t views)
+{
+    size_t big = 0, most = 0;
+    for (size_t i = 0; i < views; i++) {
+        size_t slots = 0;
+        for (size_t k = 0; k < view[i].array_count[BLOCKS]; k++)
+            slots += view[i].arrays[BLOCKS][k]->capacity;
+        if (slots > most)
+            most = slots, big = i;
+    }
+    return big;
+}
+
+/* Part k of view i is one of the big table's arrays (view_part's order). */
+static bool big_part(size_t big, size_t i, const struct thread_view *v, size_t k)
+{
+    return i == big && k >= 1 && k <= v->array_count[BLOCKS];
+}
+
 /* The tables at rest: their addresses by bucket, then each block alone in
- * its bucket counted from its slot, the others copied as events. */
+ * its bucket counted from its slot, the others copied as events. A table
+ * holds an address once, so the largest older table's addresses need no
+ * count of their own: read once instead of twice, a program of one thread
+ * that grows its heap has its blocks decoded once. */
 static void read_at_rest(struct thread_view *view, size_t views, struct bucket_counts *counts, struct live_sum *sum,
                          struct event *events, uint32_t *shared, size_t *shared_count)
 {
+    size_t big = biggest_view(view, views);
+    struct block_table *big_table = views ? &view[big].thread->blocks : NULL;
     for (size_t i = 0; i < views; i++)
         for (size_t k = 0, m = view_parts(&view[i]); k < m; k++) {
             struct table_part p = view_part(&view[i], k);
-            add_addresses(&p, counts);
+            if (!big_part(big, i, &view[i], k))
+                add_addresses(&p, counts, big_table);
         }
     size_t n = 0;
     for (size_t i = 0; i < views; i++) {
@@ -574,7 +606,8 @@ static void read_at_rest(struct thread_view *view, size_t views, struct bucket_c
         v->first_event = n;
         for (size_t k = 0, m = view_parts(v); k < m; k++) {
             struct table_part p = view_part(v, k);
-            n += count_or_copy(v, &p, counts, sum, events + n, n, shared, shared_count);
+            unsigned counted = big_part(big, i, v, k) ? 0 : 1;
+            n += count_or_copy(v, &p, counts, counted, sum, events + n, n, shared, shared_count);
         }
         v->events = n - v->first_event;
     }
