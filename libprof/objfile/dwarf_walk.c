@@ -45,8 +45,12 @@ static void *section_room(size_t size, size_t *mapped)
     if (start > p)
         munmap(p, (size_t)(start - p));
     munmap(start + length, (size_t)(p + length + huge - (start + length)));
+#ifdef MADV_HUGEPAGE
     madvise(start, length, MADV_HUGEPAGE);
-    madvise(start, length, MADV_POPULATE_WRITE);   /* (before Linux 5.14: faulted in as used) */
+#endif
+#ifdef MADV_POPULATE_WRITE   /* (without it, or before Linux 5.14: faulted in as used) */
+    madvise(start, length, MADV_POPULATE_WRITE);
+#endif
     *mapped = length;
     return start;
 }
