@@ -1,4 +1,5 @@
 #include "debugfile.h"
+#include "symbols.h"
 #include <fcntl.h>
 #include <gelf.h>
 #include <libgen.h>
@@ -11,7 +12,7 @@
 
 static Elf *open_elf(const char *path, int *fd)
 {
-    elf_version(EV_CURRENT);
+    elf_library_start();
     *fd = open(path, O_RDONLY | O_CLOEXEC);
     if (*fd < 0)
         return NULL;

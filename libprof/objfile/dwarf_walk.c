@@ -1,9 +1,12 @@
 #include "dwarf_walk.h"
+#include "symbols.h"
 #include <dwarf.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libdeflate.h>
 #include <libelf.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +27,24 @@ struct dwarf_file {
     bool locations;      /* the location lists offered (dwarf_walk_open_locations) */
     Dwarf_Debug dbg;
     Dwarf_Obj_Access_Interface interface;
-    struct inflated { void *data; size_t mapped; } *inflated;   /* freed at close */
-    size_t inflated_count;
+    /* Each compressed section, inflated when libdwarf loads it, or ahead by
+     * the thread of dwarf_walk_open_ahead; freed at close. */
+    struct compressed *compressed;
+    size_t compressed_count;
+    pthread_mutex_t lock;    /* the states, and stop */
+    pthread_cond_t settled;  /* a section left INFLATING */
+    pthread_t ahead;
+    bool ahead_running, stop;
+};
+
+struct compressed {
+    Dwarf_Half index;
+    bool ahead;                        /* the thread may take it */
+    enum { WAITING, INFLATING, READY, FAILED } state;
+    const unsigned char *raw;          /* the zlib stream, in libelf's mapping */
+    size_t raw_size, size;             /* size: inflated, from the header */
+    void *data;
+    size_t mapped;                     /* data's mapping's length; 0: malloc'ed */
 };
 
 /* Room for an inflated section. A large one is mapped, its pages in huge
@@ -53,6 +72,14 @@ static void *section_room(size_t size, size_t *mapped)
 #endif
     *mapped = length;
     return start;
+}
+
+static void section_free(void *data, size_t mapped)
+{
+    if (mapped)
+        munmap(data, mapped);
+    else
+        free(data);
 }
 
 static bool hidden(const char *name)
@@ -105,37 +132,92 @@ static Dwarf_Unsigned section_count(void *obj)
     return ((struct dwarf_file *)obj)->sections;
 }
 
-/* A zlib-compressed section (SHF_COMPRESSED, ELFCOMPRESS_ZLIB) inflated by
- * libdeflate, about three times as fast as libelf's zlib: NULL when it is
- * another kind, or damaged (libelf then tries). */
-static void *inflate_section(struct dwarf_file *f, Elf_Scn *scn)
+/* Inflate `c` (a zlib stream, ELFCOMPRESS_ZLIB) with libdeflate, about
+ * three times as fast as libelf's zlib: READY, or FAILED for libelf to try.
+ * Touches no libelf state: the thread ahead runs it beside libdwarf. */
+static int inflate_section(struct compressed *c)
 {
-    GElf_Chdr chdr;
-    Elf_Data *raw = elf_rawdata(scn, NULL);
-    if (!raw || !raw->d_buf || !gelf_getchdr(scn, &chdr) || chdr.ch_type != ELFCOMPRESS_ZLIB ||
-        raw->d_size <= sizeof(Elf64_Chdr) || chdr.ch_size == 0 || chdr.ch_size > ((uint64_t)1 << 34))
-        return NULL;
-    struct inflated *list = realloc(f->inflated, (f->inflated_count + 1) * sizeof *list);
-    size_t mapped = 0;
-    void *out = list ? section_room(chdr.ch_size, &mapped) : NULL;
+    size_t mapped = 0, got = 0;
+    void *out = section_room(c->size, &mapped);
     struct libdeflate_decompressor *d = out ? libdeflate_alloc_decompressor() : NULL;
-    size_t got = 0;
-    bool ok = d && libdeflate_zlib_decompress(d, (const char *)raw->d_buf + sizeof(Elf64_Chdr),
-                                              raw->d_size - sizeof(Elf64_Chdr), out, chdr.ch_size,
-                                              &got) == LIBDEFLATE_SUCCESS && got == chdr.ch_size;
+    bool ok = d && libdeflate_zlib_decompress(d, c->raw, c->raw_size, out, c->size, &got) == LIBDEFLATE_SUCCESS &&
+              got == c->size;
     if (d)
         libdeflate_free_decompressor(d);
-    if (list)
-        f->inflated = list;
     if (!ok) {
-        if (mapped)
-            munmap(out, mapped);
-        else
-            free(out);
-        return NULL;
+        if (out)
+            section_free(out, mapped);
+        return FAILED;
     }
-    f->inflated[f->inflated_count++] = (struct inflated){ out, mapped };
-    return out;
+    c->data = out;
+    c->mapped = mapped;
+    return READY;
+}
+
+/* A section WAITING that the thread ahead may take, the largest first
+ * (.debug_info: libdwarf asks for .debug_abbrev before it). Under the lock. */
+static struct compressed *next_ahead(struct dwarf_file *f)
+{
+    struct compressed *best = NULL;
+    for (size_t i = 0; i < f->compressed_count; i++) {
+        struct compressed *c = &f->compressed[i];
+        if (c->ahead && c->state == WAITING && (!best || c->size > best->size))
+            best = c;
+    }
+    return best;
+}
+
+/* Inflate `c`, claimed (INFLATING) by the caller, and publish it. */
+static void settle(struct dwarf_file *f, struct compressed *c)
+{
+    int state = inflate_section(c);
+    pthread_mutex_lock(&f->lock);
+    c->state = state;
+    pthread_cond_broadcast(&f->settled);
+    pthread_mutex_unlock(&f->lock);
+}
+
+static void *inflate_ahead(void *arg)
+{
+    struct dwarf_file *f = arg;
+    for (;;) {
+        pthread_mutex_lock(&f->lock);
+        struct compressed *c = f->stop ? NULL : next_ahead(f);
+        if (c)
+            c->state = INFLATING;
+        pthread_mutex_unlock(&f->lock);
+        if (!c)
+            return NULL;
+        settle(f, c);
+    }
+}
+
+/* `index`'s inflated bytes, or NULL (not compressed with zlib, or damaged:
+ * libelf then tries). While the thread ahead inflates it, this thread
+ * inflates another waiting section rather than wait. */
+static void *inflated(struct dwarf_file *f, Dwarf_Half index)
+{
+    struct compressed *c = NULL;
+    for (size_t i = 0; i < f->compressed_count && !c; i++)
+        if (f->compressed[i].index == index)
+            c = &f->compressed[i];
+    if (!c)
+        return NULL;
+    pthread_mutex_lock(&f->lock);
+    while (c->state == WAITING || c->state == INFLATING) {
+        struct compressed *other = c->state == WAITING ? c : next_ahead(f);
+        if (other) {
+            other->state = INFLATING;
+            pthread_mutex_unlock(&f->lock);
+            settle(f, other);
+            pthread_mutex_lock(&f->lock);
+        } else {
+            pthread_cond_wait(&f->settled, &f->lock);
+        }
+    }
+    void *data = c->state == READY ? c->data : NULL;
+    pthread_mutex_unlock(&f->lock);
+    return data;
 }
 
 static int load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int *error)
@@ -147,9 +229,9 @@ static int load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int *er
     if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
         return DW_DLV_NO_ENTRY;
     if (sh.sh_flags & SHF_COMPRESSED) {
-        void *inflated = inflate_section(f, scn);
-        if (inflated) {
-            *data = inflated;
+        void *bytes = inflated(f, index);
+        if (bytes) {
+            *data = bytes;
             return DW_DLV_OK;
         }
     }
@@ -172,7 +254,65 @@ static const Dwarf_Obj_Access_Methods methods = {
     .relocate_a_section = NULL,   /* linked objects: nothing to relocate */
 };
 
-static struct dwarf_file *open_file(const char *path, bool locations, Dwarf_Debug *dbg, char *err, size_t errlen)
+/* The sections a lookup of lines and inlined calls reads: the ones the
+ * thread of dwarf_walk_open_ahead inflates before libdwarf asks. */
+static bool read_by_lookups(const char *name)
+{
+    static const char *const names[] = { ".debug_info", ".debug_abbrev", ".debug_line", ".debug_str",
+                                         ".debug_line_str", ".debug_rnglists", ".debug_ranges", ".debug_addr",
+                                         ".debug_str_offsets", ".debug_aranges" };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(name, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The zlib-compressed sections, each found in libelf's mapping now so that
+ * the thread ahead never calls libelf. False: out of memory. */
+static bool list_compressed(struct dwarf_file *f, bool ahead)
+{
+    f->compressed = calloc(f->sections ? f->sections : 1, sizeof *f->compressed);
+    if (!f->compressed)
+        return false;
+    for (size_t i = 1; i < f->sections && i <= 0xffff; i++) {
+        Elf_Scn *scn = elf_getscn(f->elf, i);
+        GElf_Shdr sh;
+        GElf_Chdr chdr;
+        if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_COMPRESSED) || sh.sh_type == SHT_NOBITS)
+            continue;
+        Elf_Data *raw = elf_rawdata(scn, NULL);
+        const char *name = elf_strptr(f->elf, f->names, sh.sh_name);
+        if (!raw || !raw->d_buf || !name || !gelf_getchdr(scn, &chdr) || chdr.ch_type != ELFCOMPRESS_ZLIB ||
+            raw->d_size <= sizeof(Elf64_Chdr) || chdr.ch_size == 0 || chdr.ch_size > ((uint64_t)1 << 34))
+            continue;
+        f->compressed[f->compressed_count++] = (struct compressed){
+            .index = (Dwarf_Half)i,
+            .ahead = ahead && read_by_lookups(name) && !(hidden(name) && !f->locations),
+            .raw = (const unsigned char *)raw->d_buf + sizeof(Elf64_Chdr),
+            .raw_size = raw->d_size - sizeof(Elf64_Chdr),
+            .size = chdr.ch_size,
+        };
+    }
+    return true;
+}
+
+/* The thread ahead, taking no signal; none when no section is its to take. */
+static void start_ahead(struct dwarf_file *f)
+{
+    pthread_mutex_lock(&f->lock);
+    bool work = next_ahead(f) != NULL;
+    pthread_mutex_unlock(&f->lock);
+    if (!work)
+        return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    f->ahead_running = pthread_create(&f->ahead, NULL, inflate_ahead, f) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static struct dwarf_file *open_file(const char *path, bool locations, bool ahead, Dwarf_Debug *dbg, char *err,
+                                    size_t errlen)
 {
     struct dwarf_file *f = calloc(1, sizeof *f);
     if (!f) {
@@ -180,12 +320,14 @@ static struct dwarf_file *open_file(const char *path, bool locations, Dwarf_Debu
         return NULL;
     }
     f->locations = locations;
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->settled, NULL);
     if ((f->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
         snprintf(err, errlen, "cannot open %s", path);
-        free(f);
+        dwarf_walk_close(f);
         return NULL;
     }
-    elf_version(EV_CURRENT);
+    elf_library_start();
     GElf_Ehdr eh;
     f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
     if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh) ||
@@ -195,6 +337,12 @@ static struct dwarf_file *open_file(const char *path, bool locations, Dwarf_Debu
         dwarf_walk_close(f);
         return NULL;
     }
+    if (!list_compressed(f, ahead)) {
+        snprintf(err, errlen, "out of memory reading %s", path);
+        dwarf_walk_close(f);
+        return NULL;
+    }
+    start_ahead(f);
     f->interface = (Dwarf_Obj_Access_Interface){ .object = f, .methods = &methods };
     Dwarf_Error error = NULL;
     /* libdwarf's table of every allocation costs a sixth of the time of a
@@ -215,18 +363,29 @@ static struct dwarf_file *open_file(const char *path, bool locations, Dwarf_Debu
 
 struct dwarf_file *dwarf_walk_open(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen)
 {
-    return open_file(path, false, dbg, err, errlen);
+    return open_file(path, false, false, dbg, err, errlen);
+}
+
+struct dwarf_file *dwarf_walk_open_ahead(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen)
+{
+    return open_file(path, false, true, dbg, err, errlen);
 }
 
 struct dwarf_file *dwarf_walk_open_locations(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen)
 {
-    return open_file(path, true, dbg, err, errlen);
+    return open_file(path, true, false, dbg, err, errlen);
 }
 
 void dwarf_walk_close(struct dwarf_file *f)
 {
     if (!f)
         return;
+    if (f->ahead_running) {   /* it reads libelf's mapping: ended first */
+        pthread_mutex_lock(&f->lock);
+        f->stop = true;
+        pthread_mutex_unlock(&f->lock);
+        pthread_join(f->ahead, NULL);
+    }
     Dwarf_Error error = NULL;
     if (f->dbg)
         dwarf_object_finish(f->dbg, &error);
@@ -234,13 +393,12 @@ void dwarf_walk_close(struct dwarf_file *f)
         elf_end(f->elf);
     if (f->fd >= 0)
         close(f->fd);
-    for (size_t i = 0; i < f->inflated_count; i++) {
-        if (f->inflated[i].mapped)
-            munmap(f->inflated[i].data, f->inflated[i].mapped);
-        else
-            free(f->inflated[i].data);
-    }
-    free(f->inflated);
+    for (size_t i = 0; i < f->compressed_count; i++)
+        if (f->compressed[i].state == READY)
+            section_free(f->compressed[i].data, f->compressed[i].mapped);
+    free(f->compressed);
+    pthread_cond_destroy(&f->settled);
+    pthread_mutex_destroy(&f->lock);
     free(f);
 }
 

@@ -15,6 +15,10 @@
 struct dwarf_file;
 struct dwarf_file *dwarf_walk_open(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen);
 void dwarf_walk_close(struct dwarf_file *file);
+/* The same, the sections a lookup reads (.debug_info, .debug_line, ...)
+ * inflated ahead on a second thread while libdwarf reads the first ones:
+ * the CLI's naming; not in a profiled process. */
+struct dwarf_file *dwarf_walk_open_ahead(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen);
 /* The same with the location lists offered too (.debug_loc, .debug_loclists),
  * which the others leave out: libdwarf reads them all when it starts. */
 struct dwarf_file *dwarf_walk_open_locations(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen);

@@ -411,7 +411,7 @@ struct elf_lines *elf_lines_read(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory reading %s", path);
         return NULL;
     }
-    if (!(l->file = dwarf_walk_open(path, &l->dbg, err, errlen))) {
+    if (!(l->file = dwarf_walk_open_ahead(path, &l->dbg, err, errlen))) {
         free(l);
         return NULL;
     }

@@ -4,6 +4,8 @@
 #include "name_cache.h"
 #include "symbols.h"
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,36 @@ static struct elf_symbols *symbols_of(struct symbolizer *s)
             s->symbols = elf_symbols_read(s->symbols_path, why, sizeof why);
     }
     return s->symbols;
+}
+
+static void *symbols_apart(void *s)
+{
+    symbols_of(s);
+    return NULL;
+}
+
+/* Both tables at a first lookup, the symbol table on a thread of its own
+ * while DWARF is read: libc's debug .symtab is 4 ms of a first run, read
+ * while its DWARF's sections are inflated. The two share no state; the
+ * thread takes no signal. */
+static void read_both(struct symbolizer *s)
+{
+    if (s->symbols_tried || s->lines_tried) {
+        symbols_of(s);
+        lines_of(s);
+        return;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_t thread;
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    bool apart = pthread_create(&thread, NULL, symbols_apart, s) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    lines_of(s);
+    if (apart)
+        pthread_join(thread, NULL);
+    else
+        symbols_of(s);
 }
 
 struct symbolizer *symbolizer_open(const char *path, char *err, size_t errlen)
@@ -135,6 +167,8 @@ size_t symbolizer_frames(struct symbolizer *s, uint64_t addr, struct symbol_info
 static size_t frames_read(struct symbolizer *s, uint64_t addr, struct symbol_info *frames, size_t max)
 {
     struct elf_line_frame lines[SYMBOLIZER_MAX_INLINED];
+    if (max)
+        read_both(s);
     size_t n = max && lines_of(s) ? elf_lines_frames(s->lines, addr, lines, max < SYMBOLIZER_MAX_INLINED ? max : SYMBOLIZER_MAX_INLINED) : 0;
     if (!max)
         return 0;
