@@ -47,7 +47,9 @@ struct elf_lines {
     struct dwarf_file *file;
     Dwarf_Debug dbg;
     struct unit *units;
-    size_t unit_count;
+    size_t unit_count, unit_cap;
+    size_t *unit_index;   /* hashed by offset: 1 + the unit's index, 0 free */
+    size_t unit_index_cap;
     struct span *spans;
     size_t span_count, span_cap;
     char **strings;   /* file and function names, index 0 is "" */
@@ -95,19 +97,43 @@ static int by_start(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
+static size_t *unit_slot(size_t *index, size_t cap, const struct unit *units, Dwarf_Off offset)
+{
+    size_t i = (size_t)(offset * 0x9e3779b97f4a7c15u) & (cap - 1);
+    while (index[i] && units[index[i] - 1].offset != offset)
+        i = (i + 1) & (cap - 1);
+    return &index[i];
+}
+
+/* The unit at `offset`, added when new (libc's debug file has 1,700 units:
+ * a look through all of them for each was a millisecond of a first run). */
 static size_t unit_at(struct elf_lines *l, Dwarf_Off offset)
 {
-    for (size_t i = l->unit_count; i-- > 0;)   /* spans of a unit come together */
-        if (l->units[i].offset == offset)
-            return i;
-    struct unit *units = realloc(l->units, (l->unit_count + 1) * sizeof *units);
-    if (!units) {
+    if (l->unit_count && l->units[l->unit_count - 1].offset == offset)   /* spans of a unit come together */
+        return l->unit_count - 1;
+    if (2 * (l->unit_count + 1) > l->unit_index_cap) {
+        size_t cap = l->unit_index_cap ? 2 * l->unit_index_cap : 256;
+        size_t *index = calloc(cap, sizeof *index);
+        if (!index) {
+            l->no_memory = true;
+            return SIZE_MAX;
+        }
+        for (size_t i = 0; i < l->unit_count; i++)
+            *unit_slot(index, cap, l->units, l->units[i].offset) = i + 1;
+        free(l->unit_index);
+        l->unit_index = index;
+        l->unit_index_cap = cap;
+    }
+    size_t *slot = unit_slot(l->unit_index, l->unit_index_cap, l->units, offset);
+    if (*slot)
+        return *slot - 1;
+    if (!grow((void **)&l->units, &l->unit_cap, l->unit_count, sizeof *l->units, 64)) {
         l->no_memory = true;
         return SIZE_MAX;
     }
-    l->units = units;
     l->units[l->unit_count] = (struct unit){ .offset = offset };
-    return l->unit_count++;
+    *slot = ++l->unit_count;
+    return l->unit_count - 1;
 }
 
 static void add_span(struct elf_lines *l, uint64_t start, uint64_t end, size_t unit)
@@ -404,7 +430,7 @@ static const char *scope_name(struct elf_lines *l, struct scope *s)
 
 /* --- the interface ------------------------------------------------------------- */
 
-struct elf_lines *elf_lines_read(const char *path, char *err, size_t errlen)
+struct elf_lines *elf_lines_open(const char *path, char *err, size_t errlen)
 {
     struct elf_lines *l = calloc(1, sizeof *l);
     if (!l) {
@@ -415,6 +441,11 @@ struct elf_lines *elf_lines_read(const char *path, char *err, size_t errlen)
         free(l);
         return NULL;
     }
+    return l;
+}
+
+struct elf_lines *elf_lines_index(struct elf_lines *l, const char *path, char *err, size_t errlen)
+{
     l->strings = calloc(256, sizeof *l->strings);
     l->string_cap = l->strings ? 256 : 0;
     if (l->strings && (l->strings[0] = strdup("")))
@@ -506,6 +537,7 @@ void elf_lines_free(struct elf_lines *l)
         free(l->units[i].scopes);
     }
     free(l->units);
+    free(l->unit_index);
     free(l->spans);
     for (size_t i = 0; i < l->string_count; i++)
         free(l->strings[i]);

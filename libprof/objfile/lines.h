@@ -18,9 +18,14 @@ struct elf_line_frame {
     unsigned line;
 };
 
-/* NULL when the file has no DWARF (`err` says why, one line). The file stays
- * open until elf_lines_free. */
-struct elf_lines *elf_lines_read(const char *path, char *err, size_t errlen);
+/* `path`'s DWARF opened, the sections a lookup reads being inflated on a
+ * second thread meanwhile (for the CLI, not a profiled process); NULL when
+ * the file has no DWARF (`err` says why, one line). The file stays open until
+ * elf_lines_free. */
+struct elf_lines *elf_lines_open(const char *path, char *err, size_t errlen);
+/* Then, once, its code ranges indexed: `l`, or NULL (`l` freed, `err` set)
+ * when it has none. */
+struct elf_lines *elf_lines_index(struct elf_lines *l, const char *path, char *err, size_t errlen);
 /* The file and line of `addr` (a file address); NULL outside every sequence. */
 const char *elf_lines_lookup(struct elf_lines *l, uint64_t addr, unsigned *line);
 /* The frames at `addr`, innermost first: each inlined function at its line,

@@ -4,8 +4,6 @@
 #include "name_cache.h"
 #include "symbols.h"
 #include <limits.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,16 +29,6 @@ void symbolizer_remember_in(const char *dir)
     snprintf(cache_dir, sizeof cache_dir, "%s", dir ? dir : "");
 }
 
-static struct elf_lines *lines_of(struct symbolizer *s)
-{
-    if (!s->lines_tried) {
-        char why[256];
-        s->lines_tried = true;
-        s->lines = elf_lines_read(s->lines_path, why, sizeof why);
-    }
-    return s->lines;
-}
-
 /* The debug file's symbols when it has any, else the file's own. */
 static struct elf_symbols *symbols_of(struct symbolizer *s)
 {
@@ -60,34 +48,20 @@ static struct elf_symbols *symbols_of(struct symbolizer *s)
     return s->symbols;
 }
 
-static void *symbols_apart(void *s)
+/* The lines, at the first lookup. The symbol table, when it is still to be
+ * read, is read between opening the DWARF and indexing it: its sections are
+ * inflated on a second thread meanwhile (libc's debug .symtab is 5 ms of a
+ * first run, its .debug_info 11). */
+static struct elf_lines *lines_of(struct symbolizer *s)
 {
-    symbols_of(s);
-    return NULL;
-}
-
-/* Both tables at a first lookup, the symbol table on a thread of its own
- * while DWARF is read: libc's debug .symtab is 4 ms of a first run, read
- * while its DWARF's sections are inflated. The two share no state; the
- * thread takes no signal. */
-static void read_both(struct symbolizer *s)
-{
-    if (s->symbols_tried || s->lines_tried) {
+    if (!s->lines_tried) {
+        char why[256];
+        s->lines_tried = true;
+        struct elf_lines *opened = elf_lines_open(s->lines_path, why, sizeof why);
         symbols_of(s);
-        lines_of(s);
-        return;
+        s->lines = opened ? elf_lines_index(opened, s->lines_path, why, sizeof why) : NULL;
     }
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_t thread;
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    bool apart = pthread_create(&thread, NULL, symbols_apart, s) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    lines_of(s);
-    if (apart)
-        pthread_join(thread, NULL);
-    else
-        symbols_of(s);
+    return s->lines;
 }
 
 struct symbolizer *symbolizer_open(const char *path, char *err, size_t errlen)
@@ -167,8 +141,6 @@ size_t symbolizer_frames(struct symbolizer *s, uint64_t addr, struct symbol_info
 static size_t frames_read(struct symbolizer *s, uint64_t addr, struct symbol_info *frames, size_t max)
 {
     struct elf_line_frame lines[SYMBOLIZER_MAX_INLINED];
-    if (max)
-        read_both(s);
     size_t n = max && lines_of(s) ? elf_lines_frames(s->lines, addr, lines, max < SYMBOLIZER_MAX_INLINED ? max : SYMBOLIZER_MAX_INLINED) : 0;
     if (!max)
         return 0;
