@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #define SECTION_MAPPED_FROM ((size_t)1 << 20)
+#define SECTION_POPULATED_FROM ((size_t)64 << 10)
 
 /* libdwarf reads the file through this interface rather than its own ELF
  * reader: libelf inflates a compressed section only when libdwarf loads it,
@@ -53,8 +54,16 @@ struct compressed {
 static void *section_room(size_t size, size_t *mapped)
 {
     *mapped = 0;
-    if (size < SECTION_MAPPED_FROM)
+    if (size < SECTION_POPULATED_FROM)
         return malloc(size);
+    if (size < SECTION_MAPPED_FROM) {
+        size_t length = (size + 4095) & ~(size_t)4095;
+        char *p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        *mapped = length;
+        return p;
+    }
     size_t huge = (size_t)2 << 20, length = (size + huge - 1) & ~(huge - 1);
     char *p = mmap(NULL, length + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
@@ -244,6 +253,27 @@ static int load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int *er
     return DW_DLV_OK;
 }
 
+const unsigned char *dwarf_walk_section(struct dwarf_file *f, const char *name, size_t *size)
+{
+    for (size_t i = 1; i < f->sections && i <= 0xffff; i++) {
+        Elf_Scn *scn = elf_getscn(f->elf, i);
+        GElf_Shdr sh;
+        const char *here;
+        if (!scn || !gelf_getshdr(scn, &sh) || !(here = elf_strptr(f->elf, f->names, sh.sh_name)) ||
+            strcmp(here, name) != 0)
+            continue;
+        Dwarf_Obj_Access_Section info;
+        Dwarf_Small *data;
+        int error;
+        if (section_info(f, (Dwarf_Half)i, &info, &error) != DW_DLV_OK ||
+            load_section(f, (Dwarf_Half)i, &data, &error) != DW_DLV_OK)
+            return NULL;
+        *size = info.size;
+        return data;
+    }
+    return NULL;
+}
+
 static const Dwarf_Obj_Access_Methods methods = {
     .get_section_info = section_info,
     .get_byte_order = byte_order,
@@ -285,6 +315,12 @@ static bool list_compressed(struct dwarf_file *f, bool ahead)
         if (!raw || !raw->d_buf || !name || !gelf_getchdr(scn, &chdr) || chdr.ch_type != ELFCOMPRESS_ZLIB ||
             raw->d_size <= sizeof(Elf64_Chdr) || chdr.ch_size == 0 || chdr.ch_size > ((uint64_t)1 << 34))
             continue;
+#ifdef MADV_POPULATE_READ
+        if (ahead) {   /* the stream's pages mapped in one call, not a fault each */
+            uintptr_t from = (uintptr_t)raw->d_buf & ~(uintptr_t)4095;
+            madvise((void *)from, (uintptr_t)raw->d_buf + raw->d_size - from, MADV_POPULATE_READ);
+        }
+#endif
         f->compressed[f->compressed_count++] = (struct compressed){
             .index = (Dwarf_Half)i,
             .ahead = ahead && read_by_lookups(name) && !(hidden(name) && !f->locations),

@@ -22,6 +22,9 @@ struct dwarf_file *dwarf_walk_open_ahead(const char *path, Dwarf_Debug *dbg, cha
 /* The same with the location lists offered too (.debug_loc, .debug_loclists),
  * which the others leave out: libdwarf reads them all when it starts. */
 struct dwarf_file *dwarf_walk_open_locations(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen);
+/* The bytes of the section `name` as libdwarf is given them (inflated),
+ * valid until dwarf_walk_close; NULL when the file has none. */
+const unsigned char *dwarf_walk_section(struct dwarf_file *file, const char *name, size_t *size);
 /* The next compilation unit's DIE and DWARF version; false at the end. */
 bool dwarf_walk_next_cu(Dwarf_Debug dbg, Dwarf_Die *cu, unsigned *version);
 /* A CU's base address for its range lists (its DW_AT_low_pc, else 0). */

@@ -9,6 +9,7 @@
 #include <dwarf.h>
 #include <libdwarf.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ struct scope {
 
 struct unit {
     Dwarf_Off offset;
+    bool header;                 /* `offset` is the unit's header's (.debug_aranges'), not its DIE's */
     bool loaded;
     unsigned version;
     bool default_file_is_zero;   /* libdwarf's file 0 is the default file 1 */
@@ -107,7 +109,7 @@ static size_t *unit_slot(size_t *index, size_t cap, const struct unit *units, Dw
 
 /* The unit at `offset`, added when new (libc's debug file has 1,700 units:
  * a look through all of them for each was a millisecond of a first run). */
-static size_t unit_at(struct elf_lines *l, Dwarf_Off offset)
+static size_t unit_at(struct elf_lines *l, Dwarf_Off offset, bool header)
 {
     if (l->unit_count && l->units[l->unit_count - 1].offset == offset)   /* spans of a unit come together */
         return l->unit_count - 1;
@@ -131,7 +133,7 @@ static size_t unit_at(struct elf_lines *l, Dwarf_Off offset)
         l->no_memory = true;
         return SIZE_MAX;
     }
-    l->units[l->unit_count] = (struct unit){ .offset = offset };
+    l->units[l->unit_count] = (struct unit){ .offset = offset, .header = header };
     *slot = ++l->unit_count;
     return l->unit_count - 1;
 }
@@ -145,23 +147,54 @@ static void add_span(struct elf_lines *l, uint64_t start, uint64_t end, size_t u
     l->spans[l->span_count++] = (struct span){ start, end, unit };
 }
 
+static uint64_t little_endian(const unsigned char *p, size_t bytes)
+{
+    uint64_t v = 0;
+    for (size_t i = bytes; i-- > 0;)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* The spans of .debug_aranges (DWARF 2-5: version 2 sets, 32- or 64-bit
+ * DWARF), read here rather than by dwarf_get_aranges: libdwarf loads all of
+ * .debug_info first, and this runs while that is being inflated. A set it
+ * cannot read is skipped; its code is then named without lines. */
 static bool spans_from_aranges(struct elf_lines *l)
 {
-    Dwarf_Arange *aranges;
-    Dwarf_Signed count;
-    Dwarf_Error error = NULL;
-    if (dwarf_get_aranges(l->dbg, &aranges, &count, &error) != DW_DLV_OK)
+    size_t size;
+    const unsigned char *p = dwarf_walk_section(l->file, ".debug_aranges", &size);
+    if (!p)
         return false;
-    for (Dwarf_Signed i = 0; i < count; i++) {
-        Dwarf_Unsigned segment, segment_size, length;
-        Dwarf_Addr start;
-        Dwarf_Off cu;
-        if (dwarf_get_arange_info_b(aranges[i], &segment, &segment_size, &start, &length, &cu, &error) ==
-                DW_DLV_OK && length)
-            add_span(l, start, start + length, unit_at(l, cu));
-        dwarf_dealloc(l->dbg, aranges[i], DW_DLA_ARANGE);
+    for (const unsigned char *end = p + size; end - p >= 4;) {
+        const unsigned char *set = p;
+        uint64_t length = little_endian(p, 4);
+        size_t offset_size = 4;
+        p += 4;
+        if (length == 0xffffffff && end - p >= 8) {
+            length = little_endian(p, 8);
+            offset_size = 8;
+            p += 8;
+        }
+        if (length > (uint64_t)(end - p) || length < 2 + offset_size + 2)
+            break;
+        const unsigned char *set_end = p + length;
+        unsigned version = (unsigned)little_endian(p, 2);
+        Dwarf_Off cu = little_endian(p + 2, offset_size);
+        size_t address_size = p[2 + offset_size], segment_size = p[3 + offset_size];
+        p = set_end;
+        if (version != 2 || (address_size != 4 && address_size != 8) || segment_size != 0)
+            continue;
+        /* The pairs start at a multiple of their size from the set's start. */
+        size_t pair = 2 * address_size, header = (size_t)(set_end - length - set) + 4 + offset_size;
+        size_t unit = SIZE_MAX;
+        for (const unsigned char *q = set + (header + pair - 1) / pair * pair; set_end - q >= (ptrdiff_t)pair; q += pair) {
+            uint64_t start = little_endian(q, address_size), bytes = little_endian(q + address_size, address_size);
+            if (!start && !bytes)
+                break;
+            if (bytes && start + bytes > start)
+                add_span(l, start, start + bytes, unit == SIZE_MAX ? (unit = unit_at(l, cu, true)) : unit);
+        }
     }
-    dwarf_dealloc(l->dbg, aranges, DW_DLA_LIST);
     return l->span_count > 0;
 }
 
@@ -181,7 +214,7 @@ static void spans_from_units(struct elf_lines *l)
     while (dwarf_walk_next_cu(l->dbg, &cu, NULL)) {
         Dwarf_Off offset;
         if (dwarf_dieoffset(cu, &offset, &error) == DW_DLV_OK) {
-            struct span_ctx c = { l, unit_at(l, offset) };
+            struct span_ctx c = { l, unit_at(l, offset, false) };
             dwarf_walk_ranges(l->dbg, cu, dwarf_walk_cu_base(cu), unit_range, &c);
         }
         dwarf_dealloc(l->dbg, cu, DW_DLA_DIE);
@@ -387,12 +420,50 @@ static void walk_scopes(struct unit_walk *w, Dwarf_Die parent, int depth, int le
     }
 }
 
+/* The offset of the DIE of the unit whose header is at `header` in
+ * .debug_info (libdwarf's dwarf_get_cu_die_offset_given_cu_header_offset_b
+ * reads .debug_info before anything has loaded it). */
+static bool unit_die_offset(struct elf_lines *l, Dwarf_Off header, Dwarf_Off *die)
+{
+    size_t size, offset_size = 4;
+    const unsigned char *info = dwarf_walk_section(l->file, ".debug_info", &size);
+    if (!info || header > size || size - header < 4 + 2)
+        return false;
+    const unsigned char *p = info + header, *end = info + size;
+    uint64_t length = little_endian(p, 4);
+    p += 4;
+    if (length == 0xffffffff && end - p >= 8 + 2) {
+        length = little_endian(p, 8);
+        offset_size = 8;
+        p += 8;
+    }
+    if (length > (uint64_t)(end - p))
+        return false;
+    end = p + length;
+    unsigned version = (unsigned)little_endian(p, 2);
+    size_t rest;
+    if (version >= 2 && version <= 4) {
+        rest = 2 + offset_size + 1;   /* version, abbreviations, address size */
+    } else if (version == 5 && end - p >= 3) {
+        unsigned type = p[2];         /* the unit type, then the address size and abbreviations */
+        rest = 2 + 1 + 1 + offset_size + (type == DW_UT_skeleton || type == DW_UT_split_compile ? 8 : 0) +
+               (type == DW_UT_type || type == DW_UT_split_type ? 8 + offset_size : 0);
+    } else {
+        return false;
+    }
+    if (rest >= (size_t)(end - p))
+        return false;
+    *die = (Dwarf_Off)(p + rest - info);
+    return true;
+}
+
 static void load_unit(struct elf_lines *l, struct unit *u)
 {
     u->loaded = true;
     Dwarf_Die cu;
     Dwarf_Error error = NULL;
-    if (dwarf_offdie_b(l->dbg, u->offset, 1, &cu, &error) != DW_DLV_OK)
+    Dwarf_Off die = u->offset;
+    if ((u->header && !unit_die_offset(l, u->offset, &die)) || dwarf_offdie_b(l->dbg, die, 1, &cu, &error) != DW_DLV_OK)
         return;
     Dwarf_Half version = 0, offset_size;
     dwarf_get_version_of_die(cu, &version, &offset_size);
