@@ -89,7 +89,7 @@ static Elf *open_elf_file(const char *path, int *fd, char *err, size_t errlen)
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
-    Elf *elf = elf_begin(*fd, ELF_C_READ, NULL);
+    Elf *elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
     if (!elf || elf_kind(elf) != ELF_K_ELF) {
         snprintf(err, errlen, "%s is not an ELF file", path);
         if (elf)
