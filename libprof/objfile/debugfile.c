@@ -1,5 +1,4 @@
 #include "debugfile.h"
-#include "symbols.h"
 #include <fcntl.h>
 #include <gelf.h>
 #include <libgen.h>
@@ -12,7 +11,7 @@
 
 static Elf *open_elf(const char *path, int *fd)
 {
-    elf_library_start();
+    elf_version(EV_CURRENT);
     *fd = open(path, O_RDONLY | O_CLOEXEC);
     if (*fd < 0)
         return NULL;

@@ -1,5 +1,4 @@
 #include "dwarf_walk.h"
-#include "symbols.h"
 #include <dwarf.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -323,7 +322,7 @@ static bool list_compressed(struct dwarf_file *f, bool ahead)
 #endif
         f->compressed[f->compressed_count++] = (struct compressed){
             .index = (Dwarf_Half)i,
-            .ahead = ahead && read_by_lookups(name) && !(hidden(name) && !f->locations),
+            .ahead = ahead && read_by_lookups(name),
             .raw = (const unsigned char *)raw->d_buf + sizeof(Elf64_Chdr),
             .raw_size = raw->d_size - sizeof(Elf64_Chdr),
             .size = chdr.ch_size,
@@ -363,7 +362,7 @@ static struct dwarf_file *open_file(const char *path, bool locations, bool ahead
         dwarf_walk_close(f);
         return NULL;
     }
-    elf_library_start();
+    elf_version(EV_CURRENT);
     GElf_Ehdr eh;
     f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
     if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh) ||

@@ -7,7 +7,6 @@
 #include "elf_binary.h"
 #include "binary_build.h"
 #include "debugfile.h"
-#include "symbols.h"
 #include "../arch/aarch64/plt.h"
 #include "../arch/x86_64/decode.h"
 #include <fcntl.h>
@@ -441,7 +440,7 @@ static bool read_symbols(struct elf_reader *r, const char *path, char *err, size
 
 int elf_binary_read(struct binary *b, const char *path, int fd, char *err, size_t errlen)
 {
-    elf_library_start();
+    elf_version(EV_CURRENT);
     Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
     GElf_Ehdr ehdr;
     int error = elf_errno();

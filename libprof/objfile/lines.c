@@ -48,6 +48,8 @@ struct span { uint64_t start, end; size_t unit; };
 struct elf_lines {
     struct dwarf_file *file;
     Dwarf_Debug dbg;
+    const unsigned char *info;   /* .debug_info, once a unit's header was read there */
+    size_t info_size;
     struct unit *units;
     size_t unit_count, unit_cap;
     size_t *unit_index;   /* hashed by offset: 1 + the unit's index, 0 free */
@@ -107,7 +109,7 @@ static size_t *unit_slot(size_t *index, size_t cap, const struct unit *units, Dw
     return &index[i];
 }
 
-/* The unit at `offset`, added when new (libc's debug file has 1,700 units:
+/* The unit at `offset`, added when new (libc's debug file has 4,126 units:
  * a look through all of them for each was a millisecond of a first run). */
 static size_t unit_at(struct elf_lines *l, Dwarf_Off offset, bool header)
 {
@@ -155,6 +157,27 @@ static uint64_t little_endian(const unsigned char *p, size_t bytes)
     return v;
 }
 
+/* A unit's or set's initial length at `p` (32- or 64-bit DWARF): what follows
+ * it, its length in *length and the offsets' size in *offset_size; NULL when
+ * it runs past `end`. */
+static const unsigned char *initial_length(const unsigned char *p, const unsigned char *end, uint64_t *length,
+                                           size_t *offset_size)
+{
+    if (end - p < 4)
+        return NULL;
+    *length = little_endian(p, 4);
+    *offset_size = 4;
+    p += 4;
+    if (*length == 0xffffffff) {
+        if (end - p < 8)
+            return NULL;
+        *length = little_endian(p, 8);
+        *offset_size = 8;
+        p += 8;
+    }
+    return *length <= (uint64_t)(end - p) ? p : NULL;
+}
+
 /* The spans of .debug_aranges (DWARF 2-5: version 2 sets, 32- or 64-bit
  * DWARF), read here rather than by dwarf_get_aranges: libdwarf loads all of
  * .debug_info first, and this runs while that is being inflated. A set it
@@ -165,17 +188,11 @@ static bool spans_from_aranges(struct elf_lines *l)
     const unsigned char *p = dwarf_walk_section(l->file, ".debug_aranges", &size);
     if (!p)
         return false;
-    for (const unsigned char *end = p + size; end - p >= 4;) {
+    for (const unsigned char *end = p + size; p < end;) {
         const unsigned char *set = p;
-        uint64_t length = little_endian(p, 4);
-        size_t offset_size = 4;
-        p += 4;
-        if (length == 0xffffffff && end - p >= 8) {
-            length = little_endian(p, 8);
-            offset_size = 8;
-            p += 8;
-        }
-        if (length > (uint64_t)(end - p) || length < 2 + offset_size + 2)
+        uint64_t length;
+        size_t offset_size;
+        if (!(p = initial_length(set, end, &length, &offset_size)) || length < 2 + offset_size + 2)
             break;
         const unsigned char *set_end = p + length;
         unsigned version = (unsigned)little_endian(p, 2);
@@ -425,21 +442,15 @@ static void walk_scopes(struct unit_walk *w, Dwarf_Die parent, int depth, int le
  * reads .debug_info before anything has loaded it). */
 static bool unit_die_offset(struct elf_lines *l, Dwarf_Off header, Dwarf_Off *die)
 {
-    size_t size, offset_size = 4;
-    const unsigned char *info = dwarf_walk_section(l->file, ".debug_info", &size);
-    if (!info || header > size || size - header < 4 + 2)
+    if (!l->info && !(l->info = dwarf_walk_section(l->file, ".debug_info", &l->info_size)))
         return false;
-    const unsigned char *p = info + header, *end = info + size;
-    uint64_t length = little_endian(p, 4);
-    p += 4;
-    if (length == 0xffffffff && end - p >= 8 + 2) {
-        length = little_endian(p, 8);
-        offset_size = 8;
-        p += 8;
-    }
-    if (length > (uint64_t)(end - p))
+    const unsigned char *info = l->info, *p;
+    uint64_t length;
+    size_t offset_size;
+    if (header > l->info_size || !(p = initial_length(info + header, info + l->info_size, &length, &offset_size)) ||
+        length < 2)
         return false;
-    end = p + length;
+    const unsigned char *end = p + length;
     unsigned version = (unsigned)little_endian(p, 2);
     size_t rest;
     if (version >= 2 && version <= 4) {

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,21 +68,10 @@ static bool read_table(Elf *elf, Elf_Scn *scn, GElf_Shdr *shdr, struct elf_symbo
     return true;
 }
 
-static void set_elf_version(void)
-{
-    elf_version(EV_CURRENT);
-}
-
-void elf_library_start(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, set_elf_version);
-}
-
 /* `path` opened as ELF; NULL with why in err. */
 static Elf *open_elf_file(const char *path, int *fd, char *err, size_t errlen)
 {
-    elf_library_start();
+    elf_version(EV_CURRENT);
     *fd = open(path, O_RDONLY | O_CLOEXEC);
     if (*fd < 0) {
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));

@@ -9,10 +9,6 @@
 
 struct elf_symbols;
 
-/* libelf's elf_version(EV_CURRENT), once for every thread that reads ELF
- * (the symbolizer reads a symbol table and DWARF side by side). */
-void elf_library_start(void);
-
 /* NULL with `err` set (one line) when the file cannot be read as ELF. A file
  * with no function symbols gives an empty table, not an error. */
 struct elf_symbols *elf_symbols_read(const char *path, char *err, size_t errlen);
