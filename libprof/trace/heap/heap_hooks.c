@@ -629,7 +629,9 @@ COLD void *malloc_known(struct heap_thread *t, size_t size, uint32_t origin)
 /* A stack the thread's last walk found again, or the long way. */
 COLD void *malloc_remembered(struct heap_thread *t, size_t size, void *site, uintptr_t cfa, uintptr_t bp)
 {
-    uint32_t origin = remembered_origin(t, (uintptr_t)site, cfa, bp);
+    uint32_t origin = heap.frames == 1 ? heap_site_origin(t, (uintptr_t)site) : UINT32_MAX;
+    if (origin == UINT32_MAX)
+        origin = remembered_origin(t, (uintptr_t)site, cfa, bp);
     if (origin != UINT32_MAX)
         return malloc_known(t, size, origin);
     return malloc_exact(size, site, cfa, bp);

@@ -14,6 +14,10 @@
  * `entry_pc` and the caller's %rbp, where a walk starts. */
 uint32_t heap_full_origin(struct heap_thread *t, uintptr_t site, uintptr_t entry_pc, uintptr_t entry_cfa,
                           uintptr_t entry_bp) __attribute__((noinline));
+/* The origin of an allocation at `site` when that is the site alone (one
+ * frame, not in a wrapper, no Ruby line) and the thread has seen the site
+ * lately, made the thread's last; else UINT32_MAX. */
+uint32_t heap_site_origin(struct heap_thread *t, uintptr_t site);
 /* memprof's own code and, for more than one frame, libunwind: found before
  * any hook is installed (dlopen allocates). */
 void heap_backtraces_prepare(void);

@@ -69,6 +69,17 @@ struct caller_cache_entry {
     uintptr_t pcs[HEAP_MAX_FRAMES - 1];
 };
 
+/* Sites whose origin is the site alone (one frame, not in a wrapper, no
+ * Ruby line), direct-mapped by address: a program allocating from
+ * thousands of sites in turn finds each one's origin in one load, not
+ * through the wrappers' table and the interning (heap_origins.c). */
+#define SITE_ORIGIN_BITS 13
+struct site_origin {
+    uintptr_t site;
+    uint32_t origin;
+    uint32_t generation;               /* the wrappers' tables it was found with */
+};
+
 struct heap_memo {
     uintptr_t site;
     uint64_t generation;               /* the wrappers' tables it was found with */
@@ -111,6 +122,7 @@ struct heap_thread {
      * slot (unwind->memos): the same site, the same frames, the same
      * origin. */
     struct heap_memo memos[UNWIND_MEMOS];
+    struct site_origin *site_origins;  /* [1 << SITE_ORIGIN_BITS], made at the first site not the last */
     uint64_t stacks_walked;            /* allocations whose stack was walked, */
     uint64_t stacks_remembered;        /* and those a memo answered (the owner's counts) */
     uintptr_t wrapped_site;            /* the last site asked of the wrappers' table, */

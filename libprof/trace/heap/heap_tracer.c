@@ -22,6 +22,7 @@ size_t heap_thread_bytes(const struct heap_thread *t)
 {
     struct origin_array *o = __atomic_load_n(&t->origins, __ATOMIC_ACQUIRE);
     return sizeof *t + (t->callers ? CALLER_CACHE * sizeof *t->callers : 0) + (t->unwind ? sizeof *t->unwind : 0) +
+           (t->site_origins ? sizeof *t->site_origins << SITE_ORIGIN_BITS : 0) +
            block_table_bytes(&t->blocks) + block_table_bytes(&t->freed) +
            (o ? sizeof *o + o->capacity * sizeof o->records[0] : 0) +
            t->origin_index_capacity * sizeof *t->origin_index;
@@ -34,13 +35,17 @@ static void thread_exited(void *thread)
     prctl(PR_GET_NAME, t->name);
     t->name[sizeof t->name - 1] = '\0';
     __atomic_store_n(&t->exited, true, __ATOMIC_RELEASE);
-    /* Its tables outlive it (its blocks do), its unwinding rules need not:
-     * only this thread reads them, and an allocation after this one makes
-     * new ones. */
+    /* Its tables outlive it (its blocks do), its unwinding rules and
+     * site cache need not: only this thread reads them, and an allocation
+     * after this one makes new ones. */
     struct unwind_cache *rules = t->unwind;
     t->unwind = NULL;
     if (rules && t == heap_my_thread)
         pages_free(rules, sizeof *rules);
+    struct site_origin *sites = t->site_origins;
+    t->site_origins = NULL;
+    if (sites && t == heap_my_thread)
+        pages_free(sites, sizeof *sites << SITE_ORIGIN_BITS);
 }
 
 static void prepare_once(void)
