@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A rel32 spans ±2 GB from the end of its instruction: keep a margin. */
@@ -138,8 +139,10 @@ static int map_region(uintptr_t near, struct region *out)
     close(fd);
     if (!err) {
         /* The cookie differs between regions and between runs. */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
         uint64_t cookie = ((uint64_t)(uintptr_t)exec ^ (uint64_t)getpid() << 32) * 0x9E3779B97F4A7C15ull ^
-                          __builtin_ia32_rdtsc();
+                          ((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
         memcpy(write, POOL_REGION_MAGIC, 8);
         memcpy((uint8_t *)write + 8, &cookie, 8);
         *out = (struct region){ write, (uintptr_t)exec, POOL_REGION_HEADER, cookie };

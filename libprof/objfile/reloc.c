@@ -1,4 +1,5 @@
 #include "reloc.h"
+#include "../arch/cpu.h"
 #include <elf.h>
 
 static int visit(const struct elf_object *obj, const ElfW(Rela) *rel, size_t count,
@@ -6,13 +7,13 @@ static int visit(const struct elf_object *obj, const ElfW(Rela) *rel, size_t cou
 {
     for (size_t i = 0; i < count; i++) {
         unsigned type = (unsigned)ELF64_R_TYPE(rel[i].r_info);
-        if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+        if (type != CPU_RELOC_JUMP_SLOT && type != CPU_RELOC_GLOB_DAT)
             continue;
         size_t sym = ELF64_R_SYM(rel[i].r_info);
         const char *name = sym ? elf_object_symbol_name(obj, sym) : NULL;
         if (!name || !*name)
             continue;
-        enum elf_slot_kind kind = type == R_X86_64_JUMP_SLOT ? ELF_SLOT_JUMP : ELF_SLOT_DATA;
+        enum elf_slot_kind kind = type == CPU_RELOC_JUMP_SLOT ? ELF_SLOT_JUMP : ELF_SLOT_DATA;
         int stop = fn(obj, name, (uintptr_t *)(obj->base + rel[i].r_offset), kind, ctx);
         if (stop)
             return stop;

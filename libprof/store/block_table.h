@@ -36,6 +36,7 @@
 #ifndef MEMPROF_STORE_BLOCK_TABLE_H
 #define MEMPROF_STORE_BLOCK_TABLE_H
 #include "readers.h"
+#include "../arch/cpu.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -294,10 +295,9 @@ static inline void block_table_prefetch(struct block_table *t, uintptr_t addr)
     struct block_region *r = block_table_region(t, addr);
     if (r) {
         bool packed = block_table_packed(t);
-        /* Not __builtin_prefetch: GCC drops it from code it thinks cold. */
         const char *first = (const char *)block_array_slot(r->array, packed, block_index(addr, r->array->capacity));
-        __asm__ volatile("prefetcht0 %0" : : "m"(*first));
-        __asm__ volatile("prefetcht0 %0" : : "m"(first[64]));
+        cpu_prefetch(first);
+        cpu_prefetch(first + 64);
     }
 }
 

@@ -2,6 +2,7 @@
  * is the CFA, its pc the return address just below it, its %rbp the one
  * saved or the same. */
 #include "backtrace.h"
+#include "../arch/cpu.h"
 #include <string.h>
 
 /* A CFA further than this above the stack pointer is taken for a damaged
@@ -82,7 +83,7 @@ __attribute__((noinline)) int unwind_backtrace(struct unwind_cache *cache, uint6
     check_generation(cache, generation);
     uintptr_t pc, sp, bp;
     /* Where this function is, with its registers there: frame 0. */
-    __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
+    CPU_HERE(pc, sp, bp);
     return walk(cache, pc, sp, bp, false, frames, max, NULL);
 }
 

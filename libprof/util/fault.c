@@ -1,5 +1,6 @@
 /* The fault guard (fault.h). Async-signal-safe: write(2) and sigaction only. */
 #include "fault.h"
+#include "../arch/cpu.h"
 #include "out.h"
 #include "reentry.h"
 #include <link.h>
@@ -57,7 +58,7 @@ static void on_fault(int sig, siginfo_t *info, void *context)
         return;
     }
     faulting = 1;
-    uintptr_t pc = (uintptr_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RIP];
+    uintptr_t pc = cpu_fault_pc(context);
     if (((pc >= text_start && pc < text_end) || memprof_in_runtime) && !__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
         say_fault(sig, info, pc);
     /* What would have happened without memprof. */

@@ -3,6 +3,7 @@
  * give up instead of blocking the stopped process forever. */
 #ifndef MEMPROF_UTIL_SPINLOCK_H
 #define MEMPROF_UTIL_SPINLOCK_H
+#include "../arch/cpu.h"
 #include <stdbool.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -54,7 +55,7 @@ static inline void spin_lock(spinlock_t *l)
     int self = -spin_thread_id();
     while (!spin_take(l, 1, self))
         for (int h; (h = __atomic_load_n(&l->held, __ATOMIC_RELAXED)) != 0 && h != self;)
-            __builtin_ia32_pause();
+            cpu_relax();
 }
 
 /* Take the lock when the caller knows no other thread can be taking it now

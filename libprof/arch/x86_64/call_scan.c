@@ -1,5 +1,6 @@
 /* Calls and jumps found by their opcode bytes (see call_scan.h). */
 #include "call_scan.h"
+#include "decode.h"
 #include <string.h>
 
 enum {
@@ -20,6 +21,21 @@ int call_scan(uintptr_t start, uintptr_t end, call_scan_visit_fn *visit, void *c
         int rc = visit(ctx, start + at, next + (uintptr_t)(intptr_t)displacement);
         if (rc)
             return rc;
+    }
+    return 0;
+}
+
+/* An entry's jump through its slot is rip-relative, first or after endbr64. */
+int call_scan_plt_slot(uintptr_t pc, uintptr_t *slot)
+{
+    struct insn insn;
+    for (int i = 0; i < 2; i++, pc += insn.length) {
+        if (!decode_insn((const void *)pc, 16, pc, &insn))
+            return -1;
+        if (insn.rip_relative) {
+            *slot = insn.rip_address;
+            return 1;
+        }
     }
     return 0;
 }

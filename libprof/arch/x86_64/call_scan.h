@@ -15,4 +15,9 @@ typedef int call_scan_visit_fn(void *ctx, uintptr_t pc, uintptr_t target);
 
 /* The readable code [start, end) (the caller checks it is). */
 int call_scan(uintptr_t start, uintptr_t end, call_scan_visit_fn *visit, void *ctx);
+
+/* The GOT slot a PLT entry at `pc` (16 readable bytes) jumps through, in
+ * *slot: 1; 0 when its first instructions read no slot (not a PLT entry);
+ * -1 when they do not decode. */
+int call_scan_plt_slot(uintptr_t pc, uintptr_t *slot);
 #endif

@@ -54,9 +54,13 @@ static __thread struct heap_thread *short_path_thread __asm__("memprof_short_pat
  * the symbol's name for the load.) */
 static inline __attribute__((always_inline)) struct heap_thread *short_path_thread_now(void)
 {
+#if defined(__x86_64__)
     struct heap_thread *t;
     __asm__ volatile("movq memprof_short_path_thread@gottpoff(%%rip), %0\n\tmovq %%fs:(%0), %0" : "=r"(t));
     return t;
+#else
+    return short_path_thread;
+#endif
 }
 /* Bytes to this thread's next sample point (heap_sample.h), apart from its
  * record so that sampling's common case reads nothing else; 0 until the
@@ -112,9 +116,13 @@ static uint64_t read_number(void)
  * register first, one instruction more on every free. */
 static bool number_is_current(uint64_t number)
 {
+#if defined(__x86_64__)
     bool current;
     __asm__("cmpq %2, %1" : "=@cce"(current) : "r"(number), "m"(heap.next_number));
     return current;
+#else
+    return number == __atomic_load_n(&heap.next_number, __ATOMIC_SEQ_CST);
+#endif
 }
 
 /* A free's number: its own. */
@@ -646,10 +654,9 @@ COLD void *malloc_remembered(struct heap_thread *t, size_t size, void *site, uin
  * known before the call, else the long path, which inlines it all. */
 static void *malloc_short(size_t size)
 {
-    uintptr_t bp;
-    __asm__ volatile("mov %%rbp, %0" : "=r"(bp));   /* first: the caller's %rbp */
+    uintptr_t bp = CPU_ENTRY_FP();   /* first: the caller's frame pointer */
     void *site = __builtin_return_address(0);
-    uintptr_t cfa = (uintptr_t)__builtin_dwarf_cfa();
+    uintptr_t cfa = CPU_ENTRY_CFA();
     struct heap_thread *t = heap_my_thread;
     if (__builtin_expect(t && !t->charge_site, 1)) {
         if ((heap.short_paths & SHORT_SITES) && t->last_site == (uintptr_t)site)
@@ -688,9 +695,8 @@ static void *malloc_sites_peak(size_t size)
 
 static void *hook_malloc(size_t size)
 {
-    uintptr_t bp;
-    __asm__ volatile("mov %%rbp, %0" : "=r"(bp));
-    return malloc_exact(size, __builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), bp);
+    uintptr_t bp = CPU_ENTRY_FP();
+    return malloc_exact(size, __builtin_return_address(0), CPU_ENTRY_CFA(), bp);
 }
 
 /* Sampling: an allocation short of its thread's next sample point only
@@ -702,7 +708,14 @@ static void *malloc_sampling(size_t size)
     /* One subtraction in place, its borrow or zero meaning left <= size (GCC
      * loaded, compared and stored). The count is an input with "memory", as
      * the kernel's RMWcc: as an asm goto output, GCC 12 dropped the label's code. */
+#if defined(__x86_64__)
     __asm__ goto("subq %1, %0\n\tjbe %l[at_point]" : : "m"(sample_left), "r"(size) : "cc", "memory" : at_point);
+#else
+    uint64_t left = (uint64_t)sample_left;
+    sample_left = (int64_t)(left - size);
+    if (left <= size)
+        goto at_point;
+#endif
     return next_malloc(size);
 at_point:
     sample_left += (int64_t)size;   /* the body counts this allocation itself */

@@ -144,7 +144,7 @@ bool heap_ruby_lock_for_report(void)
     for (int i = 0; i < 1000; i++) {
         if (spin_trylock_report(&hr.lock))
             return true;
-        __builtin_ia32_pause();
+        cpu_relax();
     }
     return false;
 }

@@ -189,27 +189,21 @@ size_t heap_thread_bytes(const struct heap_thread *t);
 
 /* The owner's running figures (an origin's, its walk counts): plain
  * read-modify-writes, as only the owner writes them; a report reads them
- * whole (aligned words). One add to memory, with no lock: GCC made a
- * relaxed store of the sum a load, an add and a store (two instructions
- * more a field, on each of an allocation's three). */
+ * whole (aligned words), with no lock. */
 static inline void owner_add(uint64_t *field, uint64_t v)
 {
-    __asm__("addq %1, %0" : "+m"(*field) : "er"(v) : "cc");
+    cpu_word_add(field, v);
 }
 
-/* The owner's peak raised to `live` if below: a compare and a move from
- * memory, with no jump (live mostly grows past it), where GCC loaded the
- * peak into a register first. */
+/* The owner's peak raised to `live` if below (live mostly grows past it). */
 static inline void owner_raise(uint64_t *peak, uint64_t live)
 {
-    __asm__("cmpq %1, %0\n\tcmovb %1, %0" : "+r"(live) : "m"(*peak) : "cc");
-    __atomic_store_n(peak, live, __ATOMIC_RELAXED);
+    cpu_word_raise(peak, live);
 }
 
-/* The same, taken off (a free's live bytes): GCC made an add of the
- * negated size a neg and an add. */
+/* The same, taken off (a free's live bytes). */
 static inline void owner_sub(uint64_t *field, uint64_t v)
 {
-    __asm__("subq %1, %0" : "+m"(*field) : "er"(v) : "cc");
+    cpu_word_sub(field, v);
 }
 #endif

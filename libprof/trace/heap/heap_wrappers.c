@@ -5,8 +5,7 @@
 #include "heap_wrappers.h"
 #include "heap_hooks.h"
 #include "heap_wrapper_names.h"
-#include "../../arch/x86_64/call_scan.h"
-#include "../../arch/x86_64/decode.h"
+#include "../../arch/code_scan.h"
 #include "../../objfile/disk_symbols.h"
 #include "../../objfile/hash.h"
 #include "../../objfile/object.h"
@@ -119,21 +118,17 @@ static bool user_named(struct build *b, const char *name)
     return any;
 }
 
-/* A PLT entry of `o`: its first instructions (after endbr64) read one of
- * the object's jump slots. */
+/* A PLT entry of `o`: its first instructions read one of the object's jump
+ * slots (or do not decode: not looked into either). */
 static bool is_plt_entry(const struct elf_object *o, uintptr_t pc)
 {
-    struct insn insn;
-    for (int i = 0; i < 2; i++, pc += insn.length) {
-        if (!decode_insn((const void *)pc, 16, pc, &insn))
+    uintptr_t slot;
+    int read = call_scan_plt_slot(pc, &slot);
+    if (read <= 0)
+        return read < 0;
+    for (size_t r = 0; r < o->jmprel_size / sizeof *o->jmprel; r++)
+        if (o->base + o->jmprel[r].r_offset == slot)
             return true;
-        if (!insn.rip_relative)
-            continue;
-        for (size_t r = 0; r < o->jmprel_size / sizeof *o->jmprel; r++)
-            if (o->base + o->jmprel[r].r_offset == insn.rip_address)
-                return true;
-        return false;
-    }
     return false;
 }
 

@@ -23,11 +23,13 @@ bool ruby_site_ec_tls_known;
 static void find_ec_slot(void)
 {
     void *slot = dlsym(RTLD_DEFAULT, "ruby_current_ec");
-    intptr_t offset = (intptr_t)slot - (intptr_t)ruby_site_thread_pointer();
-    /* Static TLS sits just below the thread pointer; anything else (a VM
-     * loaded by dlopen into dynamic TLS) is not found this way. */
+    intptr_t offset = (intptr_t)slot - (intptr_t)__builtin_thread_pointer();
+    /* Static TLS sits just below the thread pointer (x86-64) or just above
+     * it (aarch64); anything else (a VM loaded by dlopen into dynamic TLS)
+     * is not found this way. */
     ruby_site_ec_tls_offset = offset;
-    __atomic_store_n(&ruby_site_ec_tls_known, slot && offset < 0 && offset > -((intptr_t)16 << 20),
+    intptr_t distance = CPU_STATIC_TLS_BELOW_TP ? -offset : offset;
+    __atomic_store_n(&ruby_site_ec_tls_known, slot && distance > 0 && distance < ((intptr_t)16 << 20),
                      __ATOMIC_RELEASE);
 }
 

@@ -9,6 +9,7 @@
 #include "../../store/intern.h"
 #include "../../store/sites.h"
 #include "../../util/spinlock.h"
+#include "../../arch/cpu.h"
 
 /* A record's aux word: the object's type, and the epoch it was made in.
  * Epochs advance at each Memprof.track and at the first allocation after
@@ -151,18 +152,10 @@ static inline bool ruby_cfp_is_ruby(const char *cfp)
 void ruby_site_find_ec(void);
 extern intptr_t ruby_site_ec_tls_offset;
 extern bool ruby_site_ec_tls_known;
-static inline uintptr_t ruby_site_thread_pointer(void)
-{
-    uintptr_t tp;
-    __asm__("mov %%fs:0, %0" : "=r"(tp));
-    return tp;
-}
 /* The word at `offset` in this thread's static TLS. */
 static inline const char *ruby_site_tls_word(intptr_t offset)
 {
-    const char *word;
-    __asm__("mov %%fs:(%1), %0" : "=r"(word) : "r"(offset));
-    return word;
+    return cpu_tls_word(offset);
 }
 static inline const char *ruby_site_current_ec(void)
 {

@@ -47,7 +47,7 @@ void ruby_layout_check(const struct ruby_api *api)
     /* Two structures agree on the main thread: now it may be read. */
     if (ruby_word_at(ractor, RUBY_RACTOR_MAIN_THREAD_OFFSET) != th ||
         ruby_word_at(th, RUBY_THREAD_RACTOR_OFFSET) != ractor ||
-        (uintptr_t)ruby_word_at(th, RUBY_THREAD_ID_OFFSET) != ruby_site_thread_pointer() ||
+        (uintptr_t)ruby_word_at(th, RUBY_THREAD_ID_OFFSET) != cpu_pthread_self() ||
         ruby_word_at(th, RUBY_THREAD_EC_OFFSET) != ec) {
         layout_is_other(api, "its threads are not laid out as memprof expects");
         return;

@@ -40,7 +40,7 @@ static inline const char *ruby_gvl_owner_if_self(const struct ruby_api *api, con
 {
     *ractor = __atomic_load_n((const char *const *)api->ruby_single_main_ractor, __ATOMIC_RELAXED);
     const char *th = *ractor ? ruby_word_at(*ractor, RUBY_RACTOR_GVL_OWNER_OFFSET) : NULL;
-    return th && (uintptr_t)ruby_word_at(th, RUBY_THREAD_ID_OFFSET) == ruby_site_thread_pointer() ? th : NULL;
+    return th && (uintptr_t)ruby_word_at(th, RUBY_THREAD_ID_OFFSET) == cpu_pthread_self() ? th : NULL;
 }
 
 /* This thread's execution context if the VM vouches for it (see above),
@@ -61,7 +61,7 @@ static inline const char *ruby_thread_live_ec(const struct ruby_api *api)
     if (!vm)
         return NULL;
     const char *th = ruby_word_at(vm, RUBY_VM_MAIN_THREAD_OFFSET);
-    if (!th || (uintptr_t)ruby_word_at(th, RUBY_THREAD_ID_OFFSET) != ruby_site_thread_pointer()) {
+    if (!th || (uintptr_t)ruby_word_at(th, RUBY_THREAD_ID_OFFSET) != cpu_pthread_self()) {
         const char *ractor;
         if (!(th = ruby_gvl_owner_if_self(api, &ractor)))
             return NULL;
