@@ -44,6 +44,12 @@ static inline uintptr_t cpu_pthread_self(void)
 
 #define CPU_OWN_UNWINDER 0
 #define CPU_LIBUNWIND_PREFIX "_ULaarch64_"
+/* unw_backtrace gives a frame here as its return address less one (inside
+ * the call, for a line lookup); the return address, as on x86-64. */
+static inline uintptr_t cpu_libunwind_return_address(uintptr_t ip)
+{
+    return ip & 3 ? (ip | 3) + 1 : ip;
+}
 
 /* A word only this thread writes, changed for readers of whole words in
  * other threads (a load-store architecture has no add to memory). */

@@ -80,6 +80,11 @@ static inline void cpu_word_raise(uint64_t *word, uint64_t v)
 #define CPU_OWN_UNWINDER 1
 /* libunwind's local unwinder's names (libunwind.h's _UL##arch##_). */
 #define CPU_LIBUNWIND_PREFIX "_ULx86_64_"
+/* unw_backtrace's frames are return addresses. */
+static inline uintptr_t cpu_libunwind_return_address(uintptr_t ip)
+{
+    return ip;
+}
 
 static inline uintptr_t cpu_fault_pc(const void *context)
 {

@@ -117,8 +117,12 @@ static int backtrace_of(struct heap_thread *t, void **frames, int size)
     int n = own ? own_backtrace(t, frames, size) : -1;
     if (n >= 0)
         return n;
-    if (libunwind_backtrace)
-        return libunwind_backtrace(frames, size);
+    if (libunwind_backtrace) {
+        n = libunwind_backtrace(frames, size);
+        for (int i = 0; i < n; i++)
+            frames[i] = (void *)cpu_libunwind_return_address((uintptr_t)frames[i]);
+        return n;
+    }
     /* No libunwind (one frame): the frames below the one it could not say
      * (a signal frame, code without unwind tables), where a wrapper's
      * caller usually is. */
