@@ -133,9 +133,10 @@ _memprof()
     heap-table)
         case $prev in
         --top | --filter) return ;;
+        --sysroot) _filedir -d; return ;;
         esac
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "--top --filter -" -- "$cur"))
+            COMPREPLY=($(compgen -W "--top --filter --sysroot -" -- "$cur"))
         else
             _filedir
         fi

@@ -52,7 +52,7 @@ static void usage(FILE *f)
           "       memprof symbols [--all] [--arch ARCH] FILE\n"
           "       memprof imports [--arch ARCH] [--format text|tsv|json] FILE\n"
           "       memprof symbolize FILE ADDRESS...\n"
-          "       memprof heap-table [--top N] [--filter TEXT] [FILE|-]\n"
+          "       memprof heap-table [--top N] [--filter TEXT] [--sysroot DIR] [FILE|-]\n"
           "       memprof name-sites < TEXT\n"
           "       memprof safe-point [--thread N] < BACKTRACES\n"
           "       memprof keep --dir DIR NAME < TEXT\n"

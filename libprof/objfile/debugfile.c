@@ -1,4 +1,5 @@
 #include "debugfile.h"
+#include "sysroot.h"
 #include <fcntl.h>
 #include <gelf.h>
 #include <libgen.h>
@@ -132,7 +133,7 @@ static bool file_crc(const char *path, unsigned long *crc)
     return n == 0;
 }
 
-/* Each debug root in turn: MEMPROF_DEBUG_DIRS, then /usr/lib/debug. */
+/* Each debug root in turn: MEMPROF_DEBUG_DIRS, the sysroot's /usr/lib/debug, /usr/lib/debug. */
 static const char *next_root(const char **cursor, char *root, size_t rootlen)
 {
     const char *p = *cursor;
@@ -166,9 +167,11 @@ bool debugfile_find(const char *path, char *out, size_t outlen, struct debugfile
     elf_end(elf);
     close(fd);
 
-    const char *env = getenv("MEMPROF_DEBUG_DIRS");
-    char roots[PATH_MAX * 2];
-    snprintf(roots, sizeof roots, "%s%s/usr/lib/debug", env && *env ? env : "", env && *env ? ":" : "");
+    /* MEMPROF_DEBUG_DIRS, the sysroot's, the system's. */
+    const char *env = getenv("MEMPROF_DEBUG_DIRS"), *sysroot = sysroot_dir();
+    char roots[PATH_MAX * 3];
+    snprintf(roots, sizeof roots, "%s%s%s%s/usr/lib/debug", env && *env ? env : "", env && *env ? ":" : "",
+             sysroot, *sysroot ? "/usr/lib/debug:" : "");
     char root[PATH_MAX], candidate[PATH_MAX * 2];
 
     if (why->has_build_id && strlen(why->build_id) > 2) {

@@ -3,6 +3,7 @@
 #include "lines.h"
 #include "name_cache.h"
 #include "symbols.h"
+#include "sysroot.h"
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,8 +65,10 @@ static struct elf_lines *lines_of(struct symbolizer *s)
     return s->lines;
 }
 
-struct symbolizer *symbolizer_open(const char *path, char *err, size_t errlen)
+struct symbolizer *symbolizer_open(const char *reported, char *err, size_t errlen)
 {
+    char in_sysroot[PATH_MAX];
+    const char *path = sysroot_path(reported, in_sysroot, sizeof in_sysroot);
     struct symbolizer *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");

@@ -12,6 +12,7 @@
 #include "heap_raw.h"
 #include "../input.h"
 #include "objfile/symbolizer.h"
+#include "objfile/sysroot.h"
 #include "trace/heap/heap_wrapper_names.h"
 #include <fnmatch.h>
 #include <inttypes.h>
@@ -412,10 +413,12 @@ int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_rep
     return ferror(out) ? -1 : 0;
 }
 
-enum { TABLE_TOP, TABLE_FILTER };
+enum { TABLE_TOP, TABLE_FILTER, TABLE_SYSROOT };
 static const struct cli_option heap_table_options[] = {
     [TABLE_TOP] = CLI_NUMBER("top", 0, "N", "only the first N rows (0: all)", 0, LONG_MAX),
     [TABLE_FILTER] = CLI_VALUE("filter", 0, "TEXT", "only rows whose named frames contain TEXT"),
+    [TABLE_SYSROOT] = CLI_VALUE("sysroot", 0, "DIR", "look for the report's files under DIR first (another\n"
+                                                     "machine's, copied here; also MEMPROF_SYSROOT)"),
     { 0 },
 };
 static const struct cli_command heap_table_command = {
@@ -437,6 +440,8 @@ int cmd_heap_table(int argc, char **argv)
             opt.top = (unsigned long)a.number;
         else if (o == TABLE_FILTER)
             opt.filter = a.value;
+        else if (o == TABLE_SYSROOT)
+            sysroot_set(a.value);
     }
     if (o != CLI_END)
         return cli_status(o);
