@@ -3,14 +3,16 @@
  * .eh_frame_hdr's table, its CIE's and its own instructions run up to the
  * pc, for the CFA and the rules of %rbp and the return address. */
 #include "cfi.h"
+#include "../arch/cpu.h"
 #include <dlfcn.h>
 #include <stddef.h>
 #include <string.h>
 
-/* DWARF register numbers on x86-64. */
-#define REG_RBP 6
-#define REG_RSP 7
-#define REG_RA 16
+/* DWARF register numbers: the frame pointer (%rbp on x86-64), the stack
+ * pointer, the return address's column. */
+#define DWARF_FP CPU_DWARF_FP
+#define DWARF_SP CPU_DWARF_SP
+#define DWARF_RA CPU_DWARF_RA
 
 /* Pointer encodings (DW_EH_PE_*). */
 #define PE_OMIT 0xff
@@ -149,7 +151,7 @@ static bool parse_cie(const uint8_t *p, struct cie *c)
     c->code_align = read_uleb(&r);
     c->data_align = read_sleb(&r);
     uint64_t ra = version == 1 ? read_fixed(&r, 1) : read_uleb(&r);
-    if (ra != REG_RA)
+    if (ra != DWARF_RA)
         return false;
     c->fde_encoding = PE_ABSPTR;
     c->has_augmentation_data = aug[0] == 'z';
@@ -194,11 +196,11 @@ struct state {
 
 static void set_rule(struct state *s, uint64_t reg, enum reg_rule rule, int64_t offset)
 {
-    if (reg == REG_RBP)
+    if (reg == DWARF_FP)
         s->rbp = rule, s->rbp_offset = offset;
-    else if (reg == REG_RA)
+    else if (reg == DWARF_RA)
         s->ra = rule, s->ra_offset = offset;
-    else if (reg == REG_RSP && rule != RULE_SAME)
+    else if (reg == DWARF_SP && rule != RULE_SAME)
         s->cfa_base = CFI_UNKNOWN;   /* %rsp other than the CFA: not followed */
 }
 
@@ -260,12 +262,12 @@ static bool run(struct reader *r, const struct cie *c, const struct state *initi
         case CFA_DEF_CFA:
         case CFA_DEF_CFA_SF:
             reg = read_uleb(r);
-            s->cfa_base = reg == REG_RSP ? CFI_RSP : reg == REG_RBP ? CFI_RBP : CFI_UNKNOWN;
+            s->cfa_base = reg == DWARF_SP ? CFI_RSP : reg == DWARF_FP ? CFI_RBP : CFI_UNKNOWN;
             s->cfa_offset = op == CFA_DEF_CFA ? (int64_t)read_uleb(r) : read_sleb(r) * c->data_align;
             continue;
         case CFA_DEF_CFA_REGISTER:
             reg = read_uleb(r);
-            s->cfa_base = reg == REG_RSP ? CFI_RSP : reg == REG_RBP ? CFI_RBP : CFI_UNKNOWN;
+            s->cfa_base = reg == DWARF_SP ? CFI_RSP : reg == DWARF_FP ? CFI_RBP : CFI_UNKNOWN;
             continue;
         case CFA_DEF_CFA_OFFSET: s->cfa_offset = (int64_t)read_uleb(r); continue;
         case CFA_DEF_CFA_OFFSET_SF: s->cfa_offset = read_sleb(r) * c->data_align; continue;
@@ -298,9 +300,9 @@ static bool run(struct reader *r, const struct cie *c, const struct state *initi
         *loc += delta;
         continue;
     restore:
-        if (reg == REG_RBP)
+        if (reg == DWARF_FP)
             s->rbp = initial->rbp, s->rbp_offset = initial->rbp_offset;
-        else if (reg == REG_RA)
+        else if (reg == DWARF_RA)
             s->ra = initial->ra, s->ra_offset = initial->ra_offset;
         continue;
     }

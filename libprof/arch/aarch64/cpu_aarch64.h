@@ -8,6 +8,11 @@
 
 #define CPU_NAME "aarch64"
 
+/* DWARF's numbers of x29, sp and x30 (the return address's column). */
+#define CPU_DWARF_FP 29
+#define CPU_DWARF_SP 31
+#define CPU_DWARF_RA 30
+
 #define CPU_RELOC_JUMP_SLOT R_AARCH64_JUMP_SLOT
 #define CPU_RELOC_GLOB_DAT R_AARCH64_GLOB_DAT
 

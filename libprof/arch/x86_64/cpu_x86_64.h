@@ -7,6 +7,11 @@
 
 #define CPU_NAME "x86-64"
 
+/* DWARF's numbers of %rbp, %rsp and the return address's column. */
+#define CPU_DWARF_FP 6
+#define CPU_DWARF_SP 7
+#define CPU_DWARF_RA 16
+
 /* The dynamic relocations of a GOT's slots: a PLT's, and a function's or a
  * variable's address. */
 #define CPU_RELOC_JUMP_SLOT R_X86_64_JUMP_SLOT
