@@ -87,9 +87,19 @@ static inline const char *ruby_type_name(unsigned type)
  * context) and thread_id (its pthread_t). RUBY_LAYOUT_VERSION: the releases
  * these hold for, a prefix of ruby_version. */
 #define RUBY_LAYOUT_VERSION "3.1."
+/* Where a layout differs by architecture, RUBY_BY_ARCH(x86-64's, aarch64's):
+ * the same types, but a pthread_mutex_t is 40 bytes on x86-64 and 48 on
+ * aarch64 (rb_ractor_t's sync.lock comes before the GVL, the GVL's own lock
+ * before main); aarch64's read off Debian's arm64 libruby 3.1.2 under
+ * qemu-aarch64 (aarch64-runtime.test). */
+#if defined(__aarch64__)
+#define RUBY_BY_ARCH(x86_64, aarch64) (aarch64)
+#else
+#define RUBY_BY_ARCH(x86_64, aarch64) (x86_64)
+#endif
 #define RUBY_VM_MAIN_THREAD_OFFSET 0x28
-#define RUBY_RACTOR_GVL_OWNER_OFFSET 0x150
-#define RUBY_RACTOR_MAIN_THREAD_OFFSET 0x210
+#define RUBY_RACTOR_GVL_OWNER_OFFSET RUBY_BY_ARCH(0x150, 0x158)
+#define RUBY_RACTOR_MAIN_THREAD_OFFSET RUBY_BY_ARCH(0x210, 0x220)
 #define RUBY_THREAD_RACTOR_OFFSET 24
 #define RUBY_THREAD_EC_OFFSET 40
 #define RUBY_THREAD_ID_OFFSET 80
