@@ -1,11 +1,11 @@
-/* The call scan (arch/x86_64/call_scan.h) against Zydis: for every function
+/* The call scan (arch/x86_64/call_scan.c) against Zydis: for every function
  * in the dynamic symbol tables of the libraries named on the command line
  * (dlopened) and of libc, the calls and jumps to another function's first
  * byte in the same object (the unwind tables' starts) that the decoder's
  * walk finds must all be among the scan's, and the scan's extras (bytes
  * inside other instructions) must stay rare. TAP. */
 #include "tap.h"
-#include "arch/x86_64/call_scan.h"
+#include "arch/code_scan.h"
 #include "arch/x86_64/decode.h"
 #include "objfile/hash.h"
 #include "objfile/object.h"

@@ -1,5 +1,11 @@
-/* Calls and jumps found by their opcode bytes (see call_scan.h). */
-#include "call_scan.h"
+/* code_scan.h on x86-64: the calls and tail jumps a function makes, found
+ * without decoding it: every byte that could open a `call rel32` or `jmp
+ * rel32` (E8, E9), and where that instruction would go. A superset of what
+ * the decoder's walk reports as INSN_CALL_REL32 and INSN_JMP_REL32: the
+ * caller narrows it (to functions' first bytes, say), which leaves, rarely, a
+ * byte inside another instruction whose next four happen to name such a
+ * place. Zydis would spend about 1,000 instructions on each instruction. */
+#include "../code_scan.h"
 #include "decode.h"
 #include <string.h>
 

@@ -142,7 +142,7 @@ struct callees {
 
 /* A call or jump to another function's first byte in the same object (a
  * byte that only looks like a call, inside another instruction, would have
- * to name one exactly: call_scan.h). */
+ * to name one exactly: arch/code_scan.h). */
 static int note_callee(void *ctx, uintptr_t pc, uintptr_t target)
 {
     (void)pc;
