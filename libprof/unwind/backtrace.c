@@ -1,6 +1,6 @@
-/* Stepping from frame to frame with the rules of cfi.c: the caller's %rsp
- * is the CFA, its pc the return address just below it, its %rbp the one
- * saved or the same. */
+/* Stepping from frame to frame with the rules of cfi.c: the caller's stack
+ * pointer is the CFA, its pc the return address saved below it, its frame
+ * pointer the one saved or the same. */
 #include "backtrace.h"
 #include "../arch/cpu.h"
 #include <string.h>
@@ -70,7 +70,7 @@ static inline __attribute__((always_inline)) int walk(struct unwind_cache *cache
         uintptr_t cfa = (rule->cfa_base == CFI_RSP ? sp : bp) + (uintptr_t)rule->cfa_offset;
         if (cfa <= sp || cfa - sp > MAX_FRAME_BYTES)
             return cache->frames_said = n, -1;
-        pc = read_word(memo, cfa - 8, false);
+        pc = read_word(memo, cfa + (intptr_t)rule->ra_offset, false);
         if (rule->rbp_offset)
             bp = read_word(memo, cfa + (intptr_t)rule->rbp_offset, true);
         sp = cfa;

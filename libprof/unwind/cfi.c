@@ -14,6 +14,8 @@
 #define DWARF_SP CPU_DWARF_SP
 #define DWARF_RA CPU_DWARF_RA
 
+_Static_assert(sizeof(struct cfi_rule) == 8, "a rule is a word of the unwinder's cache entry");
+
 /* Pointer encodings (DW_EH_PE_*). */
 #define PE_OMIT 0xff
 #define PE_FORMAT 0x0f
@@ -389,16 +391,20 @@ bool cfi_rule_at(uintptr_t pc, struct cfi_rule *rule)
     loc = start;
     if (!run(&r, &c, &initial, &loc, pc, &s, stack, &depth))
         return false;
-    if (s.cfa_base == CFI_UNKNOWN || s.cfa_offset < 0 || s.cfa_offset > INT32_MAX || s.rbp == RULE_OTHER ||
+    if (s.cfa_base == CFI_UNKNOWN || s.cfa_offset < 0 || s.cfa_offset >= (1 << 27) || s.rbp == RULE_OTHER ||
         s.rbp == RULE_UNDEFINED || (s.rbp == RULE_OFFSET && (s.rbp_offset < INT16_MIN || s.rbp_offset >= 0)))
         return false;
     if (s.ra == RULE_UNDEFINED) {
         rule->outermost = true;
-    } else if (s.ra != RULE_OFFSET || s.ra_offset != -8) {
-        return false;   /* the return address anywhere but just below the CFA */
+    } else if (s.ra != RULE_OFFSET || s.ra_offset >= 0 || s.ra_offset < INT16_MIN) {
+        /* The return address anywhere but saved below the CFA (x86-64's
+         * call put it at CFA-8; AArch64's prologue stores x30 there, and a
+         * function that has not, a leaf, keeps it in x30). */
+        return false;
     }
+    rule->ra_offset = (int16_t)s.ra_offset;
     rule->cfa_base = s.cfa_base;
-    rule->cfa_offset = (int32_t)s.cfa_offset;
+    rule->cfa_offset = (int)s.cfa_offset;
     rule->rbp_offset = s.rbp == RULE_OFFSET ? (int16_t)s.rbp_offset : 0;
     return true;
 }

@@ -4,8 +4,9 @@
  * malloc, no lock, callable from a hook or a signal handler.
  *
  * Only what this exact subset can say is answered: a canonical frame address
- * (CFA) of %rsp or %rbp plus an offset, the return address at CFA-8, %rbp
- * kept or saved at CFA+offset. Anything else (a DWARF expression, a signal
+ * (CFA) of the stack or the frame pointer (%rsp or %rbp; sp or x29) plus an
+ * offset, the return address saved below the CFA (at CFA-8 on x86-64), the
+ * frame pointer kept or saved at CFA+offset. Anything else (a DWARF expression, a signal
  * frame, a register rule this subset does not follow) is "cannot say", and
  * the caller asks libunwind instead. */
 #ifndef MEMPROF_UNWIND_CFI_H
@@ -15,11 +16,13 @@
 
 enum cfi_base { CFI_UNKNOWN = 0, CFI_RSP, CFI_RBP };
 
+/* 8 bytes: the unwinder's cache holds thousands. */
 struct cfi_rule {
-    int32_t cfa_offset;     /* CFA = base register + cfa_offset */
+    int cfa_offset : 28;    /* CFA = base register + cfa_offset (0 to 128 MiB) */
+    unsigned cfa_base : 2;  /* enum cfi_base; CFI_UNKNOWN: cannot say */
+    unsigned outermost : 1; /* the return address is undefined: no caller */
     int16_t rbp_offset;     /* %rbp saved at CFA + rbp_offset; 0: unchanged */
-    uint8_t cfa_base;       /* enum cfi_base; CFI_UNKNOWN: cannot say */
-    bool outermost;         /* the return address is undefined: no caller */
+    int16_t ra_offset;      /* the return address saved at CFA + ra_offset (< 0) */
 };
 
 /* The rule at `pc`: for a return address, pass it minus one (the call, not

@@ -40,14 +40,13 @@ static inline uintptr_t cpu_pthread_self(void)
     return (uintptr_t)pthread_self();
 }
 
-/* No entry for memprof's own unwinder (it reads x86-64's frames only):
- * a backtrace starts in the unwinder, through libunwind. */
+/* No entry for memprof's own unwinder (the return address is in x30, not
+ * at the entry's CFA-8): a backtrace starts in the unwinder itself. */
 #define CPU_ENTRY_FP() ((uintptr_t)0)
 #define CPU_ENTRY_CFA() ((uintptr_t)0)
 
 #define CPU_HERE(pc, sp, fp) __asm__ volatile("adr %0, .\n\tmov %1, sp\n\tmov %2, x29" : "=r"(pc), "=r"(sp), "=r"(fp))
 
-#define CPU_OWN_UNWINDER 0
 #define CPU_LIBUNWIND_PREFIX "_ULaarch64_"
 /* unw_backtrace gives a frame here as its return address less one (inside
  * the call, for a line lookup); the return address, as on x86-64. */

@@ -81,8 +81,6 @@ static inline void cpu_word_raise(uint64_t *word, uint64_t v)
     __atomic_store_n(word, v, __ATOMIC_RELAXED);
 }
 
-/* memprof's own CFI unwinder (unwind/) reads x86-64's frames. */
-#define CPU_OWN_UNWINDER 1
 /* libunwind's local unwinder's names (libunwind.h's _UL##arch##_). */
 #define CPU_LIBUNWIND_PREFIX "_ULx86_64_"
 /* unw_backtrace's frames are return addresses. */

@@ -95,11 +95,9 @@ static uint32_t origin_put(struct heap_thread *t, uint64_t key, uint64_t link)
  * rules per thread; libunwind where it cannot say (a signal frame), or for
  * every stack with MEMPROF_UNWIND=libunwind. With one frame only an
  * allocation wrapper's caller is walked to, a few frames up: memprof's own
- * unwinder alone (libunwind and liblzma loaded cost a traced start 0.5 ms).
- * On aarch64, whose frames memprof's own unwinder does not read
- * (CPU_OWN_UNWINDER), libunwind walks every stack. */
+ * unwinder alone (libunwind and liblzma loaded cost a traced start 0.5 ms). */
 static int (*libunwind_backtrace)(void **frames, int size);
-static bool own_unwinder = CPU_OWN_UNWINDER;
+static bool own_unwinder = true;
 static uintptr_t self_start, self_end;   /* memprof's own code: not a frame */
 
 static int own_backtrace(struct heap_thread *t, void **frames, int size)
@@ -185,7 +183,7 @@ void heap_backtraces_prepare(void)
         self_end = self->end;
     }
     const char *unwinder = getenv("MEMPROF_UNWIND");
-    own_unwinder = CPU_OWN_UNWINDER && (!unwinder || strcmp(unwinder, "libunwind") != 0);
+    own_unwinder = !unwinder || strcmp(unwinder, "libunwind") != 0;
     if (libunwind_backtrace || (heap.frames == 1 && own_unwinder))
         return;
     void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
