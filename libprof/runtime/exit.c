@@ -31,7 +31,7 @@ void exit_reports_init(unsigned long owner)
         out_init_fd(&o, -1, text, sizeof text);
         out_u64(&o, (uint64_t)owner_pid);
         out_finish(&o);
-        setenv("MEMPROF_OWNER_PID", text, 1);
+        env_set_for_children("MEMPROF_OWNER_PID", text);
     }
 }
 
@@ -93,24 +93,24 @@ static bool spec_writes(const char *spec)
     return spec && *spec && strcmp(spec, "none") != 0;
 }
 
-/* A report where `spec` says, with `suffix` appended to a path. */
+/* A report where `spec` says, with `suffix` appended to a path: its status;
+ * memprof_text() says why when it is not MEMPROF_OK. */
+static int write_report_to(const char *spec, const char *suffix, const struct report_request *r)
+{
+    char path[PATH_MAX];
+    if (strcmp(spec, "stderr") == 0)
+        return report_to_fd(STDERR_FILENO, r);
+    if (expand_output_path(spec, path, sizeof path) && strlen(path) + strlen(suffix) < sizeof path) {
+        strcat(path, suffix);
+        return report_to_file(path, r);
+    }
+    say("memprof: cannot write the report to ", spec, ": ", strerror(ENAMETOOLONG), (char *)NULL);
+    return MEMPROF_OK;   /* said */
+}
+
 static void report_at_exit_to(const char *spec, const char *suffix, const struct report_request *r)
 {
-    if (!spec_writes(spec))
-        return;
-    char path[PATH_MAX];
-    int status;
-    if (strcmp(spec, "stderr") == 0) {
-        status = report_to_fd(STDERR_FILENO, r);
-    } else if (expand_output_path(spec, path, sizeof path) &&
-               strlen(path) + strlen(suffix) < sizeof path) {
-        strcat(path, suffix);
-        status = report_to_file(path, r);
-    } else {
-        say("memprof: cannot write the report to ", spec, ": ", strerror(ENAMETOOLONG), (char *)NULL);
-        return;
-    }
-    if (status != MEMPROF_OK)
+    if (spec_writes(spec) && write_report_to(spec, suffix, r) != MEMPROF_OK)
         say(memprof_text(), (char *)NULL);
 }
 
@@ -124,7 +124,7 @@ void exit_reports_want_ruby(bool wanted, int flags, unsigned long top)
 /* The Ruby reports; `when` says at what ("exit", "SIGSEGV"). */
 static void write_ruby_reports(const char *when, int gc_flag)
 {
-    const char *spec = getenv("MEMPROF_OUTPUT");
+    const char *spec = env_get("MEMPROF_OUTPUT");
     if (!spec || !*spec)
         spec = "stderr";
     char header[48];
@@ -136,21 +136,21 @@ static void write_ruby_reports(const char *when, int gc_flag)
     out_finish(&h);
     /* One GC for the three, before the first (a dump retains what a table
      * does); none when nothing is written. */
-    bool written = spec_writes(spec) || spec_writes(getenv("MEMPROF_DUMP")) || spec_writes(getenv("MEMPROF_RUBY_TABLE"));
+    bool written = spec_writes(spec) || spec_writes(env_get("MEMPROF_DUMP")) || spec_writes(env_get("MEMPROF_RUBY_TABLE"));
     int gc = gc_flag && written ? (int)ruby_tracer_collect() : 0;
-    report_at_exit_to(getenv("MEMPROF_DUMP"), "",
+    report_at_exit_to(env_get("MEMPROF_DUMP"), "",
                       &(struct report_request){ .kind = MEMPROF_REPORT_RUBY_JSON, .gc = gc });
     /* The whole table with bytes and allocated counts, for `memprof run
      * --pprof-proto` and `--group`; with the strings for `--strings`. */
-    report_at_exit_to(getenv("MEMPROF_RUBY_TABLE"), "",
+    report_at_exit_to(env_get("MEMPROF_RUBY_TABLE"), "",
                       &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .gc = gc, .when = header,
                                                 .flags = ruby_report_flags | MEMPROF_REPORT_BYTES |
                                                          MEMPROF_REPORT_ALLOCATED | MEMPROF_REPORT_UNSORTED |
-                                                         (getenv("MEMPROF_STRINGS") ? MEMPROF_REPORT_STRINGS : 0) });
+                                                         (env_get("MEMPROF_STRINGS") ? MEMPROF_REPORT_STRINGS : 0) });
     report_at_exit_to(spec, "",
                       &(struct report_request){ .kind = MEMPROF_REPORT_RUBY, .flags = ruby_report_flags, .gc = gc,
                                                 .when = header, .top = ruby_report_top,
-                                                .filter = getenv("MEMPROF_FILTER") });
+                                                .filter = env_get("MEMPROF_FILTER") });
 }
 
 /* From a Ruby end proc: after the program's own at_exit handlers, while the
@@ -182,11 +182,11 @@ int heap_flags(void)
 static void write_heap_reports(const char *suffix, bool with_pprof, const char *preface)
 {
     bool peak = heap_at_peak && !*suffix;
-    report_at_exit_to(getenv("MEMPROF_HEAP_OUTPUT"), suffix,
+    report_at_exit_to(env_get("MEMPROF_HEAP_OUTPUT"), suffix,
                       &(struct report_request){ .kind = peak ? MEMPROF_REPORT_HEAP_PEAK : MEMPROF_REPORT_HEAP,
                                                 .flags = heap_flags(), .preface = peak ? NULL : preface });
     if (with_pprof)
-        report_at_exit_to(getenv("MEMPROF_HEAP_PPROF"), suffix,
+        report_at_exit_to(env_get("MEMPROF_HEAP_PPROF"), suffix,
                           &(struct report_request){ .kind = MEMPROF_REPORT_HEAP_PPROF });
 }
 
@@ -237,8 +237,13 @@ void exit_reports_at_signal(int number)
         reentry_leave();
 }
 
-/* The heap's peak snapshot, now, where `spec` says (peak.c). */
-void exit_reports_heap_peak_to(const char *spec)
+/* The heap's peak snapshot, now, where `spec` says (peak.c): MEMPROF_BUSY,
+ * unsaid, while a hook takes a snapshot; the caller tries again. */
+int exit_reports_heap_peak_to(const char *spec)
 {
-    report_at_exit_to(spec, "", &(struct report_request){ .kind = MEMPROF_REPORT_HEAP_PEAK, .flags = heap_flags() });
+    int status = write_report_to(spec, "", &(struct report_request){ .kind = MEMPROF_REPORT_HEAP_PEAK,
+                                                                   .flags = heap_flags() });
+    if (status != MEMPROF_OK && status != MEMPROF_BUSY)
+        say(memprof_text(), (char *)NULL);
+    return status;
 }

@@ -8,6 +8,7 @@
 #include "runtime.h"
 #include "../trace/heap/heap.h"
 #include "../trace/heap/heap_peak.h"
+#include "../util/own_files.h"
 #include "../util/reentry.h"
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,28 +17,36 @@
 
 #define INTERVAL_NS 100000000ull   /* 100 ms */
 
-/* MEMPROF_PEAK_REPORT, read once at start-up: the writer must not call
- * getenv while the program may be calling setenv. */
-static char spec[4096];
+static const char *spec;   /* MEMPROF_PEAK_REPORT */
 static uint64_t written;   /* the generation of the snapshot in the file */
 static pthread_mutex_t writing = PTHREAD_MUTEX_INITIALIZER;
 
-/* The newest snapshot into the file, if it is not there yet. */
-static void write_newest(void)
+/* The newest snapshot into the file, if it is not there yet: false while
+ * a hook is taking one (busy), to be tried again. */
+static bool write_newest(void)
 {
     pthread_mutex_lock(&writing);
     uint64_t generation = heap_peak_generation();
+    bool done = true;
     if (generation != written) {
-        exit_reports_heap_peak_to(spec);
-        written = generation;
+        done = exit_reports_heap_peak_to(spec) != MEMPROF_BUSY;
+        if (done)
+            written = generation;
     }
     pthread_mutex_unlock(&writing);
+    return done;
 }
 
 static void *watch(void *unused)
 {
     (void)unused;
     reentry_enter();   /* whatever this thread does is memprof's: never recorded */
+    int err = own_files_unshare(NULL, 0);
+    if (err) {
+        say("memprof: MEMPROF_PEAK_REPORT is written at exit only: its thread cannot have descriptors of its own: ",
+            strerror(err), (char *)NULL);
+        return NULL;
+    }
     for (;;) {
         nanosleep(&(struct timespec){ 0, (long)INTERVAL_NS }, NULL);
         write_newest();
@@ -64,7 +73,9 @@ static void write_at_exit(void)
 {
     bool entered = reentry_enter();
     heap_peak_settle();
-    write_newest();
+    /* Another thread of the program may be taking a snapshot: a while. */
+    for (int tries = 0; tries < 200 && !write_newest(); tries++)
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
     if (entered)
         reentry_leave();
 }
@@ -83,12 +94,8 @@ static void after_fork_in_child(void)
 
 void peak_reports_init(unsigned long step)
 {
-    const char *value = getenv("MEMPROF_PEAK_REPORT");
+    const char *value = env_get("MEMPROF_PEAK_REPORT");
     bool report = value && *value && strcmp(value, "none") != 0;
-    if (report && strlen(value) >= sizeof spec) {
-        say("memprof: ignoring MEMPROF_PEAK_REPORT: the path is too long", (char *)NULL);
-        report = false;
-    }
     if (!report && !env_says_yes("MEMPROF_PEAK") && !env_says_yes("MEMPROF_HEAP_AT_PEAK"))
         return;
     if (heap_peak_track((unsigned)step, heap_flags()) != MEMPROF_OK) {
@@ -97,7 +104,7 @@ void peak_reports_init(unsigned long step)
     }
     if (!report)
         return;
-    strcpy(spec, value);
+    spec = value;
     start_watching();
     atexit(write_at_exit);
     pthread_atfork(NULL, NULL, after_fork_in_child);

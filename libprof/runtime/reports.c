@@ -215,7 +215,7 @@ int report_write_quietly(int fd, const struct report_request *r)
 
 bool report_path_is_scratch(const char *path)
 {
-    const char *prefix = getenv("MEMPROF_SCRATCH");
+    const char *prefix = env_get("MEMPROF_SCRATCH");
     return prefix && *prefix && strncmp(path, prefix, strlen(prefix)) == 0;
 }
 

@@ -6,6 +6,7 @@
 #ifndef MEMPROF_RUNTIME_H
 #define MEMPROF_RUNTIME_H
 #include "../memprof.h"
+#include "../util/environment.h"
 #include "../util/out.h"
 #include <stdbool.h>
 #include <stddef.h>
@@ -82,8 +83,9 @@ void exit_reports_at_signal(int number);
 bool expand_output_path(const char *spec, char *path, size_t size);
 /* Whether this process owns the report paths (the first of its tree). */
 bool exit_reports_owner(void);
-/* The heap's peak snapshot, now, where `spec` says (peak.c). */
-void exit_reports_heap_peak_to(const char *spec);
+/* The heap's peak snapshot, now, where `spec` says (peak.c): MEMPROF_BUSY,
+ * unsaid, while a hook takes a snapshot. */
+int exit_reports_heap_peak_to(const char *spec);
 
 /* --- peak.c: the C heap's peak followed (MEMPROF_PEAK, MEMPROF_HEAP_AT_PEAK,
  * MEMPROF_PEAK_REPORT), snapshots when live bytes grow by `step` %; the
@@ -103,7 +105,4 @@ void serve_init(void);
 void signal_reports_init(void);
 const char *signal_name(int number);   /* "SIGSEGV", or "a signal" */
 
-/* --- startup.c ----------------------------------------------------------------- */
-bool env_says_yes(const char *name);
-bool env_says_no(const char *name);
 #endif

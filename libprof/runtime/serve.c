@@ -12,11 +12,14 @@
  * The runtime writes text; the CLI (`memprof proto`, started with vfork and
  * execve, no LD_PRELOAD) names the sites and encodes the profile, in a
  * directory made for the request (0700) and removed after it: a process
- * that ends by a signal leaves nothing behind. Anything else: 404 or 405. */
+ * that ends by a signal leaves nothing behind. Anything else: 404 or 405.
+ * The socket, and every descriptor a request opens, live in the thread's
+ * own table (own_files.h): the program may close or reuse any number. */
 #include "runtime.h"
 #include "../memprof_debugger.h"
 #include "../trace/heap/heap.h"
 #include "../trace/ruby/ruby.h"
+#include "../util/own_files.h"
 #include "../util/reentry.h"
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -39,10 +42,13 @@
 #define SAFE_POINT_WAIT_MS 2000
 #define ENV_BYTES (64 << 10)
 #define ENV_ENTRIES 1024
+#define HANDOFF_WAIT_MS 2000
 
 extern char **environ;
 
 static int listen_fd = -1;
+static bool listen_fd_shared;    /* in the program's table too: the thread has not its own yet */
+static struct own_files_handoff handoff;
 static struct sockaddr_storage address;   /* as asked; its port 0 for a forked child's */
 static socklen_t address_len;
 static char tmp_base[PATH_MAX - 64];   /* TMPDIR at start-up */
@@ -126,7 +132,7 @@ static void write_url(struct out *o, int fd)
  * the build tree's runtime, else the installed one. */
 static void find_cli(void)
 {
-    const char *env = getenv("MEMPROF_CLI");
+    const char *env = env_get("MEMPROF_CLI");
     Dl_info info;
     const char *path = env && *env ? env
                        : dladdr((void *)find_cli, &info) && info.dli_fname &&
@@ -443,6 +449,13 @@ static void *serve(void *unused)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);   /* the program's signals are for its own threads */
+    int err = own_files_unshare(&listen_fd, 1);
+    if (err)
+        say("memprof: not serving profiles: the thread cannot have descriptors of its own: ", strerror(err),
+            (char *)NULL);
+    own_files_handoff_done(&handoff, err);
+    if (err)
+        return NULL;
     for (;;) {
         int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (c < 0) {
@@ -463,7 +476,7 @@ static void *serve(void *unused)
 static bool start_serving(const struct sockaddr_storage *sa, socklen_t len, const char *spec)
 {
     struct out o;
-    const char *base = getenv("TMPDIR");
+    const char *base = env_get("TMPDIR");
     out_init_fd(&o, -1, tmp_base, sizeof tmp_base - 32);
     out_str(&o, base && *base ? base : "/tmp");
     if (out_finish(&o) != 0)
@@ -481,20 +494,7 @@ static bool start_serving(const struct sockaddr_storage *sa, socklen_t len, cons
         return false;
     }
     listen_fd = fd;
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    if (pthread_create(&t, &attr, serve, NULL) != 0) {
-        close(listen_fd);
-        listen_fd = -1;
-        say("memprof: cannot start the thread that serves profiles", (char *)NULL);
-        pthread_attr_destroy(&attr);
-        return false;
-    }
-    pthread_setname_np(t, "memprof-serve");
-    pthread_attr_destroy(&attr);
+    listen_fd_shared = true;
     char line[256];
     out_init_fd(&o, -1, line, sizeof line);
     out_str(&o, "memprof: pid ");
@@ -502,6 +502,32 @@ static bool start_serving(const struct sockaddr_storage *sa, socklen_t len, cons
     out_str(&o, " serves /debug/pprof/heap and /debug/pprof/ruby on ");
     write_url(&o, listen_fd);
     out_finish(&o);
+    handoff = (struct own_files_handoff){ 0 };
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    int started = pthread_create(&t, &attr, serve, NULL);
+    pthread_attr_destroy(&attr);
+    if (started != 0) {
+        close(listen_fd);
+        listen_fd = -1;
+        say("memprof: cannot start the thread that serves profiles", (char *)NULL);
+        return false;
+    }
+    pthread_setname_np(t, "memprof-serve");
+    /* The socket is the thread's once it has its own table: the program's
+     * copy goes. A thread not yet run keeps it in both. */
+    int err = own_files_handoff_wait(&handoff, HANDOFF_WAIT_MS);
+    if (err != ETIMEDOUT) {
+        close(listen_fd);
+        listen_fd_shared = false;
+    }
+    if (err && err != ETIMEDOUT) {
+        listen_fd = -1;
+        return false;   /* the thread said why */
+    }
     say(line, (char *)NULL);
     return true;
 }
@@ -511,9 +537,10 @@ static bool start_serving(const struct sockaddr_storage *sa, socklen_t len, cons
 static void after_fork_in_child(void)
 {
     bool entered = reentry_enter();
-    if (listen_fd >= 0)
-        close(listen_fd);
+    if (listen_fd >= 0 && listen_fd_shared)
+        close(listen_fd);   /* the child's copy; else the number is the program's */
     listen_fd = -1;
+    listen_fd_shared = false;
     if (forks_serve) {
         struct sockaddr_storage sa = address;
         if (sa.ss_family == AF_INET6)
@@ -528,7 +555,7 @@ static void after_fork_in_child(void)
 
 void serve_init(void)
 {
-    const char *spec = getenv("MEMPROF_SERVE");
+    const char *spec = env_get("MEMPROF_SERVE");
     if (!spec || !*spec || strcmp(spec, "none") == 0 || !exit_reports_owner())
         return;   /* in a tree, the first process serves (a forked child: MEMPROF_SERVE_FORKS) */
     if (!parse_address(spec, &address, &address_len)) {

@@ -66,7 +66,7 @@ static void alternate_stack(void)
  * by commas. An unknown word gets one line on stderr; the others are kept. */
 void signal_reports_init(void)
 {
-    const char *spec = getenv("MEMPROF_ON_SIGNAL");
+    const char *spec = env_get("MEMPROF_ON_SIGNAL");
     for (const char *at = spec; at && *at;) {
         const char *end = strchr(at, ',');
         size_t len = end ? (size_t)(end - at) : strlen(at);

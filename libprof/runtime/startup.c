@@ -13,25 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool env_says_no(const char *name)
-{
-    const char *v = getenv(name);
-    return v && (strcmp(v, "0") == 0 || strcmp(v, "no") == 0 || strcmp(v, "false") == 0);
-}
-
-/* Set, not empty, and not a "no". */
-bool env_says_yes(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && !env_says_no(name);
-}
-
 /* A whole decimal number in [min, max] from the environment; `fallback` when
  * unset, and a one-line complaint when malformed. */
 static unsigned long env_number(const char *name, unsigned long min, unsigned long max,
                                 unsigned long fallback)
 {
-    const char *v = getenv(name);
+    const char *v = env_get(name);
     if (!v || !*v)
         return fallback;
     char *end;
@@ -53,12 +40,12 @@ static unsigned long env_number(const char *name, unsigned long min, unsigned lo
 
 /* MEMPROF_SITE, MEMPROF_FRAMES, MEMPROF_SAMPLE and the exit report's options
  * (MEMPROF_SORT, MEMPROF_BYTES, MEMPROF_ALLOCATED, MEMPROF_NO_GC, MEMPROF_TOP;
- * MEMPROF_FILTER is read at exit). */
+ * MEMPROF_FILTER is used at exit). */
 static void configure_ruby_from_environment(bool report_at_exit)
 {
     struct ruby_config c;
     ruby_tracer_config(&c);
-    const char *site = getenv("MEMPROF_SITE");
+    const char *site = env_get("MEMPROF_SITE");
     if (site && *site) {
         if (strcmp(site, "nearest") == 0)
             c.site = RUBY_SITE_NEAREST;
@@ -73,7 +60,7 @@ static void configure_ruby_from_environment(bool report_at_exit)
 
     /* What a full GC retains, unless MEMPROF_NO_GC. */
     int flags = env_says_yes("MEMPROF_NO_GC") ? 0 : MEMPROF_REPORT_GC;
-    const char *sort = getenv("MEMPROF_SORT");
+    const char *sort = env_get("MEMPROF_SORT");
     if (sort && strcmp(sort, "bytes") == 0)
         flags |= MEMPROF_REPORT_SORT_BYTES | MEMPROF_REPORT_BYTES;
     else if (sort && strcmp(sort, "allocated") == 0)
@@ -91,7 +78,7 @@ static void configure_ruby_from_environment(bool report_at_exit)
 /* MEMPROF_HOOKS: memprof_hook specs separated by ';' (memprof run --hook). */
 static void hooks_from_environment(void)
 {
-    const char *specs = getenv("MEMPROF_HOOKS");
+    const char *specs = env_get("MEMPROF_HOOKS");
     for (const char *at = specs; at && *at;) {
         const char *end = strchr(at, ';');
         size_t len = end ? (size_t)(end - at) : strlen(at);
@@ -113,9 +100,9 @@ static void start_from_environment(void)
     heap_tracer_set_frames(heap_frames);
     heap_tracer_set_sample(env_number("MEMPROF_SAMPLE_BYTES", 0, HEAP_SAMPLE_MAX, 0),
                            env_number("MEMPROF_SAMPLE_SEED", 0, ~0ul, 0));
-    heap_tracer_set_wrappers(getenv("MEMPROF_WRAPPERS"));
+    heap_tracer_set_wrappers(env_get("MEMPROF_WRAPPERS"));
     /* "auto" (GDB's memprof.gdbinit): the C heap of a process without Ruby. */
-    const char *heap = getenv("MEMPROF_HEAP");
+    const char *heap = env_get("MEMPROF_HEAP");
     bool want_heap = env_says_yes("MEMPROF_HEAP") || (heap && strcmp(heap, "auto") == 0 && !ruby_tracer_available());
     if (want_heap && tracers_start(MEMPROF_HEAP) == MEMPROF_OK) {
         if (heap_frames > 1 && !heap_tracer_has_backtraces())
@@ -137,7 +124,7 @@ static void start_from_environment(void)
     /* Loaded into a VM already running (require 'memprof', GDB): recording
      * waits for memprof_start, and reports at exit if MEMPROF_OUTPUT says.
      * Loaded before it (LD_PRELOAD): start now, and report at exit. */
-    const char *output = getenv("MEMPROF_OUTPUT");
+    const char *output = env_get("MEMPROF_OUTPUT");
     bool waits = env_says_no("MEMPROF_START") || ruby_tracer_vm_running();
     configure_ruby_from_environment(!waits || (output && *output));
     if (!waits)
@@ -148,6 +135,7 @@ static void start_from_environment(void)
 __attribute__((constructor)) static void memprof_init(void)
 {
     bool entered = reentry_enter();
+    environment_capture();
     start_from_environment();
     if (entered)
         reentry_leave();

@@ -1,6 +1,7 @@
 /* The one channel for what a call has to say: its status, and one text. */
 #include "runtime.h"
 #include "../trace/ruby/ruby.h"
+#include "../util/own_files.h"
 #include <limits.h>
 #include <stdarg.h>
 #include <unistd.h>
@@ -71,7 +72,8 @@ void say(const char *part, ...)
 {
     struct out o;
     char buf[PATH_MAX + 256];
-    out_init_fd(&o, STDERR_FILENO, buf, sizeof buf);
+    int fd = own_files_stderr_open();
+    out_init_fd(&o, fd, buf, sizeof buf);
     va_list ap;
     va_start(ap, part);
     for (; part; part = va_arg(ap, const char *))
@@ -79,4 +81,5 @@ void say(const char *part, ...)
     va_end(ap);
     out_char(&o, '\n');
     out_finish(&o);
+    own_files_stderr_close(fd);
 }

@@ -3,11 +3,14 @@
  * total and the largest sites' bytes as one line. It reads the threads'
  * own counts with no lock a hook takes, and allocates nothing but pages.
  * The interval doubles every 1000 samples, so a long run stays a few
- * thousand lines. The file is written whole at exit (doc/formats.md). */
+ * thousand lines. The file is written whole at exit (doc/formats.md). The
+ * thread keeps the file in a descriptor table of its own (own_files.h) and
+ * gives it its name when the exit asks. */
 #include "runtime.h"
 #include "../objfile/object.h"
 #include "../trace/heap/heap.h"
 #include "../util/atomic_file.h"
+#include "../util/own_files.h"
 #include "../util/pages.h"
 #include "../util/reentry.h"
 #include <errno.h>
@@ -22,6 +25,8 @@
 #define MAX_SITES 4096          /* sites named in the file; later ones count in the total only */
 #define MAX_OBJECTS 256
 #define SAMPLES_PER_DOUBLING 1000
+#define HANDOFF_WAIT_MS 2000
+#define EXIT_WAIT_S 5
 
 static struct {
     struct atomic_file file;
@@ -29,7 +34,9 @@ static struct {
     uint64_t interval_ns, start_ns;
     unsigned long samples;
     pthread_mutex_t lock;        /* the sampler and the exit handler */
-    bool done;
+    pthread_cond_t wake;         /* the exit's word to the sampler, and its answer */
+    struct own_files_handoff handoff;
+    bool stop, done;
     struct heap_site_scratch scratch;
     uintptr_t named[MAX_SITES];  /* sites written so far, by their ids */
     size_t named_count;
@@ -93,38 +100,67 @@ static void sample(void)
     tl.samples++;
 }
 
+/* The last sample, and the file given its name. */
+static void commit(void)
+{
+    sample();
+    int err = out_finish(&tl.o);
+    err = err ? err : atomic_file_commit(&tl.file);
+    if (err)
+        say("memprof: cannot write the timeline to ", tl.file.path, ": ", strerror(err), (char *)NULL);
+}
+
 static void *sampler(void *unused)
 {
     (void)unused;
     reentry_enter();   /* whatever this thread does is memprof's: never recorded */
+    int err = own_files_unshare(&tl.file.fd, 1);
+    pthread_mutex_lock(&tl.lock);
+    if (err) {
+        say("memprof: no timeline: its thread cannot have descriptors of its own: ", strerror(err), (char *)NULL);
+        tl.done = true;
+    }
+    own_files_handoff_done(&tl.handoff, err);
+    if (err) {
+        pthread_mutex_unlock(&tl.lock);
+        return NULL;
+    }
+    struct timespec at;
+    clock_gettime(CLOCK_MONOTONIC, &at);
     for (;;) {
         uint64_t interval = tl.interval_ns << (tl.samples / SAMPLES_PER_DOUBLING < 16 ? tl.samples / SAMPLES_PER_DOUBLING : 16);
-        nanosleep(&(struct timespec){ (time_t)(interval / 1000000000ull), (long)(interval % 1000000000ull) }, NULL);
-        pthread_mutex_lock(&tl.lock);
-        if (tl.done) {
-            pthread_mutex_unlock(&tl.lock);
-            return NULL;
-        }
+        uint64_t next = (uint64_t)at.tv_nsec + interval % 1000000000ull;
+        at.tv_sec += (time_t)(interval / 1000000000ull + next / 1000000000ull);
+        at.tv_nsec = (long)(next % 1000000000ull);
+        while (!tl.stop && pthread_cond_timedwait(&tl.wake, &tl.lock, &at) != ETIMEDOUT)
+            ;
+        if (tl.stop)
+            break;
         sample();
-        pthread_mutex_unlock(&tl.lock);
     }
+    commit();
+    tl.done = true;
+    pthread_cond_broadcast(&tl.wake);
+    pthread_mutex_unlock(&tl.lock);
+    return NULL;
 }
 
-/* At exit: a last sample, and the file given its name. */
+/* At exit: the sampler asked for its last sample and the file's name. */
 static void finish(void)
 {
     if (getpid() != tl.owner)
         return;   /* a forked child: the file is its parent's */
     bool entered = reentry_enter();
     pthread_mutex_lock(&tl.lock);
-    if (!tl.done) {
-        tl.done = true;
-        sample();
-        int err = out_finish(&tl.o);
-        err = err ? err : atomic_file_commit(&tl.file);
-        if (err)
-            say("memprof: cannot write the timeline to ", tl.file.path, ": ", strerror(err), (char *)NULL);
-    }
+    tl.stop = true;
+    pthread_cond_broadcast(&tl.wake);
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += EXIT_WAIT_S;
+    while (!tl.done && pthread_cond_timedwait(&tl.wake, &tl.lock, &deadline) != ETIMEDOUT)
+        ;
+    if (!tl.done)
+        say("memprof: the timeline was not written: its thread did not answer within 5 s", (char *)NULL);
     pthread_mutex_unlock(&tl.lock);
     if (entered)
         reentry_leave();
@@ -132,7 +168,7 @@ static void finish(void)
 
 void timeline_init(unsigned long interval_ms)
 {
-    const char *spec = getenv("MEMPROF_TIMELINE");
+    const char *spec = env_get("MEMPROF_TIMELINE");
     char path[PATH_MAX];
     if (!spec || !*spec || strcmp(spec, "none") == 0)
         return;
@@ -160,6 +196,11 @@ void timeline_init(unsigned long interval_ms)
     out_u64(&tl.o, interval_ms);
     out_str(&tl.o, " ms, doubling every 1000 samples\n");
     sample();   /* the start */
+    pthread_condattr_t clock;
+    pthread_condattr_init(&clock);
+    pthread_condattr_setclock(&clock, CLOCK_MONOTONIC);
+    pthread_cond_init(&tl.wake, &clock);
+    pthread_condattr_destroy(&clock);
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -168,9 +209,19 @@ void timeline_init(unsigned long interval_ms)
     if (pthread_create(&t, &attr, sampler, NULL) != 0) {
         say("memprof: cannot start the thread that samples MEMPROF_TIMELINE", (char *)NULL);
         atomic_file_abort(&tl.file);
-    } else {
-        pthread_setname_np(t, "memprof-tline");
-        atexit(finish);
+        pthread_attr_destroy(&attr);
+        return;
     }
     pthread_attr_destroy(&attr);
+    pthread_setname_np(t, "memprof-tline");
+    /* The file is the thread's once it has its own table: the program's
+     * copy goes. A thread not yet run keeps it in both. */
+    err = own_files_handoff_wait(&tl.handoff, HANDOFF_WAIT_MS);
+    if (err && err != ETIMEDOUT) {
+        atomic_file_abort(&tl.file);   /* the thread said why */
+        return;
+    }
+    if (!err)
+        close(tl.file.fd);
+    atexit(finish);
 }

@@ -46,13 +46,15 @@ static int open_named_temp(struct atomic_file *f, const char *path, size_t n)
     return EEXIST;
 }
 
-/* Give the unnamed file f->fd the name `to` (fails with EEXIST if taken). */
+/* Give the unnamed file f->fd the name `to` (fails with EEXIST if taken).
+ * thread-self: a thread of memprof's own has a descriptor table of its own
+ * (own_files.h), and /proc/self/fd is the main thread's. */
 static int link_unnamed(const struct atomic_file *f, const char *to)
 {
     char self[64];
     struct out o;
     out_init_fd(&o, -1, self, sizeof self);
-    out_str(&o, "/proc/self/fd/");
+    out_str(&o, "/proc/thread-self/fd/");
     out_u64(&o, (uint64_t)f->fd);
     out_finish(&o);
     return linkat(AT_FDCWD, self, AT_FDCWD, to, AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;

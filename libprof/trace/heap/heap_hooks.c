@@ -32,6 +32,7 @@
 #include "../../util/reentry.h"
 #include "../../unwind/backtrace.h"
 #include "../../objfile/object.h"
+#include "../../util/environment.h"
 #include <dlfcn.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -968,7 +969,7 @@ static enum heap_mode mode_now(void)
 /* MEMPROF_SAMPLE_STUBS=no: sampled call sites keep their PLT calls. */
 static bool sample_sites_wanted(void)
 {
-    const char *v = getenv("MEMPROF_SAMPLE_STUBS");
+    const char *v = env_get("MEMPROF_SAMPLE_STUBS");
     return !v || (strcmp(v, "no") != 0 && strcmp(v, "0") != 0);
 }
 

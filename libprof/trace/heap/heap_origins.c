@@ -7,6 +7,7 @@
 #include "../../arch/cpu.h"
 #include "../../util/pages.h"
 #include "../../objfile/object.h"
+#include "../../util/environment.h"
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,7 +183,7 @@ void heap_backtraces_prepare(void)
         self_start = self->start;
         self_end = self->end;
     }
-    const char *unwinder = getenv("MEMPROF_UNWIND");
+    const char *unwinder = env_get("MEMPROF_UNWIND");
     own_unwinder = !unwinder || strcmp(unwinder, "libunwind") != 0;
     if (libunwind_backtrace || (heap.frames == 1 && own_unwinder))
         return;

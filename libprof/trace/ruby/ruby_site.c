@@ -4,6 +4,7 @@
  * neither allocates nor takes a lock. C frames have no path and are skipped:
  * an object made by a C method belongs to the Ruby line that called it. */
 #include "ruby_state.h"
+#include "../../util/environment.h"
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,7 @@ static char extra_prefixes[4096];
 void ruby_site_configure(void)
 {
     ruby_site_find_ec();
-    const char *env = getenv("MEMPROF_LIBRARY_PATHS");
+    const char *env = env_get("MEMPROF_LIBRARY_PATHS");
     size_t n = env ? strlen(env) : 0;
     if (n >= sizeof extra_prefixes)
         n = 0;
