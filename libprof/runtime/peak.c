@@ -8,7 +8,7 @@
 #include "runtime.h"
 #include "../trace/heap/heap.h"
 #include "../trace/heap/heap_peak.h"
-#include "../util/own_files.h"
+#include "own_thread.h"
 #include "../util/reentry.h"
 #include <pthread.h>
 #include <stdlib.h>
@@ -37,35 +37,19 @@ static bool write_newest(void)
     return done;
 }
 
-static void *watch(void *unused)
+static void watch(void *unused)
 {
     (void)unused;
-    reentry_enter();   /* whatever this thread does is memprof's: never recorded */
-    int err = own_files_unshare(NULL, 0);
-    if (err) {
-        say("memprof: MEMPROF_PEAK_REPORT is written at exit only: its thread cannot have descriptors of its own: ",
-            strerror(err), (char *)NULL);
-        return NULL;
-    }
     for (;;) {
         nanosleep(&(struct timespec){ 0, (long)INTERVAL_NS }, NULL);
         write_newest();
     }
-    return NULL;
 }
 
 static void start_watching(void)
 {
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    if (pthread_create(&t, &attr, watch, NULL) != 0)
-        say("memprof: cannot start the thread that writes MEMPROF_PEAK_REPORT", (char *)NULL);
-    else
-        pthread_setname_np(t, "memprof-peak");
-    pthread_attr_destroy(&attr);
+    static struct own_thread writer;
+    own_thread_start(&writer, "memprof-peak", "MEMPROF_PEAK_REPORT is written at exit only", watch, NULL, NULL, 0);
 }
 
 /* At exit: the last snapshot, which the thread may not have written yet. */

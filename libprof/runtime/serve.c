@@ -16,10 +16,10 @@
  * The socket, and every descriptor a request opens, live in the thread's
  * own table (own_files.h): the program may close or reuse any number. */
 #include "runtime.h"
+#include "own_thread.h"
 #include "../memprof_debugger.h"
 #include "../trace/heap/heap.h"
 #include "../trace/ruby/ruby.h"
-#include "../util/own_files.h"
 #include "../util/reentry.h"
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -42,13 +42,11 @@
 #define SAFE_POINT_WAIT_MS 2000
 #define ENV_BYTES (64 << 10)
 #define ENV_ENTRIES 1024
-#define HANDOFF_WAIT_MS 2000
 
 extern char **environ;
 
 static int listen_fd = -1;
 static bool listen_fd_shared;    /* in the program's table too: the thread has not its own yet */
-static struct own_files_handoff handoff;
 static struct sockaddr_storage address;   /* as asked; its port 0 for a forked child's */
 static socklen_t address_len;
 static char tmp_base[PATH_MAX - 64];   /* TMPDIR at start-up */
@@ -442,25 +440,14 @@ static void make_and_send(int fd, bool heap, bool collect, const char *report, c
     answer_file(fd, profile, heap ? "heap.pb.gz" : "ruby.pb.gz");
 }
 
-static void *serve(void *unused)
+static void serve(void *unused)
 {
     (void)unused;
-    reentry_enter();   /* whatever this thread does is memprof's: never recorded */
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);   /* the program's signals are for its own threads */
-    int err = own_files_unshare(&listen_fd, 1);
-    if (err)
-        say("memprof: not serving profiles: the thread cannot have descriptors of its own: ", strerror(err),
-            (char *)NULL);
-    own_files_handoff_done(&handoff, err);
-    if (err)
-        return NULL;
     for (;;) {
         int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (c < 0) {
             if (errno == EBADF || errno == EINVAL)
-                return NULL;   /* closed (a forked child's) */
+                return;   /* closed (a forked child's) */
             sleep_ms(100);     /* out of descriptors, say: later */
             continue;
         }
@@ -502,29 +489,13 @@ static bool start_serving(const struct sockaddr_storage *sa, socklen_t len, cons
     out_str(&o, " serves /debug/pprof/heap and /debug/pprof/ruby on ");
     write_url(&o, listen_fd);
     out_finish(&o);
-    handoff = (struct own_files_handoff){ 0 };
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    int started = pthread_create(&t, &attr, serve, NULL);
-    pthread_attr_destroy(&attr);
-    if (started != 0) {
-        close(listen_fd);
-        listen_fd = -1;
-        say("memprof: cannot start the thread that serves profiles", (char *)NULL);
-        return false;
-    }
-    pthread_setname_np(t, "memprof-serve");
-    /* The socket is the thread's once it has its own table: the program's
-     * copy goes. A thread not yet run keeps it in both. */
-    int err = own_files_handoff_wait(&handoff, HANDOFF_WAIT_MS);
-    if (err != ETIMEDOUT) {
-        close(listen_fd);
-        listen_fd_shared = false;
-    }
+    /* The socket is the thread's once it has its own table. A thread not
+     * yet run keeps it in both. */
+    static struct own_thread server;
+    int err = own_thread_start(&server, "memprof-serve", "not serving profiles", serve, NULL, &listen_fd, 1);
+    listen_fd_shared = err == ETIMEDOUT;
     if (err && err != ETIMEDOUT) {
+        close(listen_fd);
         listen_fd = -1;
         return false;   /* the thread said why */
     }

@@ -7,10 +7,10 @@
  * thread keeps the file in a descriptor table of its own (own_files.h) and
  * gives it its name when the exit asks. */
 #include "runtime.h"
+#include "own_thread.h"
 #include "../objfile/object.h"
 #include "../trace/heap/heap.h"
 #include "../util/atomic_file.h"
-#include "../util/own_files.h"
 #include "../util/pages.h"
 #include "../util/reentry.h"
 #include <errno.h>
@@ -25,7 +25,6 @@
 #define MAX_SITES 4096          /* sites named in the file; later ones count in the total only */
 #define MAX_OBJECTS 256
 #define SAMPLES_PER_DOUBLING 1000
-#define HANDOFF_WAIT_MS 2000
 #define EXIT_WAIT_S 5
 
 static struct {
@@ -35,7 +34,6 @@ static struct {
     unsigned long samples;
     pthread_mutex_t lock;        /* the sampler and the exit handler */
     pthread_cond_t wake;         /* the exit's word to the sampler, and its answer */
-    struct own_files_handoff handoff;
     bool stop, done;
     struct heap_site_scratch scratch;
     uintptr_t named[MAX_SITES];  /* sites written so far, by their ids */
@@ -110,21 +108,10 @@ static void commit(void)
         say("memprof: cannot write the timeline to ", tl.file.path, ": ", strerror(err), (char *)NULL);
 }
 
-static void *sampler(void *unused)
+static void sampler(void *unused)
 {
     (void)unused;
-    reentry_enter();   /* whatever this thread does is memprof's: never recorded */
-    int err = own_files_unshare(&tl.file.fd, 1);
     pthread_mutex_lock(&tl.lock);
-    if (err) {
-        say("memprof: no timeline: its thread cannot have descriptors of its own: ", strerror(err), (char *)NULL);
-        tl.done = true;
-    }
-    own_files_handoff_done(&tl.handoff, err);
-    if (err) {
-        pthread_mutex_unlock(&tl.lock);
-        return NULL;
-    }
     struct timespec at;
     clock_gettime(CLOCK_MONOTONIC, &at);
     for (;;) {
@@ -142,7 +129,6 @@ static void *sampler(void *unused)
     tl.done = true;
     pthread_cond_broadcast(&tl.wake);
     pthread_mutex_unlock(&tl.lock);
-    return NULL;
 }
 
 /* At exit: the sampler asked for its last sample and the file's name. */
@@ -201,27 +187,13 @@ void timeline_init(unsigned long interval_ms)
     pthread_condattr_setclock(&clock, CLOCK_MONOTONIC);
     pthread_cond_init(&tl.wake, &clock);
     pthread_condattr_destroy(&clock);
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    if (pthread_create(&t, &attr, sampler, NULL) != 0) {
-        say("memprof: cannot start the thread that samples MEMPROF_TIMELINE", (char *)NULL);
-        atomic_file_abort(&tl.file);
-        pthread_attr_destroy(&attr);
-        return;
-    }
-    pthread_attr_destroy(&attr);
-    pthread_setname_np(t, "memprof-tline");
-    /* The file is the thread's once it has its own table: the program's
-     * copy goes. A thread not yet run keeps it in both. */
-    err = own_files_handoff_wait(&tl.handoff, HANDOFF_WAIT_MS);
+    /* The file is the thread's once it has its own table. A thread not
+     * yet run keeps it in both. */
+    static struct own_thread sampler_thread;
+    err = own_thread_start(&sampler_thread, "memprof-tline", "no timeline", sampler, NULL, &tl.file.fd, 1);
     if (err && err != ETIMEDOUT) {
-        atomic_file_abort(&tl.file);   /* the thread said why */
+        atomic_file_abort(&tl.file);
         return;
     }
-    if (!err)
-        close(tl.file.fd);
     atexit(finish);
 }

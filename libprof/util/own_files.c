@@ -5,7 +5,6 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 static __thread bool own_table __attribute__((tls_model("initial-exec")));
@@ -96,20 +95,4 @@ void own_files_stderr_close(int fd)
 {
     if (fd != STDERR_FILENO && fd >= 0)
         close(fd);
-}
-
-void own_files_handoff_done(struct own_files_handoff *h, int err)
-{
-    __atomic_store_n(&h->state, err ? -err : 1, __ATOMIC_RELEASE);
-}
-
-int own_files_handoff_wait(struct own_files_handoff *h, unsigned ms)
-{
-    for (unsigned waited_us = 0; waited_us < ms * 1000u; waited_us += 50) {
-        int state = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
-        if (state)
-            return state > 0 ? 0 : -state;
-        nanosleep(&(struct timespec){ 0, 50000 }, NULL);
-    }
-    return ETIMEDOUT;
 }

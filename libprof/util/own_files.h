@@ -22,14 +22,4 @@ int own_files_unshare(const int *keep, size_t count);
 int own_files_stderr_open(void);
 void own_files_stderr_close(int fd);
 
-/* A thread's table handed over (own_files_handoff_*): the starting thread
- * waits for the new one to have its table before it closes the
- * descriptors it gave it in the program's. */
-struct own_files_handoff {
-    int state;   /* 0: not yet; 1: the new thread's own; -errno: failed */
-};
-void own_files_handoff_done(struct own_files_handoff *h, int err);
-/* 0 once the new thread has its own table; its errno when it could not
- * have one; ETIMEDOUT after `ms` without a word (a thread not yet run). */
-int own_files_handoff_wait(struct own_files_handoff *h, unsigned ms);
 #endif

@@ -9,10 +9,15 @@
  *     FILE must hold the program's lines only.
  *   serve: every descriptor but 0-2 closed; a listening socket of the
  *     program's own ("port N"), which answers one client "mine", then the
- *     program runs until its standard input ends. */
+ *     program runs until its standard input ends.
+ *   sigwait: SIGTERM blocked in the program's thread and taken with
+ *     sigtimedwait, as servers do: 20 sent to the process while its heap
+ *     changes must all be taken (a thread of memprof's that did not block
+ *     it would be killed by it, the whole process with it). */
 #define _GNU_SOURCE
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +120,25 @@ static int serve(void)
     return 0;
 }
 
+static int sigwait_mode(void)
+{
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, NULL);
+    int taken = 0;
+    for (int i = 0; i < 20; i++) {
+        for (int j = 0; j < 1000; j++)
+            free(malloc((size_t)(j % 97 + 1) * 1024));
+        nanosleep(&(struct timespec){ 0, 20000000 }, NULL);   /* the threads run between */
+        kill(getpid(), SIGTERM);
+        if (sigtimedwait(&term, NULL, &(struct timespec){ 5, 0 }) == SIGTERM)
+            taken++;
+    }
+    printf("took %d of 20\n", taken);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "lowest") == 0)
@@ -123,6 +147,8 @@ int main(int argc, char **argv)
         return own(argv[2]);
     if (argc == 2 && strcmp(argv[1], "serve") == 0)
         return serve();
-    fprintf(stderr, "usage: descriptors lowest REPORT | own FILE | serve\n");
+    if (argc == 2 && strcmp(argv[1], "sigwait") == 0)
+        return sigwait_mode();
+    fprintf(stderr, "usage: descriptors lowest REPORT | own FILE | serve | sigwait\n");
     return 2;
 }
