@@ -16,6 +16,7 @@
 #define SLAB_BYTES ((size_t)128 << 10)
 #define SLAB_ARRAY_MAX (SLAB_BYTES / 4)
 #define CHUNK_BYTES ((size_t)4 << 20)   /* slabs are cut from chunks: one mmap for 32 */
+#define HUGE_BYTES ((size_t)2 << 20)   /* huge chunks aligned to their pages */
 #define ALIGN 64                         /* a cache line: a probe of four packed slots reads one */
 #define PAGE ((size_t)4096)
 /* A new slab's pages mapped at once from this size of pool on (one call
@@ -75,11 +76,12 @@ static void unlink_slab(struct slab **list, struct slab *s)
  * pages from the second on: a small table keeps 4 KiB pages. */
 static bool map_chunk(struct block_pool *p)
 {
-    size_t span = CHUNK_BYTES + SLAB_BYTES;
-    char *raw = p->chunk_end ? pages_alloc_huge(span) : pages_alloc(span);
+    bool huge = p->chunk_end != NULL;
+    size_t align = huge ? HUGE_BYTES : SLAB_BYTES, span = CHUNK_BYTES + align;
+    char *raw = huge ? pages_alloc_huge(span) : pages_alloc(span);
     if (!raw)
         return false;
-    char *start = (char *)(((uintptr_t)raw + SLAB_BYTES - 1) & ~(uintptr_t)(SLAB_BYTES - 1));
+    char *start = (char *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
     if (start > raw)
         pages_free(raw, (size_t)(start - raw));
     if (raw + span > start + CHUNK_BYTES)
