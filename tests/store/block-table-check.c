@@ -257,6 +257,29 @@ static void grow_in_order(void)
     ok(bytes <= 30, "in order: the table takes %.1f bytes a block at a million (at most 30)", bytes);
 }
 
+/* Past the first, the pool's chunks lie on huge pages' boundaries, so that
+ * they can be huge pages whole: each probe of a large table a TLB miss less
+ * (issue 49's grow, the hooks alone: 7% faster). Blocks 64 bytes apart:
+ * arrays small enough for the pool's slabs. */
+static void chunks_on_huge_pages(void)
+{
+    static struct block_table t, spill;
+    memset(&t, 0, sizeof t);
+    memset(&spill, 0, sizeof spill);
+    t.spill = &spill;
+    uint64_t replaced;
+    char *first = NULL;
+    for (size_t i = 0; i < 400000; i++) {
+        block_table_put(&t, 0x55550000 + i * 64, 0, BLOCK_WORD(48, 1), &replaced);
+        if (!first)
+            first = t.pool.chunk_end;
+    }
+    uintptr_t huge = (uintptr_t)2 << 20, end = (uintptr_t)t.pool.chunk_end;
+    ok(first && end && t.pool.chunk_end != first && end % huge == 0 && (end - (4u << 20)) % huge == 0,
+       "chunks: the pool's latest chunk of 4 MiB lies on 2 MiB boundaries (%p, the first ended at %p)",
+       (void *)end, (void *)first);
+}
+
 int main(void)
 {
     static const struct run runs[] = {
@@ -268,5 +291,6 @@ int main(void)
     for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
         check(&runs[k]);
     grow_in_order();
+    chunks_on_huge_pages();
     return tap_done();
 }
