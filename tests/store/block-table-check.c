@@ -238,12 +238,18 @@ static void check(const struct run *r)
  * bytes apart, put as the young slots let them go (64 KiB of addresses
  * late, here in order). New regions start at the size the others grew to:
  * few arrays are copied, and the table takes at most 30 bytes a block. */
+/* An empty packed table: `t` with `spill` for what does not pack. */
+static void packed_table(struct block_table *t, struct block_table *spill)
+{
+    memset(t, 0, sizeof *t);
+    memset(spill, 0, sizeof *spill);
+    t->spill = spill;
+}
+
 static void grow_in_order(void)
 {
     static struct block_table grown, grown_spill;
-    memset(&grown, 0, sizeof grown);
-    memset(&grown_spill, 0, sizeof grown_spill);
-    grown.spill = &grown_spill;
+    packed_table(&grown, &grown_spill);
     uint64_t replaced;
     size_t blocks = 1000000, failed = 0;
     for (size_t i = 0; i < blocks; i++)
@@ -263,10 +269,8 @@ static void grow_in_order(void)
  * arrays small enough for the pool's slabs. */
 static void chunks_on_huge_pages(void)
 {
-    static struct block_table t, spill;
-    memset(&t, 0, sizeof t);
-    memset(&spill, 0, sizeof spill);
-    t.spill = &spill;
+    static struct block_table t, t_spill;
+    packed_table(&t, &t_spill);
     uint64_t replaced;
     char *first = NULL;
     for (size_t i = 0; i < 400000; i++) {
