@@ -16,7 +16,6 @@
 #define SLAB_BYTES ((size_t)128 << 10)
 #define SLAB_ARRAY_MAX (SLAB_BYTES / 4)
 #define CHUNK_BYTES ((size_t)4 << 20)   /* slabs are cut from chunks: one mmap for 32 */
-#define HUGE_BYTES ((size_t)2 << 20)   /* huge chunks aligned to their pages */
 #define ALIGN 64                         /* a cache line: a probe of four packed slots reads one */
 #define PAGE ((size_t)4096)
 /* A new slab's pages mapped at once from this size of pool on (one call
@@ -72,12 +71,14 @@ static void unlink_slab(struct slab **list, struct slab *s)
         s->next->prev = s->prev;
 }
 
-/* A chunk of slabs, aligned to a slab: mapped larger and trimmed. In huge
- * pages from the second on: a small table keeps 4 KiB pages. */
+/* A chunk of slabs, mapped larger and trimmed. From the second on, in huge
+ * pages and aligned to them, so that both its halves can be one (a table
+ * probed at random then misses the TLB less); the first, a small table's,
+ * keeps 4 KiB pages, aligned to a slab. */
 static bool map_chunk(struct block_pool *p)
 {
     bool huge = p->chunk_end != NULL;
-    size_t align = huge ? HUGE_BYTES : SLAB_BYTES, span = CHUNK_BYTES + align;
+    size_t align = huge ? PAGES_HUGE_BYTES : SLAB_BYTES, span = CHUNK_BYTES + align;
     char *raw = huge ? pages_alloc_huge(span) : pages_alloc(span);
     if (!raw)
         return false;

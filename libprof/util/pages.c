@@ -26,13 +26,11 @@ void *pages_alloc_filled(size_t size)
     return map(size, MAP_POPULATE);
 }
 
-#define HUGE_PAGE ((size_t)2 << 20)
-
 void *pages_alloc_huge(size_t size)
 {
     void *p = map(size, 0);
 #ifdef MADV_HUGEPAGE
-    if (p && size >= HUGE_PAGE)
+    if (p && size >= PAGES_HUGE_BYTES)
         madvise(p, size, MADV_HUGEPAGE);   /* a refusal leaves 4 KiB pages: no harm */
 #endif
     return p;

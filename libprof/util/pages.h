@@ -17,6 +17,9 @@ void *pages_alloc_filled(size_t size);
  * random, where 4 KiB pages cost a TLB miss, a page walk through the
  * hypervisor's tables too, on nearly every access. */
 void *pages_alloc_huge(size_t size);
+/* A transparent huge page (x86-64's, and aarch64's with 4 KiB pages): a
+ * range mapped for huge pages is one only where it covers one, aligned. */
+#define PAGES_HUGE_BYTES ((size_t)2 << 20)
 /* The same, in the lowest 2 GiB (MAP_32BIT): a table generated code reaches
  * by a 32-bit address plus an index register. NULL when there is no room. */
 void *pages_alloc_low(size_t size);
