@@ -66,6 +66,8 @@ int own_thread_start(struct own_thread *t, const char *name, const char *what, v
         return err;
     }
     pthread_setname_np(thread, name);
+    if (count == 0)
+        return 0;   /* nothing of the program's to close: no need to wait */
     err = wait_for_table(t);
     if (!err)
         for (size_t i = 0; i < count; i++)

@@ -22,7 +22,7 @@ struct own_thread {
  * makes ignored (reentry.h), and a descriptor table of its own holding
  * only `give` (count at most 2) and /dev/null at 0-2 (own_files.h).
  * 0 once the thread has its table: the program's copies of `give` are
- * then closed. An errno when it has none: the body does not run, a line
+ * then closed (with none given, 0 at once: the thread says if it fails). An errno when it has none: the body does not run, a line
  * said "memprof: WHAT: ..." and the copies are the caller's to close.
  * ETIMEDOUT when the thread did not run within 2 s: the copies are left
  * in both tables (the thread still says if it cannot have its own). */
