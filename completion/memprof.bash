@@ -98,10 +98,11 @@ _memprof()
     core)
         case $prev in
         --dump | --pprof | --pprof-proto) _filedir; return ;;
+        --sysroot) _filedir -d; return ;;
         --top | --filter | --where) return ;;
         esac
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "--ruby --heap --threads --status --bytes --top --filter --dump --pprof --pprof-proto --where" -- "$cur"))
+            COMPREPLY=($(compgen -W "--ruby --heap --threads --status --bytes --top --filter --dump --pprof --pprof-proto --where --sysroot" -- "$cur"))
         else
             _filedir
         fi

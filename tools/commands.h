@@ -62,6 +62,7 @@ struct core_report_options {
     uint64_t where;              /* the address, for CORE_REPORT_WHERE */
     const char *dump, *pprof;    /* NULL, or files for the Ruby dump and the C heap's pprof profile */
     const char *proto;           /* NULL, or a file for the report as pprof's profile.proto */
+    const char *program;         /* NULL, or the program's file (for a core without NT_FILE) */
 };
 int core_report(const char *path, FILE *out, const struct core_report_options *opt, char *why, size_t why_size);
 /* The runtime's timeline (MEMPROF_TIMELINE) as a chart or a series: SVG

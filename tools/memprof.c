@@ -56,7 +56,7 @@ static void usage(FILE *f)
           "       memprof name-sites < TEXT\n"
           "       memprof safe-point [--thread N] < BACKTRACES\n"
           "       memprof keep --dir DIR NAME < TEXT\n"
-          "       memprof core [--ruby|--heap] [--top N] [--filter TEXT] [--pprof-proto FILE] CORE [PROGRAM]\n"
+          "       memprof core [--ruby|--heap] [--top N] [--filter TEXT] [--sysroot DIR] CORE [PROGRAM]\n"
           "       memprof crash-helper --dir DIR [--compress] [--max-core-size BYTES] PID SIGNAL [EXE] < CORE\n"
           "       memprof --help | --version\n"
           "\n"

@@ -10,6 +10,7 @@
 #include "../input.h"
 #include "../output.h"
 #include "../format/pprof.h"
+#include "objfile/sysroot.h"
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -127,7 +128,7 @@ static bool write_file(struct core_image *c, const char *path, bool (*write)(str
 int core_report(const char *path, FILE *out, const struct core_report_options *opt, char *why, size_t why_size)
 {
     struct core_image c;
-    bool ok = core_open(&c, path);
+    bool ok = core_open(&c, path, opt->program);
     if (ok) {
         enum core_report_kind kind = opt->kind;
         if (kind == CORE_REPORT_AUTO)
@@ -187,7 +188,7 @@ static bool core_of_gdb_target(char *path, size_t size)
 
 enum {
     CORE_RUBY, CORE_HEAP, CORE_THREADS, CORE_STATUS, CORE_TOP, CORE_FILTER, CORE_DUMP, CORE_PPROF, CORE_PROTO,
-    CORE_WHERE, CORE_BYTES, CORE_GDB_TARGET,
+    CORE_WHERE, CORE_BYTES, CORE_GDB_TARGET, CORE_SYSROOT,
 };
 static const struct cli_option core_options[] = {
     [CORE_RUBY] = CLI_FLAG("ruby", 0, "the live Ruby objects by file:line:Class (the default when it ran Ruby)"),
@@ -202,6 +203,8 @@ static const struct cli_option core_options[] = {
     [CORE_WHERE] = CLI_VALUE("where", 0, "ADDRESS", "the live block or object at ADDRESS, and where it was made"),
     [CORE_BYTES] = CLI_FLAG("bytes", 0, "refused: a Ruby object's bytes need the VM, and no code runs in a core"),
     [CORE_GDB_TARGET] = CLI_FLAG("gdb-target", 0, "the core GDB reads (`info target` on stdin): GDB's memprof-info"),
+    [CORE_SYSROOT] = CLI_VALUE("sysroot", 0, "DIR", "look for the core's files under DIR first (another machine's\n"
+                                                   "files copied there, as gdb's set sysroot; MEMPROF_SYSROOT)"),
     { 0 },
 };
 static const struct cli_command core_command = {
@@ -248,6 +251,7 @@ int cmd_core(int argc, char **argv)
             }
             path = gdb_core;
             break;
+        case CORE_SYSROOT: sysroot_set(a.value); break;
         }
     }
     if (o != CLI_END)
@@ -256,6 +260,8 @@ int cmd_core(int argc, char **argv)
         return cli_fail(&core_command, "no core file given (usage: memprof core [OPTIONS] CORE [PROGRAM])");
     if (!path)
         path = a.operands[0];
+    if (a.operand_count > (path == gdb_core ? 0 : 1))
+        opt.program = a.operands[a.operand_count - 1];
     char why[PATH_MAX + 160];
     int rc = core_report(path, stdout, &opt, why, sizeof why);
     if (rc)

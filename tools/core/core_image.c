@@ -1,5 +1,6 @@
 /* A core file read as the process's memory and files (core_image.h). */
 #include "core_image.h"
+#include "objfile/sysroot.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -11,6 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+int core_open_file(const char *path)
+{
+    char buf[PATH_MAX];
+    return open(sysroot_path(path, buf, sizeof buf), O_RDONLY | O_CLOEXEC);
+}
 
 bool core_fail(struct core_image *c, const char *fmt, ...)
 {
@@ -70,7 +77,7 @@ bool core_read_u64(struct core_image *c, uint64_t addr, uint64_t *v, const char 
     return core_read(c, addr, v, 8, what);
 }
 
-static bool read_notes(struct core_image *c)
+static bool read_notes(struct core_image *c, const char *program)
 {
     const char *why = NULL;
     int rc = core_notes_read(c->elf, &c->notes, &why);
@@ -78,12 +85,10 @@ static bool read_notes(struct core_image *c)
         return core_fail(c, "out of memory");
     if (rc)
         return core_fail(c, "%s: %s", c->path, why);
-    if (!c->notes.mappings)
-        return core_fail(c, "%s: no NT_FILE note (not a Linux core of a process?)", c->path);
-    return true;
+    return c->notes.mappings || core_loader_files(c, program);
 }
 
-static bool open_file(struct core_image *c, const char *path)
+static bool open_file(struct core_image *c, const char *path, const char *program)
 {
     c->path = path;
     c->fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -94,8 +99,9 @@ static bool open_file(struct core_image *c, const char *path)
     GElf_Ehdr eh;
     if (!c->elf || elf_kind(c->elf) != ELF_K_ELF || !gelf_getehdr(c->elf, &eh) || eh.e_type != ET_CORE)
         return core_fail(c, "%s is not an ELF core file", path);
-    if (eh.e_machine != EM_X86_64)
-        return core_fail(c, "%s is a core of another machine than x86-64", path);
+    if (eh.e_machine != EM_X86_64 && eh.e_machine != EM_AARCH64)
+        return core_fail(c, "%s is a core of another machine than x86-64 or AArch64", path);
+    c->machine = eh.e_machine;
     size_t phnum;
     if (elf_getphdrnum(c->elf, &phnum) != 0 || !(c->segments = calloc(phnum + 1, sizeof *c->segments)) ||
         !(c->regions = calloc(phnum + 1, sizeof *c->regions)))
@@ -113,7 +119,7 @@ static bool open_file(struct core_image *c, const char *path)
         uint64_t present = (uint64_t)size - ph.p_offset < ph.p_filesz ? (uint64_t)size - ph.p_offset : ph.p_filesz;
         c->segments[c->segment_count++] = (struct core_segment){ ph.p_vaddr, present, ph.p_offset };
     }
-    return read_notes(c);
+    return read_notes(c, program);
 }
 
 /* The load bias of the file mapped at `m` (its first PT_LOAD, on disk). */
@@ -137,9 +143,12 @@ static char *loader_path(Elf *e, const char *path)
             if (!soname || strchr(soname, '/') || !slash || strcmp(slash + 1, soname) == 0)
                 continue;
             struct stat a, b;
+            char in_root[2][PATH_MAX];
             if (asprintf(&found, "%.*s/%s", (int)(slash - path), path, soname) < 0) {
                 found = NULL;
-            } else if (stat(found, &a) != 0 || stat(path, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+            } else if (stat(sysroot_path(found, in_root[0], sizeof in_root[0]), &a) != 0 ||
+                       stat(sysroot_path(path, in_root[1], sizeof in_root[1]), &b) != 0 || a.st_dev != b.st_dev ||
+                       a.st_ino != b.st_ino) {
                 free(found);
                 found = NULL;
             }
@@ -153,7 +162,7 @@ static char *loader_path(Elf *e, const char *path)
  * and the name the dynamic linker knew it by (NULL: its own). */
 static bool load_bias(struct core_image *c, const struct core_mapping *first, uint64_t *bias, char **name)
 {
-    int fd = open(first->path, O_RDONLY | O_CLOEXEC);
+    int fd = core_open_file(first->path);
     Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
     size_t phnum = 0;
     bool found = false;
@@ -192,7 +201,7 @@ static bool find_tables(struct core_image *c, uint64_t *addr)
     uint64_t bias;
     if (!load_bias(c, runtime, &bias, NULL))
         return false;
-    int fd = open(runtime->path, O_RDONLY | O_CLOEXEC);
+    int fd = core_open_file(runtime->path);
     Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
     bool found = false;
     for (Elf_Scn *scn = NULL; e && !found && (scn = elf_nextscn(e, scn));) {
@@ -312,12 +321,12 @@ bool core_read_string(struct core_image *c, uint64_t addr, char *out, size_t siz
     return true;
 }
 
-bool core_open(struct core_image *c, const char *path)
+bool core_open(struct core_image *c, const char *path, const char *program)
 {
     memset(c, 0, sizeof *c);
     c->fd = -1;
     uint64_t at = 0;
-    return open_file(c, path) && find_tables(c, &at) && read_descriptor(c, at, &c->tables);
+    return open_file(c, path, program) && find_tables(c, &at) && read_descriptor(c, at, &c->tables);
 }
 
 /* /proc/PID/maps as a core's notes and regions: the files mapped, and
@@ -329,9 +338,8 @@ static bool read_process_maps(struct core_image *c)
     FILE *f = fopen(path, "re");
     if (!f)
         return core_fail(c, "no process %ld (%s)", (long)c->pid, strerror(errno));
-    char *line = NULL, *paths = NULL;
-    size_t cap = 0, paths_len = 0, n = 0, mapping_cap = 0, region_cap = 0;
-    struct core_mapping *mappings = NULL;
+    char *line = NULL;
+    size_t cap = 0, region_cap = 0;
     bool ok = true;
     while (ok && getline(&line, &cap, f) > 0) {
         unsigned long long start, end, offset;
@@ -348,34 +356,16 @@ static bool read_process_maps(struct core_image *c)
         c->regions = regions;
         c->regions[c->region_count++] = (struct core_region){ start, end - start, flags };
         const char *name = name_at ? line + name_at : "";
-        if (name[0] != '/')
-            continue;   /* anonymous, [heap], [stack]: no file */
-        size_t len = strlen(name) + 1;
-        char *more_paths = realloc(paths, paths_len + len);
-        struct core_mapping *more = n < mapping_cap ? mappings
-                                    : realloc(mappings, (mapping_cap = mapping_cap * 2 + 64) * sizeof *more);
-        if (more_paths)
-            paths = more_paths;
-        if (more)
-            mappings = more;
-        if (!(ok = more_paths && more))
-            break;
-        memcpy(paths + paths_len, name, len);
-        /* A path's offset for now: the pool may move as it grows. */
-        mappings[n++] = (struct core_mapping){ start, end, offset, (const char *)(uintptr_t)paths_len };
-        paths_len += len;
+        if (name[0] == '/')   /* not anonymous, [heap], [stack] */
+            ok = core_notes_add(&c->notes, start, end, offset, name);
     }
     free(line);
     fclose(f);
-    for (size_t i = 0; i < n; i++)
-        mappings[i].path = paths + (uintptr_t)mappings[i].path;
-    c->notes.mappings = mappings;
-    c->notes.mapping_count = n;
-    c->notes.paths = paths;
+    core_notes_added(&c->notes);
     c->notes.pid = (long)c->pid;
     if (!ok)
         return core_fail(c, "out of memory");
-    return n > 0 || core_fail(c, "%s: no file is mapped in it (a kernel thread?)", c->path);
+    return c->notes.mapping_count > 0 || core_fail(c, "%s: no file is mapped in it (a kernel thread?)", c->path);
 }
 
 bool core_open_process(struct core_image *c, pid_t pid)
@@ -501,7 +491,7 @@ void core_sites_free(struct core_sites *s)
  * disk: GDB's gcore leaves a file's code out of the core, headers and all. */
 static uint32_t disk_flags(const char *path, uint64_t offset)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = core_open_file(path);
     Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
     size_t phnum = 0;
     uint32_t flags = 0;

@@ -1,5 +1,6 @@
 /* A process that is gone, as its ELF core file shows it: its memory (the
- * PT_LOAD segments), the files it had mapped (the NT_FILE note), and the
+ * PT_LOAD segments), the files it had mapped (the NT_FILE note, else the
+ * dynamic linker's list: core_loader.c), and the
  * runtime's memprof_tables descriptor found among them and checked. What
  * memprof core, GDB on a core and the crash helper read from. Everything
  * read is checked before it is used: a damaged or foreign layout is one
@@ -26,6 +27,7 @@ struct core_image {
     const char *path;
     int fd;
     Elf *elf;
+    unsigned machine;               /* EM_X86_64 or EM_AARCH64 */
     struct core_segment *segments;  /* the memory the core holds */
     size_t segment_count;
     struct core_region { uint64_t vaddr, memsz; uint32_t flags; } *regions;  /* every PT_LOAD: its permissions */
@@ -42,8 +44,17 @@ struct core_image {
 };
 
 /* Open the core at `path` and find the runtime's tables in it; false with
- * `why` set. core_close in either case. */
-bool core_open(struct core_image *c, const char *path);
+ * `why` set. core_close in either case. `program`: the program's file, or
+ * NULL (the core's own record of it). */
+bool core_open(struct core_image *c, const char *path, const char *program);
+/* A file the core names, opened read-only: under the sysroot first
+ * (objfile/sysroot.h: an arm64 core read on x86-64). */
+int core_open_file(const char *path);
+/* The files a core without NT_FILE had mapped (qemu-user's cores, say),
+ * from the dynamic linker's own list as GDB reads it: the program found
+ * through NT_AUXV, its DT_DEBUG's r_debug, each link_map's name and load
+ * bias, each file's PT_LOAD headers on disk (core_loader.c). */
+bool core_loader_files(struct core_image *c, const char *program);
 void core_close(struct core_image *c);
 /* A running process read the same way, without stopping it: its memory with
  * process_vm_readv (the same permission as ptrace's), its files from

@@ -1,5 +1,6 @@
-/* A core file's NT_PRPSINFO, NT_PRSTATUS and NT_FILE notes (core_notes.h). */
+/* A core file's NT_PRPSINFO, NT_PRSTATUS, NT_FILE and NT_AUXV notes (core_notes.h). */
 #include "core_notes.h"
+#include <elf.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,18 @@ int core_notes_read(Elf *core, struct core_notes *out, const char **why)
                     return -2;
                 out->tids = grown;
                 out->tids[out->tid_count++] = ((const struct elf_prstatus *)desc)->pr_pid;
+            } else if (nh.n_type == NT_AUXV) {
+                /* (type, value) pairs up to AT_NULL. */
+                for (size_t k = 0; k + 16 <= nh.n_descsz; k += 16) {
+                    uint64_t pair[2];
+                    memcpy(pair, desc + k, sizeof pair);
+                    if (pair[0] == AT_NULL)
+                        break;
+                    if (pair[0] == AT_ENTRY)
+                        out->entry = pair[1];
+                    else if (pair[0] == AT_EXECFN)
+                        out->execfn = pair[1];
+                }
             } else if (nh.n_type == NT_FILE && nh.n_descsz >= 16 && !out->mappings) {
                 int rc = read_files(desc, nh.n_descsz, out, why);
                 if (rc)
@@ -80,6 +93,32 @@ int core_notes_read(Elf *core, struct core_notes *out, const char **why)
         }
     }
     return 0;
+}
+
+bool core_notes_add(struct core_notes *n, uint64_t start, uint64_t end, uint64_t offset, const char *path)
+{
+    size_t len = strlen(path) + 1;
+    char *paths = realloc(n->paths, n->paths_len + len);
+    if (paths)
+        n->paths = paths;
+    struct core_mapping *more = n->mapping_count < n->mapping_cap
+                                    ? n->mappings
+                                    : realloc(n->mappings, (n->mapping_cap = n->mapping_cap * 2 + 64) * sizeof *more);
+    if (more)
+        n->mappings = more;
+    if (!paths || !more)
+        return false;
+    memcpy(n->paths + n->paths_len, path, len);
+    /* The path's offset for now: the pool may move as it grows. */
+    n->mappings[n->mapping_count++] = (struct core_mapping){ start, end, offset, (const char *)(uintptr_t)n->paths_len };
+    n->paths_len += len;
+    return true;
+}
+
+void core_notes_added(struct core_notes *n)
+{
+    for (size_t i = 0; i < n->mapping_count; i++)
+        n->mappings[i].path = n->paths + (uintptr_t)n->mappings[i].path;
 }
 
 void core_notes_free(struct core_notes *n)

@@ -1,0 +1,170 @@
+/* The files of a core without NT_FILE, from the dynamic linker's own list
+ * (core_image.h), read as GDB's solib-svr4 reads such a core. qemu-user
+ * writes its guest's core so (NT_PRSTATUS, NT_PRPSINFO and NT_AUXV only)
+ * and leaves code out of it: each file's layout is read on disk, and a file
+ * counts only when its .dynamic lies where the loader says it does. */
+#include "core_image.h"
+#include <elf.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_OBJECTS 4096   /* link_maps followed: a loop in a damaged list ends */
+#define MAX_DYNAMIC 1024   /* .dynamic entries read */
+#define PAGE_MASK_4K (~(uint64_t)4095)
+
+struct disk_file {
+    int fd;
+    Elf *elf;
+    GElf_Ehdr eh;
+    uint64_t dynamic, dynamic_count;   /* PT_DYNAMIC: its address in the file, entries */
+};
+
+static void disk_close(struct disk_file *f)
+{
+    if (f->elf)
+        elf_end(f->elf);
+    if (f->fd >= 0)
+        close(f->fd);
+}
+
+/* The ELF file at `path` on disk, of the core's machine. */
+static bool disk_open(struct core_image *c, const char *path, struct disk_file *f)
+{
+    memset(f, 0, sizeof *f);
+    f->fd = core_open_file(path);
+    f->elf = f->fd >= 0 ? elf_begin(f->fd, ELF_C_READ_MMAP, NULL) : NULL;
+    size_t phnum;
+    if (!f->elf || !gelf_getehdr(f->elf, &f->eh) || f->eh.e_machine != c->machine ||
+        elf_getphdrnum(f->elf, &phnum) != 0)
+        return false;
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(f->elf, (int)i, &ph) && ph.p_type == PT_DYNAMIC) {
+            f->dynamic = ph.p_vaddr;
+            f->dynamic_count = ph.p_memsz / sizeof(Elf64_Dyn);
+        }
+    }
+    return true;
+}
+
+/* Each PT_LOAD of the file, `bias` from its addresses, as NT_FILE lists a
+ * file's mappings; false when out of memory. */
+static bool add_loads(struct core_image *c, struct disk_file *f, const char *path, uint64_t bias)
+{
+    size_t phnum = 0;
+    elf_getphdrnum(f->elf, &phnum);
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(f->elf, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_memsz)
+            continue;
+        uint64_t start = bias + (ph.p_vaddr & PAGE_MASK_4K);
+        uint64_t end = (bias + ph.p_vaddr + ph.p_memsz + 4095) & PAGE_MASK_4K;
+        if (!core_notes_add(&c->notes, start, end, ph.p_offset & PAGE_MASK_4K, path))
+            return false;
+    }
+    return true;
+}
+
+/* A string of the program's memory, read until its NUL. */
+static bool peek_string(struct core_image *c, uint64_t addr, char *out, size_t size)
+{
+    for (size_t i = 0; i + 1 < size; i++)
+        if (!core_peek(c, addr + i, &out[i], 1) || !out[i])
+            return i > 0 && !out[i];
+    return false;
+}
+
+/* Whether the .dynamic the process has at `addr` is the file's, entry by
+ * entry (an address either as on disk or moved by `bias`, as the loader
+ * leaves it; DT_DEBUG the loader's to fill): proof that the file on disk is
+ * the one loaded there, and that `bias` is right. */
+static bool dynamic_matches(struct core_image *c, struct disk_file *f, uint64_t addr, uint64_t bias)
+{
+    Elf_Scn *scn = NULL;
+    GElf_Shdr sh;
+    Elf_Data *d = NULL;
+    while ((scn = elf_nextscn(f->elf, scn)))
+        if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNAMIC && (d = elf_getdata(scn, NULL)))
+            break;
+    if (!d || !f->dynamic_count)
+        return false;
+    for (size_t i = 0; i < f->dynamic_count && i < MAX_DYNAMIC; i++) {
+        GElf_Dyn disk;
+        Elf64_Dyn mem;
+        if (!gelf_getdyn(d, (int)i, &disk) || !core_peek(c, addr + i * sizeof mem, &mem, sizeof mem) ||
+            (uint64_t)mem.d_tag != (uint64_t)disk.d_tag)
+            return false;
+        if (disk.d_tag == DT_NULL)
+            return true;
+        if (disk.d_tag != DT_DEBUG && mem.d_un.d_val != disk.d_un.d_val && mem.d_un.d_val != disk.d_un.d_val + bias)
+            return false;
+    }
+    return true;
+}
+
+/* r_debug, from the program's DT_DEBUG: 0 for a program the loader did not
+ * load (static), or none there. */
+static uint64_t r_debug_of(struct core_image *c, uint64_t dynamic, uint64_t count)
+{
+    for (uint64_t i = 0; i < count && i < MAX_DYNAMIC; i++) {
+        Elf64_Dyn d;
+        if (!core_peek(c, dynamic + i * sizeof d, &d, sizeof d) || d.d_tag == DT_NULL)
+            break;
+        if (d.d_tag == DT_DEBUG)
+            return d.d_un.d_ptr;
+    }
+    return 0;
+}
+
+bool core_loader_files(struct core_image *c, const char *program)
+{
+    char execfn[PATH_MAX];
+    if (!c->notes.entry)
+        return core_fail(c, "%s: neither an NT_FILE nor an NT_AUXV note (not a Linux core of a process?)", c->path);
+    if (!program && c->notes.execfn && peek_string(c, c->notes.execfn, execfn, sizeof execfn))
+        program = execfn;
+    if (!program)
+        return core_fail(c, "%s: no NT_FILE note, and the program's name is not in it: name the program "
+                            "(memprof core CORE PROGRAM)", c->path);
+    struct disk_file f;
+    if (!disk_open(c, program, &f)) {
+        disk_close(&f);
+        return core_fail(c, "%s: no NT_FILE note, and its program %s cannot be read as the core's machine's "
+                            "(memprof core CORE PROGRAM; --sysroot DIR for another machine's files)", c->path, program);
+    }
+    uint64_t bias = c->notes.entry - f.eh.e_entry;
+    bool ok = dynamic_matches(c, &f, bias + f.dynamic, bias) ||
+              core_fail(c, "%s: no NT_FILE note, and %s is not the program it ran (its .dynamic differs from "
+                           "the process's)", c->path, program);
+    ok = ok && (add_loads(c, &f, program, bias) || core_fail(c, "out of memory"));
+    uint64_t r_debug = ok ? r_debug_of(c, bias + f.dynamic, f.dynamic_count) : 0;
+    disk_close(&f);
+    /* struct r_debug { int r_version; struct link_map *r_map; ... } and
+     * struct link_map { l_addr, l_name, l_ld, l_next, ... }: the ABI's. */
+    uint64_t map = 0;
+    if (r_debug && !core_peek(c, r_debug + 8, &map, sizeof map))
+        map = 0;
+    for (unsigned n = 0; ok && map && n < MAX_OBJECTS; n++) {
+        uint64_t lm[4];
+        char name[PATH_MAX];
+        if (!core_peek(c, map, lm, sizeof lm))
+            break;
+        /* The program's own entry has no name; the vDSO's no file. */
+        if (peek_string(c, lm[1], name, sizeof name) && name[0] == '/') {
+            bool loaded = disk_open(c, name, &f) && lm[2] == lm[0] + f.dynamic && dynamic_matches(c, &f, lm[2], lm[0]);
+            const char *slash = strrchr(name, '/');
+            if (!loaded && strcmp(slash, "/libmemprof.so") == 0)
+                ok = core_fail(c, "%s: %s on disk is not the runtime pid %ld loaded (rebuilt since?)", c->path, name,
+                               c->notes.pid);
+            else if (loaded)
+                ok = add_loads(c, &f, name, lm[0]) || core_fail(c, "out of memory");
+            disk_close(&f);
+        }
+        map = lm[3];
+    }
+    core_notes_added(&c->notes);
+    return ok;
+}
