@@ -4,10 +4,13 @@
  * and leaves code out of it: each file's layout is read on disk, and a file
  * counts only when its .dynamic lies where the loader says it does. */
 #include "core_image.h"
+#include "objfile/sysroot.h"
 #include <elf.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -105,6 +108,22 @@ static bool dynamic_matches(struct core_image *c, struct disk_file *f, uint64_t 
     return true;
 }
 
+/* The program's file as the kernel names a mapped file (links resolved:
+ * /usr/bin/python3.11 for /usr/bin/python3), as the runtime's reports name
+ * it; under the sysroot, the path there. `path` itself when it cannot be. */
+static const char *resolved(const char *path, char *out)
+{
+    char in_root[PATH_MAX];
+    const char *dir = sysroot_dir(), *found = sysroot_path(path, in_root, sizeof in_root);
+    size_t len = strlen(dir);
+    if (!realpath(found, out))
+        return path;
+    if (found == path)
+        return out;
+    /* Resolved within the sysroot: its path there; a link out of it is left as it was. */
+    return strncmp(out, dir, len) == 0 && out[len] == '/' ? out + len : path;
+}
+
 /* r_debug, from the program's DT_DEBUG: 0 for a program the loader did not
  * load (static), or none there. */
 static uint64_t r_debug_of(struct core_image *c, uint64_t dynamic, uint64_t count)
@@ -139,7 +158,8 @@ bool core_loader_files(struct core_image *c, const char *program)
     bool ok = dynamic_matches(c, &f, bias + f.dynamic, bias) ||
               core_fail(c, "%s: no NT_FILE note, and %s is not the program it ran (its .dynamic differs from "
                            "the process's)", c->path, program);
-    ok = ok && (add_loads(c, &f, program, bias) || core_fail(c, "out of memory"));
+    char real[PATH_MAX];
+    ok = ok && (add_loads(c, &f, resolved(program, real), bias) || core_fail(c, "out of memory"));
     uint64_t r_debug = ok ? r_debug_of(c, bias + f.dynamic, f.dynamic_count) : 0;
     disk_close(&f);
     /* struct r_debug { int r_version; struct link_map *r_map; ... } and
