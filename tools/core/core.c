@@ -163,27 +163,24 @@ int core_report(const char *path, FILE *out, const struct core_report_options *o
     return ok ? 0 : 1;
 }
 
-/* The core GDB reads, from `info target` on stdin ("Local core dump file:",
- * then a tab and `PATH', file type ..."). All of stdin is read: GDB writing
- * the rest into a closed pipe would say so. */
-static bool core_of_gdb_target(char *path, size_t size)
+/* The core GDB reads, and the program's file it has, from `info target` on
+ * stdin ("Local core dump file:" or "Local exec file:", then a tab and
+ * `PATH', file type ..."); `program` "" when it has none. All of stdin is
+ * read: GDB writing the rest into a closed pipe would say so. */
+static bool core_of_gdb_target(char *path, char *program, size_t size)
 {
     char line[PATH_MAX + 64];
-    bool next = false, found = false;
+    char *next = NULL;
+    path[0] = program[0] = '\0';
     FILE *in = input_stdin();
     while (fgets(line, sizeof line, in)) {
-        if (strncmp(line, "Local core dump file:", 21) == 0) {
-            next = true;
-        } else if (next && !found) {
-            next = false;
-            char *start = strchr(line, '`'), *end = start ? strstr(start, "', file type") : NULL;
-            if (end) {
-                snprintf(path, size, "%.*s", (int)(end - start - 1), start + 1);
-                found = true;
-            }
-        }
+        char *start = strchr(line, '`'), *end = start ? strstr(start, "', file type") : NULL;
+        if (next && !next[0] && end)
+            snprintf(next, size, "%.*s", (int)(end - start - 1), start + 1);
+        next = strncmp(line, "Local core dump file:", 21) == 0 ? path
+               : strncmp(line, "Local exec file:", 16) == 0 ? program : NULL;
     }
-    return found;
+    return path[0] != '\0';
 }
 
 enum {
@@ -218,7 +215,7 @@ int cmd_core(int argc, char **argv)
 {
     struct core_report_options opt = { .kind = CORE_REPORT_AUTO };
     const char *path = NULL;
-    char gdb_core[PATH_MAX];
+    char gdb_core[PATH_MAX], gdb_program[PATH_MAX];
     struct cli_args a;
     int o;
     char *end;
@@ -245,7 +242,7 @@ int cmd_core(int argc, char **argv)
                                            "(rb_obj_memsize_of), and no code runs in a core; the C heap "
                                            "report (--heap) has bytes");
         case CORE_GDB_TARGET:
-            if (!core_of_gdb_target(gdb_core, sizeof gdb_core)) {
+            if (!core_of_gdb_target(gdb_core, gdb_program, sizeof gdb_core)) {
                 fputs("memprof: GDB reads no core file\n", stderr);
                 return 1;
             }
@@ -262,6 +259,8 @@ int cmd_core(int argc, char **argv)
         path = a.operands[0];
     if (a.operand_count > (path == gdb_core ? 0 : 1))
         opt.program = a.operands[a.operand_count - 1];
+    else if (path == gdb_core && gdb_program[0])
+        opt.program = gdb_program;   /* the file GDB debugs the core with */
     char why[PATH_MAX + 160];
     int rc = core_report(path, stdout, &opt, why, sizeof why);
     if (rc)
