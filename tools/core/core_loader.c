@@ -2,7 +2,8 @@
  * (core_image.h), read as GDB's solib-svr4 reads such a core. qemu-user
  * writes its guest's core so (NT_PRSTATUS, NT_PRPSINFO and NT_AUXV only)
  * and leaves code out of it: each file's layout is read on disk, and a file
- * counts only when its .dynamic lies where the loader says it does. */
+ * counts only when its .dynamic is, entry by entry, the one in memory where
+ * the loader says it is. */
 #include "core_image.h"
 #include "objfile/sysroot.h"
 #include <elf.h>
@@ -40,8 +41,8 @@ static bool disk_open(struct core_image *c, const char *path, struct disk_file *
     f->fd = core_open_file(path);
     f->elf = f->fd >= 0 ? elf_begin(f->fd, ELF_C_READ_MMAP, NULL) : NULL;
     size_t phnum;
-    if (!f->elf || !gelf_getehdr(f->elf, &f->eh) || f->eh.e_machine != c->machine ||
-        elf_getphdrnum(f->elf, &phnum) != 0)
+    if (!f->elf || gelf_getclass(f->elf) != ELFCLASS64 || !gelf_getehdr(f->elf, &f->eh) ||
+        f->eh.e_machine != c->machine || elf_getphdrnum(f->elf, &phnum) != 0)
         return false;
     for (size_t i = 0; i < phnum; i++) {
         GElf_Phdr ph;
