@@ -166,13 +166,20 @@ bool core_loader_files(struct core_image *c, const char *program)
     /* struct r_debug { int r_version; struct link_map *r_map; ... } and
      * struct link_map { l_addr, l_name, l_ld, l_next, ... }: the ABI's. */
     uint64_t map = 0;
-    if (r_debug && !core_peek(c, r_debug + 8, &map, sizeof map))
-        map = 0;
+    if (ok && r_debug && !core_peek(c, r_debug + 8, &map, sizeof map))
+        ok = core_fail(c, "%s: no NT_FILE note, and the dynamic linker's list is not in the core (its memory was "
+                          "not dumped)", c->path);
+    bool runtime_seen = false;
     for (unsigned n = 0; ok && map && n < MAX_OBJECTS; n++) {
         uint64_t lm[4];
         char name[PATH_MAX];
-        if (!core_peek(c, map, lm, sizeof lm))
+        if (!core_peek(c, map, lm, sizeof lm)) {
+            /* The objects read so far are named; without the runtime, nothing is. */
+            if (!runtime_seen)
+                ok = core_fail(c, "%s: no NT_FILE note, and the dynamic linker's list is not whole in the core "
+                                  "(its memory was not dumped, or is damaged)", c->path);
             break;
+        }
         /* The program's own entry has no name; the vDSO's no file. */
         if (peek_string(c, lm[1], name, sizeof name) && name[0] == '/') {
             bool loaded = disk_open(c, name, &f) && lm[2] == lm[0] + f.dynamic && dynamic_matches(c, &f, lm[2], lm[0]);
@@ -182,6 +189,7 @@ bool core_loader_files(struct core_image *c, const char *program)
                                c->notes.pid);
             else if (loaded)
                 ok = add_loads(c, &f, name, lm[0]) || core_fail(c, "out of memory");
+            runtime_seen = runtime_seen || (loaded && strcmp(slash, "/libmemprof.so") == 0);
             disk_close(&f);
         }
         map = lm[3];
