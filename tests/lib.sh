@@ -48,6 +48,20 @@ equals() {
     [ "$1" = "$2" ] || { echo "#   expected '$2', got '$1'"; return 1; }
 }
 
+# qemu_core CORE [FILE...] -- QEMU ARGS...: a qemu-user (QEMU: qemu-x86_64,
+# qemu-aarch64) runs ARGS in qemu.d, holding copies of FILE, and writes its
+# guest's core there on a fatal signal (qemu_PROG_DATE_PID.core: no NT_FILE);
+# that core moved to CORE. A directory named `core` keeps the kernel's core of
+# qemu itself out (core_pattern "core").
+qemu_core() {
+    core_out=$1; shift
+    rm -rf qemu.d && mkdir -p qemu.d/core
+    while [ "$1" != -- ]; do cp "$1" qemu.d/; shift; done
+    shift
+    (cd qemu.d && ulimit -c unlimited && "$@" > out 2>&1; true) 2> /dev/null
+    mv qemu.d/qemu_*.core "$core_out" 2> /dev/null
+}
+
 # one_line FILE: FILE has exactly one line, beginning with "memprof: ".
 one_line() {
     [ "$(wc -l < "$1")" -eq 1 ] && grep -q '^memprof: ' "$1" ||

@@ -23,7 +23,7 @@ struct disk_file {
     int fd;
     Elf *elf;
     GElf_Ehdr eh;
-    uint64_t dynamic, dynamic_count;   /* PT_DYNAMIC: its address in the file, entries */
+    uint64_t dynamic, dynamic_offset, dynamic_count;   /* PT_DYNAMIC: its address and offset in the file, entries */
 };
 
 static void disk_close(struct disk_file *f)
@@ -48,7 +48,8 @@ static bool disk_open(struct core_image *c, const char *path, struct disk_file *
         GElf_Phdr ph;
         if (gelf_getphdr(f->elf, (int)i, &ph) && ph.p_type == PT_DYNAMIC) {
             f->dynamic = ph.p_vaddr;
-            f->dynamic_count = ph.p_memsz / sizeof(Elf64_Dyn);
+            f->dynamic_offset = ph.p_offset;
+            f->dynamic_count = ph.p_filesz / sizeof(Elf64_Dyn);
         }
     }
     return true;
@@ -84,18 +85,16 @@ static bool peek_string(struct core_image *c, uint64_t addr, char *out, size_t s
 /* Whether the .dynamic the process has at `addr` is the file's, entry by
  * entry (an address either as on disk or moved by `bias`, as the loader
  * leaves it; DT_DEBUG the loader's to fill): proof that the file on disk is
- * the one loaded there, and that `bias` is right. */
-static bool dynamic_matches(struct core_image *c, struct disk_file *f, uint64_t addr, uint64_t bias)
+ * the one loaded there, and that `bias` is right. `r_debug`: DT_DEBUG's
+ * value in the process (0: none, a program the loader did not load). */
+static bool dynamic_matches(struct core_image *c, struct disk_file *f, uint64_t addr, uint64_t bias,
+                            uint64_t *r_debug)
 {
-    Elf_Scn *scn = NULL;
-    GElf_Shdr sh;
-    Elf_Data *d = NULL;
-    while ((scn = elf_nextscn(f->elf, scn)))
-        if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNAMIC && (d = elf_getdata(scn, NULL)))
-            break;
-    if (!d || !f->dynamic_count)
-        return false;
-    for (size_t i = 0; i < f->dynamic_count && i < MAX_DYNAMIC; i++) {
+    Elf_Data *d = f->dynamic_count ? elf_getdata_rawchunk(f->elf, (int64_t)f->dynamic_offset,
+                                                           f->dynamic_count * sizeof(Elf64_Dyn), ELF_T_DYN)
+                                   : NULL;
+    *r_debug = 0;
+    for (size_t i = 0; d && i < f->dynamic_count && i < MAX_DYNAMIC; i++) {
         GElf_Dyn disk;
         Elf64_Dyn mem;
         if (!gelf_getdyn(d, (int)i, &disk) || !core_peek(c, addr + i * sizeof mem, &mem, sizeof mem) ||
@@ -103,10 +102,12 @@ static bool dynamic_matches(struct core_image *c, struct disk_file *f, uint64_t 
             return false;
         if (disk.d_tag == DT_NULL)
             return true;
-        if (disk.d_tag != DT_DEBUG && mem.d_un.d_val != disk.d_un.d_val && mem.d_un.d_val != disk.d_un.d_val + bias)
+        if (disk.d_tag == DT_DEBUG)
+            *r_debug = mem.d_un.d_ptr;
+        else if (mem.d_un.d_val != disk.d_un.d_val && mem.d_un.d_val != disk.d_un.d_val + bias)
             return false;
     }
-    return true;
+    return d != NULL;
 }
 
 /* The program's file as the kernel names a mapped file (links resolved:
@@ -125,20 +126,6 @@ static const char *resolved(const char *path, char *out)
     return strncmp(out, dir, len) == 0 && out[len] == '/' ? out + len : path;
 }
 
-/* r_debug, from the program's DT_DEBUG: 0 for a program the loader did not
- * load (static), or none there. */
-static uint64_t r_debug_of(struct core_image *c, uint64_t dynamic, uint64_t count)
-{
-    for (uint64_t i = 0; i < count && i < MAX_DYNAMIC; i++) {
-        Elf64_Dyn d;
-        if (!core_peek(c, dynamic + i * sizeof d, &d, sizeof d) || d.d_tag == DT_NULL)
-            break;
-        if (d.d_tag == DT_DEBUG)
-            return d.d_un.d_ptr;
-    }
-    return 0;
-}
-
 bool core_loader_files(struct core_image *c, const char *program)
 {
     char execfn[PATH_MAX];
@@ -155,13 +142,12 @@ bool core_loader_files(struct core_image *c, const char *program)
         return core_fail(c, "%s: no NT_FILE note, and its program %s cannot be read as the core's machine's "
                             "(memprof core CORE PROGRAM; --sysroot DIR for another machine's files)", c->path, program);
     }
-    uint64_t bias = c->notes.entry - f.eh.e_entry;
-    bool ok = dynamic_matches(c, &f, bias + f.dynamic, bias) ||
+    uint64_t bias = c->notes.entry - f.eh.e_entry, r_debug;
+    bool ok = dynamic_matches(c, &f, bias + f.dynamic, bias, &r_debug) ||
               core_fail(c, "%s: no NT_FILE note, and %s is not the program it ran (its .dynamic differs from "
                            "the process's)", c->path, program);
     char real[PATH_MAX];
     ok = ok && (add_loads(c, &f, resolved(program, real), bias) || core_fail(c, "out of memory"));
-    uint64_t r_debug = ok ? r_debug_of(c, bias + f.dynamic, f.dynamic_count) : 0;
     disk_close(&f);
     /* struct r_debug { int r_version; struct link_map *r_map; ... } and
      * struct link_map { l_addr, l_name, l_ld, l_next, ... }: the ABI's. */
@@ -182,7 +168,9 @@ bool core_loader_files(struct core_image *c, const char *program)
         }
         /* The program's own entry has no name; the vDSO's no file. */
         if (peek_string(c, lm[1], name, sizeof name) && name[0] == '/') {
-            bool loaded = disk_open(c, name, &f) && lm[2] == lm[0] + f.dynamic && dynamic_matches(c, &f, lm[2], lm[0]);
+            uint64_t unused;
+            bool loaded = disk_open(c, name, &f) && lm[2] == lm[0] + f.dynamic &&
+                          dynamic_matches(c, &f, lm[2], lm[0], &unused);
             const char *slash = strrchr(name, '/');
             if (!loaded && strcmp(slash, "/libmemprof.so") == 0)
                 ok = core_fail(c, "%s: %s on disk is not the runtime pid %ld loaded (rebuilt since?)", c->path, name,
