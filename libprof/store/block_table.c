@@ -24,7 +24,7 @@ struct block_region *block_table_find_region(struct block_table *t, uint64_t key
     struct block_region *r = directory_slot(t->directory, key);
     if (r->key != key)
         return NULL;
-    return t->last = r;
+    return t->near[key % NEAR_REGIONS] = r;
 }
 
 /* A directory twice as large, its entries copied, published; the old one
@@ -41,7 +41,8 @@ static bool grow_directory(struct block_table *t)
         if (old->regions[i].key)
             *directory_slot(d, old->regions[i].key) = old->regions[i];
     __atomic_store_n(&t->directory, d, __ATOMIC_SEQ_CST);
-    t->last = NULL;
+    for (size_t i = 0; i < NEAR_REGIONS; i++)
+        t->near[i] = NULL;
     if (old)
         readers_retire(&t->retired, old, directory_bytes(old->capacity));
     return true;
@@ -70,7 +71,7 @@ struct block_region *block_table_add_region(struct block_table *t, uint64_t key)
     __atomic_store_n(&r->array, a, __ATOMIC_RELAXED);
     __atomic_store_n(&r->key, key, __ATOMIC_RELEASE);
     t->regions++;
-    return t->last = r;
+    return t->near[key % NEAR_REGIONS] = r;
 }
 
 /* A block of the old array into `a`, which does not have its address; or

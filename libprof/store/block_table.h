@@ -107,6 +107,9 @@ struct block_directory {
 
 #define BLOCK_POOL_CLASSES 40
 #define RECENT_REGIONS 8
+/* Regions the owner looked up lately, by key modulo: a heap that grows
+ * evicts its young blocks to the last few regions at once. */
+#define NEAR_REGIONS 8
 
 /* A table's arrays (store/block_pool.c). */
 struct slab;
@@ -123,7 +126,7 @@ struct block_pool {
 struct block_table {
     struct block_directory *directory;   /* published; NULL until the first put */
     struct block_table *spill;   /* set before the first put: packed, the wide table for the rest; NULL: wide */
-    struct block_region *last;   /* the owner's: the region last looked up, in `directory` */
+    struct block_region *near[NEAR_REGIONS];   /* the owner's: regions last looked up, in `directory`, or NULL */
     uint64_t recent[RECENT_REGIONS];   /* the owner's: the keys of the regions added last, by count */
     unsigned start_class;        /* the owner's: a new region's array size (block_table_add_region) */
     size_t regions;              /* the owner's: entries in `directory` */
@@ -142,9 +145,9 @@ void block_pool_give_back(struct block_pool *p, struct block_array *a);
 size_t block_pool_capacity(unsigned size_class);
 
 /* The region of `key` added (with an empty array), or NULL when out of
- * memory; `last` then. */
+ * memory; near then. */
 struct block_region *block_table_add_region(struct block_table *t, uint64_t key);
-/* The region of `key` if the table has one (`last` then), else NULL. */
+/* The region of `key` if the table has one (near then), else NULL. */
 struct block_region *block_table_find_region(struct block_table *t, uint64_t key);
 /* The region's array replaced by one as large, or half as large again
  * when it is more than three quarters live, whose base is from `number`
@@ -183,12 +186,12 @@ static inline uint64_t block_region_key(uintptr_t addr)
     return ((uint64_t)addr >> BLOCK_REGION_SHIFT) + 1;
 }
 
-/* `addr`'s region, for the owner: the last one looked up, or found; NULL
+/* `addr`'s region, for the owner: one looked up lately, or found; NULL
  * when the table has none. */
 static inline struct block_region *block_table_region(struct block_table *t, uintptr_t addr)
 {
     uint64_t key = block_region_key(addr);
-    struct block_region *r = t->last;
+    struct block_region *r = t->near[key % NEAR_REGIONS];
     return r && r->key == key ? r : block_table_find_region(t, key);
 }
 
@@ -355,11 +358,12 @@ enum block_put block_table_put_spilled(struct block_table *t, struct block_regio
 bool block_table_take_spilled(struct block_table *t, uintptr_t addr, uint64_t *replaced);
 
 /* Add `addr` (8-aligned in a packed table, else even; not 0), or replace
- * its block's number and word (the old word in *replaced). */
-static inline enum block_put block_table_put(struct block_table *t, uintptr_t addr, uint64_t number,
-                                             uint64_t word, uint64_t *replaced)
+ * its block's number and word (the old word in *replaced). `packed`:
+ * block_table_packed(t), a constant where the caller knows it. */
+static inline __attribute__((always_inline)) enum block_put
+block_table_put_as(struct block_table *t, bool packed, uintptr_t addr, uint64_t number, uint64_t word,
+                   uint64_t *replaced)
 {
-    bool packed = block_table_packed(t);
     if (packed && __builtin_expect(!block_packs(addr, word), 0))
         return block_table_put_spilled(t, NULL, addr, number, word, replaced);
     struct block_region *r = block_table_region(t, addr);
@@ -395,6 +399,19 @@ static inline enum block_put block_table_put(struct block_table *t, uintptr_t ad
         block_slot_fill_wide(place, addr, number, word);
     t->count++;
     return result;
+}
+
+static inline enum block_put block_table_put(struct block_table *t, uintptr_t addr, uint64_t number,
+                                             uint64_t word, uint64_t *replaced)
+{
+    return block_table_put_as(t, block_table_packed(t), addr, number, word, replaced);
+}
+
+/* The same for a table known to be packed (its spill set). */
+static inline enum block_put block_table_put_packed(struct block_table *t, uintptr_t addr, uint64_t number,
+                                                    uint64_t word, uint64_t *replaced)
+{
+    return block_table_put_as(t, true, addr, number, word, replaced);
 }
 
 /* Remove the block found (block_table_find). */

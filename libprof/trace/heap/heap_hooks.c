@@ -242,22 +242,54 @@ HOT struct block_slot *young_slot(struct heap_thread *t, uintptr_t p)
     return &t->young[((uint32_t)p >> ADDRESS_GRANULE_SHIFT) & (YOUNG_SLOTS - 1)];
 }
 
-/* The oldest block on its way from a young slot to the older table: its
- * table slot was fetched into the cache LEAVING_SLOTS evictions ago, and it
- * is put there at this eviction, so that the miss (a table of many MB, for
- * a heap that grows) is off the allocations' path. */
-HOT struct block_slot *leaving_slot(struct heap_thread *t)
+/* The leaving slot filled next: empty, its block settled LEAVING_SLOTS - 1
+ * evictions after it came. The block there longest is the one after it. */
+HOT struct block_slot *leaving_slot(struct heap_thread *t, unsigned ahead)
 {
-    return &t->young[YOUNG_SLOTS + t->leaving_next];
+    return &t->young[YOUNG_SLOTS + ((t->leaving_next + ahead) & (LEAVING_SLOTS - 1))];
 }
 
-/* The oldest leaving block into the older table, written there before its
- * slot is emptied: a report reading young slots first sees it once or
- * twice, never not at all. Its address allocated again since (its free was
- * not seen): gone. */
+/* The block in young slot `y` leaves it: copied to the next leaving slot
+ * before this one is emptied (a report reading young slots first sees it
+ * once or twice, never not at all). The caller stores the new block in `y`,
+ * then settles the oldest leaving block (settle_leaving), where no register
+ * of its own is kept. */
+HOT void leave_young(struct heap_thread *t, struct block_slot *y)
+{
+    struct block_slot *l = leaving_slot(t, 0);
+    __atomic_store_n(&l->number, y->number, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->word, y->word, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->addr, y->addr, __ATOMIC_RELEASE);
+    __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Make room in a young slot for the block at `p`: the block there is gone
+ * if it is at `p` (its free was not seen), else it leaves (leave_young:
+ * true, and the caller settles). */
+HOT bool vacate(struct heap_thread *t, struct block_slot *y, uintptr_t p)
+{
+    if (y->addr != p) {
+        leave_young(t, y);
+        return true;
+    }
+    forget(t, p, y->word);
+    __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return false;
+}
+
+/* After a block left (vacate): the table slot of the one that just left is
+ * fetched into the cache, and the oldest leaving block, whose slot was
+ * fetched LEAVING_SLOTS - 1 evictions ago, goes to the older table, written
+ * there before its leaving slot is emptied. Its address allocated again
+ * since (its free was not seen; the new block may be the one just stored):
+ * gone. The miss of a table of many MB is off the allocations' path. */
 COLD void settle_leaving(struct heap_thread *t)
 {
-    struct block_slot *l = leaving_slot(t);
+    block_table_prefetch(&t->blocks, leaving_slot(t, 0)->addr);
+    struct block_slot *l = leaving_slot(t, 1);
+    t->leaving_next = (t->leaving_next + 1) & (LEAVING_SLOTS - 1);
     uintptr_t q = l->addr;
     uint64_t old;
     if (q == BLOCK_EMPTY)
@@ -265,7 +297,7 @@ COLD void settle_leaving(struct heap_thread *t)
     if (young_slot(t, q)->addr == q) {
         forget(t, q, l->word);
     } else {
-        switch (block_table_put(&t->blocks, q, l->number, l->word, &old)) {
+        switch (block_table_put_packed(&t->blocks, q, l->number, l->word, &old)) {
         case BLOCK_PUT_REPLACED:
             forget(t, q, old);
             break;
@@ -278,26 +310,6 @@ COLD void settle_leaving(struct heap_thread *t)
         }
     }
     __atomic_store_n(&l->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-}
-
-/* Make room in a young slot for the block at `p`: the block there leaves
- * (the one leaving before it settles first), copied before the slot is
- * emptied. */
-COLD void vacate(struct heap_thread *t, struct block_slot *y, uintptr_t p)
-{
-    if (y->addr == p) {   /* its free was not seen: the old block is gone */
-        forget(t, p, y->word);
-    } else {
-        settle_leaving(t);
-        struct block_slot *l = leaving_slot(t);
-        __atomic_store_n(&l->number, y->number, __ATOMIC_RELAXED);
-        __atomic_store_n(&l->word, y->word, __ATOMIC_RELAXED);
-        __atomic_store_n(&l->addr, y->addr, __ATOMIC_RELEASE);
-        block_table_prefetch(&t->blocks, y->addr);
-        t->leaving_next = (t->leaving_next + 1) & (LEAVING_SLOTS - 1);
-    }
-    __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
@@ -375,10 +387,11 @@ HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, u
         w = count_sampled(t, (uintptr_t)p, stored);
     uint64_t bytes = w.bytes;
     struct block_slot *y = young_slot(t, (uintptr_t)p);
-    if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
-        vacate(t, y, (uintptr_t)p);
+    bool left = __builtin_expect(y->addr != BLOCK_EMPTY, 0) && vacate(t, y, (uintptr_t)p);
     store_young(y, (uintptr_t)p, number, stored, BLOCK_WORD(0, origin), &t->origins->records[origin], w.blocks,
                 bytes);
+    if (left)
+        settle_leaving(t);
     if (__builtin_expect(heap.peak_tracking, 0))   /* last: a snapshot has this block */
         heap_peak_grew(t, bytes);
 }
@@ -602,12 +615,40 @@ HOT void *record_known_in(struct heap_thread *t, struct block_slot *y, void *p, 
     return p;
 }
 
+/* The end of a record whose block left its young slot (vacate): a tail
+ * call, so that the record keeps no register across the table's work. */
+COLD void *settled_leaving(struct heap_thread *t, void *p)
+{
+    settle_leaving(t);
+    reentry_leave();
+    return p;
+}
+
+/* record_known_vacating's rare cases: the slot's block at the same
+ * address (its free was not seen), or the peak tracked. */
+COLD void *record_known_replacing(struct heap_thread *t, struct block_slot *y, void *p, size_t size,
+                                  uint64_t origin_word, struct heap_origin *r)
+{
+    bool left = vacate(t, y, (uintptr_t)p);
+    store_young(y, (uintptr_t)p, read_number(), stored_size(size), origin_word, r, 1, stored_size(size));
+    if (left)
+        settle_leaving(t);
+    if (heap.peak_tracking)
+        return known_peak_grew(t, p, size);
+    reentry_leave();
+    return p;
+}
+
+/* The young slot of the block at `p` taken: its block leaves. */
 COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, uint64_t origin_word,
                                  struct heap_origin *r)
 {
     struct block_slot *y = young_slot(t, (uintptr_t)p);
-    vacate(t, y, (uintptr_t)p);
-    return record_known_in(t, y, p, size, origin_word, r, heap.peak_tracking);
+    if (__builtin_expect(y->addr == (uintptr_t)p || heap.peak_tracking, 0))
+        return record_known_replacing(t, y, p, size, origin_word, r);
+    leave_young(t, y);
+    store_young(y, (uintptr_t)p, read_number(), stored_size(size), origin_word, r, 1, stored_size(size));
+    return settled_leaving(t, p);
 }
 
 /* The short path of an exact record (heap.short_paths): the origin known
@@ -651,8 +692,20 @@ COLD void *malloc_remembered(struct heap_thread *t, size_t size, void *site, uin
  * hook_free (the long paths) are installed, and the GOT slots are pointed
  * at the mode's. */
 
+/* The thread's last site's block (heap_remember_last_site said which),
+ * read after the call as malloc_sites_with's. */
+COLD void *malloc_last_site(size_t size)
+{
+    void *p = next_malloc(size);
+    struct heap_thread *t = short_path_thread_now();
+    return record_known_here(t, p, size, t->last_origin_word, t->last_record, heap.peak_tracking);
+}
+
 /* Every block recorded, no Ruby line: the short path when the origin is
- * known before the call, else the long path, which inlines it all. */
+ * known before the call, else the long path, which inlines it all. With
+ * one frame, a site the thread's table holds is made the last one first:
+ * a program allocating from many sites in turn (a heap that grows) takes
+ * one lookup more than the last site's path, not the stack's. */
 static void *malloc_short(size_t size)
 {
     uintptr_t bp = CPU_ENTRY_FP();   /* first: the caller's frame pointer */
@@ -660,8 +713,9 @@ static void *malloc_short(size_t size)
     uintptr_t cfa = CPU_ENTRY_CFA();
     struct heap_thread *t = heap_my_thread;
     if (__builtin_expect(t && !t->charge_site, 1)) {
-        if ((heap.short_paths & SHORT_SITES) && t->last_site == (uintptr_t)site)
-            return malloc_known(t, size, BLOCK_WORD_ORIGIN(t->last_origin_word));
+        if ((heap.short_paths & SHORT_SITES) &&
+            (t->last_site == (uintptr_t)site || heap_site_origin(t, (uintptr_t)site) != UINT32_MAX))
+            return malloc_last_site(size);
         return malloc_remembered(t, size, site, cfa, bp);
     }
     return malloc_exact(size, site, cfa, bp);

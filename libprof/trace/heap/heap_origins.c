@@ -245,20 +245,6 @@ static bool site_wrapped(struct heap_thread *t, uintptr_t site)
 }
 
 /* The origin the hooks' short path takes for `site` next: the site alone. */
-static void remember_last_site(struct heap_thread *t, uintptr_t site, uint32_t id)
-{
-    t->last_key = (uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT;
-    t->last_site = site;
-    t->last_origin_word = BLOCK_WORD(0, id);
-    t->last_record = &t->origins->records[id];
-}
-
-static struct site_origin *site_origin_slot(const struct heap_thread *t, uintptr_t site)
-{
-    /* Nearby sites in slots of their own; 64 KiB of code further, another order. */
-    return &t->site_origins[((site >> 3) ^ (site >> 16)) & ((1u << SITE_ORIGIN_BITS) - 1)];
-}
-
 static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
 {
     uint64_t key = (uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT;
@@ -298,23 +284,12 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
     /* The next allocation at this site may skip all this: only when the
      * site alone is the whole origin. */
     if (!link && heap.frames == 1 && !wrapped && id != UINT32_MAX && !heap_ruby_enabled()) {
-        remember_last_site(t, site, id);
+        heap_remember_last_site(t, site, id);
         if (t->site_origins || (t->site_origins = pages_alloc(sizeof *t->site_origins << SITE_ORIGIN_BITS)))
-            *site_origin_slot(t, site) = (struct site_origin){ .site = site, .origin = id,
+            *heap_site_origin_slot(t, site) = (struct site_origin){ .site = site, .origin = id,
                                                                .generation = (uint32_t)heap_wrappers_generation() };
     }
     return id;
-}
-
-uint32_t heap_site_origin(struct heap_thread *t, uintptr_t site)
-{
-    if (!t->site_origins)
-        return UINT32_MAX;
-    const struct site_origin *s = site_origin_slot(t, site);
-    if (s->site != site || s->generation != (uint32_t)heap_wrappers_generation())
-        return UINT32_MAX;
-    remember_last_site(t, site, s->origin);
-    return s->origin;
 }
 
 /* A backtrace starts at the hook's entry (backtrace_of), not inside memprof;

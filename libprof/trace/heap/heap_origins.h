@@ -14,10 +14,37 @@
  * `entry_pc` and the caller's %rbp, where a walk starts. */
 uint32_t heap_full_origin(struct heap_thread *t, uintptr_t site, uintptr_t entry_pc, uintptr_t entry_cfa,
                           uintptr_t entry_bp) __attribute__((noinline));
+/* The thread's last site and its origin `id`: the hooks' shortest path. */
+static inline __attribute__((always_inline)) void heap_remember_last_site(struct heap_thread *t, uintptr_t site,
+                                                                          uint32_t id)
+{
+    t->last_key = (uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT;
+    t->last_site = site;
+    t->last_origin_word = BLOCK_WORD(0, id);
+    t->last_record = &t->origins->records[id];
+}
+
+static inline __attribute__((always_inline)) struct site_origin *heap_site_origin_slot(const struct heap_thread *t,
+                                                                                      uintptr_t site)
+{
+    /* Nearby sites in slots of their own; 64 KiB of code further, another order. */
+    return &t->site_origins[((site >> 3) ^ (site >> 16)) & ((1u << SITE_ORIGIN_BITS) - 1)];
+}
+
 /* The origin of an allocation at `site` when that is the site alone (one
  * frame, not in a wrapper, no Ruby line) and the thread has seen the site
- * lately, made the thread's last; else UINT32_MAX. */
-uint32_t heap_site_origin(struct heap_thread *t, uintptr_t site);
+ * lately, made the thread's last; else UINT32_MAX. Inline: a program that
+ * allocates from many sites in turn asks on every allocation. */
+static inline __attribute__((always_inline)) uint32_t heap_site_origin(struct heap_thread *t, uintptr_t site)
+{
+    if (!t->site_origins)
+        return UINT32_MAX;
+    const struct site_origin *s = heap_site_origin_slot(t, site);
+    if (s->site != site || s->generation != (uint32_t)heap_wrappers_generation())
+        return UINT32_MAX;
+    heap_remember_last_site(t, site, s->origin);
+    return s->origin;
+}
 /* memprof's own code and, for more than one frame, libunwind: found before
  * any hook is installed (dlopen allocates). */
 void heap_backtraces_prepare(void);
