@@ -172,6 +172,7 @@ struct block_array *block_pool_take(struct block_pool *p, unsigned size_class, b
         }
     }
     a->capacity = block_pool_capacity(size_class);
+    a->room = block_array_room(a->capacity);
     a->size_class = size_class;
     return a;
 }

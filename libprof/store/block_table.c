@@ -60,7 +60,7 @@ struct block_region *block_table_add_region(struct block_table *t, uint64_t key)
     uint64_t *recent = &t->recent[t->regions % RECENT_REGIONS];
     struct block_region *earlier = *recent ? directory_slot(t->directory, *recent) : NULL;
     if (earlier && earlier->key == *recent && t->start_class &&
-        earlier->array->used < earlier->array->capacity / 4)
+        block_array_used(earlier->array) < earlier->array->capacity / 4)
         t->start_class--;
     *recent = key;
     unsigned size_class = t->start_class;

@@ -87,7 +87,9 @@ struct block_slot {
 struct block_array {
     size_t capacity;
     uint64_t number_base;     /* packed: a slot's number is this plus its distance */
-    uint32_t used;            /* the owner's: live slots and tombstones */
+    int32_t room;             /* the owner's: seven eighths of its slots less those live or tombstones
+                                 (block_array_room); a put replaces it at 0 or less (a rebuild's copy may
+                                 fill it to 0, and the put then takes one more) */
     uint32_t size_class;      /* the owner's: its size in the pool */
     struct block_array *next; /* the owner's: in the pool's free or retired list */
     uint64_t slots[];         /* capacity slots of 2 (packed) or 3 (wide) words, the key first */
@@ -179,6 +181,19 @@ static inline uint64_t block_key_mask(bool packed)
 static inline uint64_t *block_array_slot(const struct block_array *a, bool packed, size_t i)
 {
     return (uint64_t *)a->slots + i * block_words(packed);
+}
+
+/* An empty array's room: an array is replaced when its live slots and
+ * tombstones are seven eighths of it. */
+static inline int32_t block_array_room(size_t capacity)
+{
+    return (int32_t)(capacity / 8 * 7);
+}
+
+/* Its live slots and tombstones. */
+static inline size_t block_array_used(const struct block_array *a)
+{
+    return (size_t)(block_array_room(a->capacity) - a->room);
 }
 
 static inline uint64_t block_region_key(uintptr_t addr)
@@ -292,12 +307,13 @@ static inline bool block_table_find(struct block_table *t, uintptr_t addr, struc
 
 /* Bring the slots where a put of `addr` would look into the cache: its
  * first and the line after (a probe reads several slots at the loads the
- * table keeps). A region not there yet has nothing to fetch. */
-static inline void block_table_prefetch(struct block_table *t, uintptr_t addr)
+ * table keeps). A region not there yet has nothing to fetch. For a packed
+ * table (the owner's blocks: its format known when compiled). */
+static inline void block_table_prefetch_packed(struct block_table *t, uintptr_t addr)
 {
     struct block_region *r = block_table_region(t, addr);
     if (r) {
-        bool packed = block_table_packed(t);
+        const bool packed = true;
         const char *first = (const char *)block_array_slot(r->array, packed, block_index(addr, r->array->capacity));
         cpu_prefetch(first);
         cpu_prefetch(first + 64);
@@ -330,7 +346,7 @@ static inline uint64_t *block_array_place(struct block_array *a, bool packed, ui
     }
     if (!hole) {
         hole = block_array_slot(a, packed, i);
-        a->used++;
+        a->room--;
     }
     *place = hole;
     return NULL;
@@ -370,7 +386,7 @@ block_table_put_as(struct block_table *t, bool packed, uintptr_t addr, uint64_t 
     if (!r && !(r = block_table_add_region(t, block_region_key(addr))))
         return BLOCK_PUT_NO_MEMORY;
     struct block_array *a = r->array;
-    if (a->used >= a->capacity / 8 * 7 && !(a = block_table_rebuild(t, r, number)))
+    if (a->room <= 0 && !(a = block_table_rebuild(t, r, number)))
         return BLOCK_PUT_NO_MEMORY;
     uint64_t key = addr, value = 0, *place;
     if (packed && !block_pack(a->number_base, addr, number, word, &key, &value))
@@ -429,7 +445,7 @@ static inline void block_table_remove(const struct block_found *f)
      * before it can be empty too. */
     for (;;) {
         __atomic_store_n(block_array_slot(a, packed, i), BLOCK_EMPTY, __ATOMIC_RELAXED);
-        a->used--;
+        a->room++;
         i = i == 0 ? cap - 1 : i - 1;
         if (!(*block_array_slot(a, packed, i) & BLOCK_GONE_BIT))
             return;

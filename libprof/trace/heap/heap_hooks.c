@@ -287,7 +287,7 @@ HOT bool vacate(struct heap_thread *t, struct block_slot *y, uintptr_t p)
  * gone. The miss of a table of many MB is off the allocations' path. */
 COLD void settle_leaving(struct heap_thread *t)
 {
-    block_table_prefetch(&t->blocks, leaving_slot(t, 0)->addr);
+    block_table_prefetch_packed(&t->blocks, leaving_slot(t, 0)->addr);
     struct block_slot *l = leaving_slot(t, 1);
     t->leaving_next = (t->leaving_next + 1) & (LEAVING_SLOTS - 1);
     uintptr_t q = l->addr;
