@@ -242,54 +242,42 @@ HOT struct block_slot *young_slot(struct heap_thread *t, uintptr_t p)
     return &t->young[((uint32_t)p >> ADDRESS_GRANULE_SHIFT) & (YOUNG_SLOTS - 1)];
 }
 
-/* The leaving slot filled next: empty, its block settled LEAVING_SLOTS - 1
- * evictions after it came. The block there longest is the one after it. */
-HOT struct block_slot *leaving_slot(struct heap_thread *t, unsigned ahead)
-{
-    return &t->young[YOUNG_SLOTS + ((t->leaving_next + ahead) & (LEAVING_SLOTS - 1))];
-}
-
 /* The block in young slot `y` leaves it: copied to the next leaving slot
  * before this one is emptied (a report reading young slots first sees it
- * once or twice, never not at all). The caller stores the new block in `y`,
- * then settles the oldest leaving block (settle_leaving), where no register
- * of its own is kept. */
-HOT void leave_young(struct heap_thread *t, struct block_slot *y)
+ * once or twice, never not at all). True when that filled half the ring:
+ * the caller stores the new block in `y`, then settles the other half
+ * (settle_leaving), where no register of its own is kept. */
+HOT bool leave_young(struct heap_thread *t, struct block_slot *y)
 {
-    struct block_slot *l = leaving_slot(t, 0);
+    struct block_slot *l = &t->young[YOUNG_SLOTS + t->leaving_next];
     __atomic_store_n(&l->number, y->number, __ATOMIC_RELAXED);
     __atomic_store_n(&l->word, y->word, __ATOMIC_RELAXED);
     __atomic_store_n(&l->addr, y->addr, __ATOMIC_RELEASE);
     __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->leaving_next = (t->leaving_next + 1) & (LEAVING_SLOTS - 1);
+    return t->leaving_next % LEAVING_HALF == 0;
 }
 
 /* Make room in a young slot for the block at `p`: the block there is gone
  * if it is at `p` (its free was not seen), else it leaves (leave_young:
- * true, and the caller settles). */
+ * true when the caller settles the ring). */
 HOT bool vacate(struct heap_thread *t, struct block_slot *y, uintptr_t p)
 {
-    if (y->addr != p) {
-        leave_young(t, y);
-        return true;
-    }
+    if (y->addr != p)
+        return leave_young(t, y);
     forget(t, p, y->word);
     __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     return false;
 }
 
-/* After a block left (vacate): the table slot of the one that just left is
- * fetched into the cache, and the oldest leaving block, whose slot was
- * fetched LEAVING_SLOTS - 1 evictions ago, goes to the older table, written
- * there before its leaving slot is emptied. Its address allocated again
- * since (its free was not seen; the new block may be the one just stored):
- * gone. The miss of a table of many MB is off the allocations' path. */
-COLD void settle_leaving(struct heap_thread *t)
+/* A leaving block into the older table, written there before its leaving
+ * slot is emptied; none if it was freed meanwhile. Its address allocated
+ * again since (its free was not seen; the new block may be the one just
+ * stored): gone. */
+HOT void settle_one(struct heap_thread *t, struct block_slot *l)
 {
-    block_table_prefetch_packed(&t->blocks, leaving_slot(t, 0)->addr);
-    struct block_slot *l = leaving_slot(t, 1);
-    t->leaving_next = (t->leaving_next + 1) & (LEAVING_SLOTS - 1);
     uintptr_t q = l->addr;
     uint64_t old;
     if (q == BLOCK_EMPTY)
@@ -311,6 +299,22 @@ COLD void settle_leaving(struct heap_thread *t)
     }
     __atomic_store_n(&l->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Half the ring just filled: the table slots of its blocks fetched into
+ * the cache, and the other half, fetched when it filled LEAVING_HALF
+ * evictions ago, put in the table (emptied for the next to fill), so that
+ * the misses of a table of many MB are off the allocations' path. One call
+ * for LEAVING_HALF evictions. */
+COLD void settle_leaving(struct heap_thread *t)
+{
+    struct block_slot *filled = &t->young[YOUNG_SLOTS + (t->leaving_next ^ LEAVING_HALF)];
+    struct block_slot *settled = &t->young[YOUNG_SLOTS + t->leaving_next];
+    for (unsigned i = 0; i < LEAVING_HALF; i++)
+        if (filled[i].addr != BLOCK_EMPTY)   /* none if freed from the ring */
+            block_table_prefetch_packed(&t->blocks, filled[i].addr);
+    for (unsigned i = 0; i < LEAVING_HALF; i++)
+        settle_one(t, &settled[i]);
 }
 
 /* The short path's: the entry is the hook's own (its return address is
@@ -387,10 +391,10 @@ HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, u
         w = count_sampled(t, (uintptr_t)p, stored);
     uint64_t bytes = w.bytes;
     struct block_slot *y = young_slot(t, (uintptr_t)p);
-    bool left = __builtin_expect(y->addr != BLOCK_EMPTY, 0) && vacate(t, y, (uintptr_t)p);
+    bool full = __builtin_expect(y->addr != BLOCK_EMPTY, 0) && vacate(t, y, (uintptr_t)p);
     store_young(y, (uintptr_t)p, number, stored, BLOCK_WORD(0, origin), &t->origins->records[origin], w.blocks,
                 bytes);
-    if (left)
+    if (full)
         settle_leaving(t);
     if (__builtin_expect(heap.peak_tracking, 0))   /* last: a snapshot has this block */
         heap_peak_grew(t, bytes);
@@ -615,8 +619,8 @@ HOT void *record_known_in(struct heap_thread *t, struct block_slot *y, void *p, 
     return p;
 }
 
-/* The end of a record whose block left its young slot (vacate): a tail
- * call, so that the record keeps no register across the table's work. */
+/* The end of a record whose block filled the leaving ring (vacate): a
+ * tail call, so that the record keeps no register across the table's work. */
 COLD void *settled_leaving(struct heap_thread *t, void *p)
 {
     settle_leaving(t);
@@ -629,9 +633,9 @@ COLD void *settled_leaving(struct heap_thread *t, void *p)
 COLD void *record_known_replacing(struct heap_thread *t, struct block_slot *y, void *p, size_t size,
                                   uint64_t origin_word, struct heap_origin *r)
 {
-    bool left = vacate(t, y, (uintptr_t)p);
+    bool full = vacate(t, y, (uintptr_t)p);
     store_young(y, (uintptr_t)p, read_number(), stored_size(size), origin_word, r, 1, stored_size(size));
-    if (left)
+    if (full)
         settle_leaving(t);
     if (heap.peak_tracking)
         return known_peak_grew(t, p, size);
@@ -646,9 +650,12 @@ COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, ui
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr == (uintptr_t)p || heap.peak_tracking, 0))
         return record_known_replacing(t, y, p, size, origin_word, r);
-    leave_young(t, y);
+    bool full = leave_young(t, y);
     store_young(y, (uintptr_t)p, read_number(), stored_size(size), origin_word, r, 1, stored_size(size));
-    return settled_leaving(t, p);
+    if (__builtin_expect(full, 0))
+        return settled_leaving(t, p);
+    reentry_leave();
+    return p;
 }
 
 /* The short path of an exact record (heap.short_paths): the origin known

@@ -57,10 +57,12 @@ struct origin_array {
 #define YOUNG_BITS 12
 #define YOUNG_SLOTS (1u << YOUNG_BITS)
 /* The young slots and, after them, a ring of blocks leaving for the older
- * table (heap_hooks.c, vacate), each there for LEAVING_SLOTS - 1 evictions
- * while its table slot is fetched into the cache: every slot a reader scans
- * as young. */
+ * table (heap_hooks.c, vacate), in two halves: each there for LEAVING_HALF
+ * evictions or more while its table slot is fetched into the cache, then
+ * put in the table with the rest of its half. Every slot a reader scans as
+ * young. */
 #define LEAVING_SLOTS 8
+#define LEAVING_HALF (LEAVING_SLOTS / 2)
 #define YOUNG_HELD (YOUNG_SLOTS + LEAVING_SLOTS)
 #define CALLER_CACHE 64
 
