@@ -241,6 +241,35 @@ static uint32_t canonical_chain(struct thread_view *v, uint32_t link, struct int
     return above;
 }
 
+/* The program's path, read once for the process (a report of thousands of
+ * the program's sites made a readlink each): the path at the first report.
+ * A report that finds it not read yet, or being read (another thread, or
+ * the one a signal interrupted), reads it for itself. No malloc. */
+static struct {
+    int state;                /* 0 unread, 1 being read, 2 read */
+    size_t len;
+    char path[4096];
+} program_path;
+
+static void write_program_path(struct out *o)
+{
+    if (__atomic_load_n(&program_path.state, __ATOMIC_ACQUIRE) == 2) {
+        out_bytes(o, program_path.path, program_path.len);
+        return;
+    }
+    char exe[sizeof program_path.path];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe);
+    size_t n = len > 0 ? (size_t)len : 0;
+    out_bytes(o, exe, n);
+    int unread = 0;
+    if (n && __atomic_compare_exchange_n(&program_path.state, &unread, 1, false, __ATOMIC_ACQUIRE,
+                                         __ATOMIC_RELAXED)) {
+        memcpy(program_path.path, exe, n);
+        program_path.len = n;
+        __atomic_store_n(&program_path.state, 2, __ATOMIC_RELEASE);
+    }
+}
+
 /* "0xADDRESS object+0xOFFSET" for a code address. */
 void heap_write_site(struct out *o, uintptr_t site, const struct elf_object *objects, size_t n)
 {
@@ -251,13 +280,10 @@ void heap_write_site(struct out *o, uintptr_t site, const struct elf_object *obj
         out_str(o, "?");
         return;
     }
-    if (*obj->name) {
+    if (*obj->name)
         out_str(o, obj->name);
-    } else {   /* the program: its path, without malloc */
-        char exe[4096];
-        ssize_t len = readlink("/proc/self/exe", exe, sizeof exe);
-        out_bytes(o, exe, len > 0 ? (size_t)len : 0);
-    }
+    else   /* the program: its path */
+        write_program_path(o);
     out_char(o, '+');
     out_hex(o, site - obj->base);
 }
