@@ -247,14 +247,22 @@ HOT struct block_slot *young_slot(struct heap_thread *t, uintptr_t p)
  * once or twice, never not at all). True when that filled half the ring:
  * the caller stores the new block in `y`, then settles the other half
  * (settle_leaving), where no register of its own is kept. */
+/* A young slot emptied before its next block is written: a report (a
+ * signal handler's too) never takes one block's address with another's
+ * number and word. */
+HOT void empty_young(struct block_slot *y)
+{
+    __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
 HOT bool leave_young(struct heap_thread *t, struct block_slot *y)
 {
     struct block_slot *l = &t->young[YOUNG_SLOTS + t->leaving_next];
     __atomic_store_n(&l->number, y->number, __ATOMIC_RELAXED);
     __atomic_store_n(&l->word, y->word, __ATOMIC_RELAXED);
     __atomic_store_n(&l->addr, y->addr, __ATOMIC_RELEASE);
-    __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    empty_young(y);
     t->leaving_next = (t->leaving_next + 1) & (LEAVING_SLOTS - 1);
     return t->leaving_next % LEAVING_HALF == 0;
 }
@@ -267,8 +275,7 @@ HOT bool vacate(struct heap_thread *t, struct block_slot *y, uintptr_t p)
     if (y->addr != p)
         return leave_young(t, y);
     forget(t, p, y->word);
-    __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    empty_young(y);
     return false;
 }
 
@@ -683,12 +690,11 @@ COLD void *malloc_known(struct heap_thread *t, size_t size, uint32_t origin)
     return record_known(t, next_malloc(size), size, origin);
 }
 
-/* A stack the thread's last walk found again, or the long way. */
+/* A stack the thread's last walk found again, or the long way (a site the
+ * thread's table holds was malloc_short's to find). */
 COLD void *malloc_remembered(struct heap_thread *t, size_t size, void *site, uintptr_t cfa, uintptr_t bp)
 {
-    uint32_t origin = heap.frames == 1 ? heap_site_origin(t, (uintptr_t)site) : UINT32_MAX;
-    if (origin == UINT32_MAX)
-        origin = remembered_origin(t, (uintptr_t)site, cfa, bp);
+    uint32_t origin = remembered_origin(t, (uintptr_t)site, cfa, bp);
     if (origin != UINT32_MAX)
         return malloc_known(t, size, origin);
     return malloc_exact(size, site, cfa, bp);

@@ -244,7 +244,6 @@ static bool site_wrapped(struct heap_thread *t, uintptr_t site)
     return t->site_is_wrapped;
 }
 
-/* The origin the hooks' short path takes for `site` next: the site alone. */
 static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
 {
     uint64_t key = (uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT;
