@@ -284,9 +284,10 @@ static uint32_t origin_of(struct heap_thread *t, uintptr_t site)
      * site alone is the whole origin. */
     if (!link && heap.frames == 1 && !wrapped && id != UINT32_MAX && !heap_ruby_enabled()) {
         heap_remember_last_site(t, site, id);
-        if (t->site_origins || (t->site_origins = pages_alloc(sizeof *t->site_origins << SITE_ORIGIN_BITS)))
-            *heap_site_origin_slot(t, site) = (struct site_origin){ .site = site, .origin = id,
-                                                               .generation = (uint32_t)heap_wrappers_generation() };
+        if (t->site_origins || (t->site_origins = pages_alloc(sizeof *t->site_origins << SITE_ORIGIN_BITS))) {
+            *heap_site_origin_slot(t, site) = id + 1;
+            t->origins->records[id].alone = heap_wrappers_generation() + 1;
+        }
     }
     return id;
 }

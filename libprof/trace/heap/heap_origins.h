@@ -24,8 +24,8 @@ static inline __attribute__((always_inline)) void heap_remember_last_site(struct
     t->last_record = &t->origins->records[id];
 }
 
-static inline __attribute__((always_inline)) struct site_origin *heap_site_origin_slot(const struct heap_thread *t,
-                                                                                      uintptr_t site)
+static inline __attribute__((always_inline)) uint32_t *heap_site_origin_slot(const struct heap_thread *t,
+                                                                            uintptr_t site)
 {
     /* Nearby sites in slots of their own; 64 KiB of code further, another order. */
     return &t->site_origins[((site >> 3) ^ (site >> 16)) & ((1u << SITE_ORIGIN_BITS) - 1)];
@@ -39,11 +39,14 @@ static inline __attribute__((always_inline)) uint32_t heap_site_origin(struct he
 {
     if (!t->site_origins)
         return UINT32_MAX;
-    const struct site_origin *s = heap_site_origin_slot(t, site);
-    if (s->site != site || s->generation != (uint32_t)heap_wrappers_generation())
+    uint32_t at = *heap_site_origin_slot(t, site);
+    if (at == 0)
         return UINT32_MAX;
-    heap_remember_last_site(t, site, s->origin);
-    return s->origin;
+    const struct heap_origin *r = &t->origins->records[at - 1];
+    if (r->key != ((uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT) || r->alone != heap_wrappers_generation() + 1)
+        return UINT32_MAX;
+    heap_remember_last_site(t, site, at - 1);
+    return at - 1;
 }
 /* memprof's own code and, for more than one frame, libunwind: found before
  * any hook is installed (dlopen allocates). */

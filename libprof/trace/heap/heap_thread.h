@@ -47,6 +47,8 @@ struct heap_origin {
     uint64_t key, link;
     uint64_t total_count, total_bytes;
     uint64_t live_bytes, peak_bytes;   /* as the owner sees them (see the report) */
+    uint64_t alone;                    /* the owner's: the wrappers' generation + 1 in which the origin
+                                          was its site alone (heap_site_origin); 0: never */
 } __attribute__((aligned(CACHE_LINE)));
 
 struct origin_array {
@@ -72,15 +74,14 @@ struct caller_cache_entry {
 };
 
 /* Sites whose origin is the site alone (one frame, not in a wrapper, no
- * Ruby line), direct-mapped by address: a program allocating from
- * thousands of sites in turn finds each one's origin in one load, not
- * through the wrappers' table and the interning (heap_origins.c). */
+ * Ruby line), direct-mapped by address to the origin's id + 1: a program
+ * allocating from thousands of sites in turn finds each one's origin in
+ * two loads, not through the wrappers' table and the interning
+ * (heap_origins.c). The origin's record says whether it is the site's (its
+ * key, its `alone`): the record is the line the allocation counts in, and
+ * the ids, four bytes each, take a quarter of the cache the sites with
+ * their generations did. */
 #define SITE_ORIGIN_BITS 13
-struct site_origin {
-    uintptr_t site;
-    uint32_t origin;
-    uint32_t generation;               /* the wrappers' tables it was found with */
-};
 
 struct heap_memo {
     uintptr_t site;
@@ -124,7 +125,7 @@ struct heap_thread {
      * slot (unwind->memos): the same site, the same frames, the same
      * origin. */
     struct heap_memo memos[UNWIND_MEMOS];
-    struct site_origin *site_origins;  /* [1 << SITE_ORIGIN_BITS], made at the first site not the last */
+    uint32_t *site_origins;            /* [1 << SITE_ORIGIN_BITS], made at the first site not the last */
     uint64_t stacks_walked;            /* allocations whose stack was walked, */
     uint64_t stacks_remembered;        /* and those a memo answered (the owner's counts) */
     uintptr_t wrapped_site;            /* the last site asked of the wrappers' table, */

@@ -42,7 +42,7 @@ static void thread_exited(void *thread)
     t->unwind = NULL;
     if (rules && t == heap_my_thread)
         pages_free(rules, sizeof *rules);
-    struct site_origin *sites = t->site_origins;
+    uint32_t *sites = t->site_origins;
     t->site_origins = NULL;
     if (sites && t == heap_my_thread)
         pages_free(sites, sizeof *sites << SITE_ORIGIN_BITS);
