@@ -105,9 +105,24 @@ void heap_tracer_set_wrappers(const char *patterns)
     snprintf(wrapper_patterns, sizeof wrapper_patterns, "%s", patterns ? patterns : "");
 }
 
+/* Each thread's last site forgotten: its origin was found with the old
+ * wrappers, and the short paths trust it with no question (the site table
+ * and the walk's memos check the wrappers' generation). A thread inside a
+ * hook meanwhile, not stopped at a GDB safe point, may remember its site
+ * once more. */
+static void forget_last_sites(void)
+{
+    for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        __atomic_store_n(&t->last_key, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->last_site, 0, __ATOMIC_RELAXED);
+    }
+}
+
 bool heap_tracer_rebuild_wrappers(char *message, size_t size)
 {
-    return heap_wrappers_build(wrapper_patterns, message, size);
+    bool built = heap_wrappers_build(wrapper_patterns, message, size);
+    forget_last_sites();
+    return built;
 }
 
 const char *heap_tracer_wrapper_problem(void)
