@@ -113,11 +113,13 @@ static void name_address(struct naming *n, const struct raw_frame *f, struct nam
 {
     char object[PATH_MAX];
     snprintf(object, sizeof object, "%s", f->object);
-    uint64_t offset;
-    char *plus = strrchr(object, '+');
+    uint64_t offset = 0;
+    char *plus = strrchr(object, '+'), *end = NULL;
     if (*count >= max)
         return;
-    if (!plus || sscanf(plus + 1, "%" SCNx64, &offset) != 1 || offset == 0) {
+    if (plus)
+        offset = strtoull(plus + 1, &end, 16);
+    if (!plus || end == plus + 1 || offset == 0) {
         char *text = NULL;
         if (asprintf(&text, "0x%" PRIx64 " (?)", f->site) >= 0)
             out[(*count)++] = (struct named){ text, false, false };
@@ -176,18 +178,22 @@ static char *row_text(struct naming *n, const struct raw_row *r)
         }
     if (n->frames <= 1 && end < count)
         end++;
-    char *text = NULL;
-    size_t length = 0;
-    FILE *f = open_memstream(&text, &length);
-    for (size_t i = 0; f && i < count; i++) {
-        if (i >= start && i < end)
-            fprintf(f, "%s%s", i == start ? "" : named[i - 1].inlined ? "\n\t" : "\n", named[i].text);
+    /* The frames shown joined, each after a newline (and a tab when the one
+     * before is inlined into it): sized first, one allocation a row. */
+    size_t length = 1;
+    for (size_t i = start; i < end; i++)
+        length += strlen(named[i].text) + 2;
+    char *text = malloc(length), *at = text;
+    for (size_t i = 0; i < count; i++) {
+        if (text && i >= start && i < end) {
+            if (i > start)
+                at = stpcpy(at, named[i - 1].inlined ? "\n\t" : "\n");
+            at = stpcpy(at, named[i].text);
+        }
         free(named[i].text);
     }
-    if (!f || fclose(f) != 0) {
-        free(text);
-        return NULL;
-    }
+    if (text)
+        *at = '\0';
     return text;
 }
 
