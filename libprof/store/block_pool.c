@@ -44,6 +44,8 @@ size_t block_pool_capacity(unsigned size_class)
 static size_t array_bytes(unsigned size_class, bool packed)
 {
     size_t bytes = sizeof(struct block_array) + block_pool_capacity(size_class) * block_words(packed) * sizeof(uint64_t);
+    if (packed && size_class >= BLOCK_LOGGED_CLASS)
+        bytes += BLOCK_GRANULES / 8;   /* a logged array's bitmap, after the slots */
     return (bytes + ALIGN - 1) & ~(size_t)(ALIGN - 1);
 }
 
@@ -172,8 +174,7 @@ struct block_array *block_pool_take(struct block_pool *p, unsigned size_class, b
         }
     }
     a->capacity = block_pool_capacity(size_class);
-    a->room = block_array_room(a->capacity);
-    a->size_class = size_class;
+    a->size_class = (uint16_t)size_class;
     return a;
 }
 

@@ -56,17 +56,24 @@ struct block_region *block_table_add_region(struct block_table *t, uint64_t key)
      * grow grew to, which in a heap that grows in order is the size each
      * ends at (their blocks reach the table late and out of order: the
      * young slots), and one size smaller whenever the region made
-     * RECENT_REGIONS before it stayed less than a quarter full. */
+     * RECENT_REGIONS before it stayed less than a quarter full, or, logged,
+     * would have fitted one size smaller (a hashed region before it may have
+     * grown the size for its seven eighths). */
     uint64_t *recent = &t->recent[t->regions % RECENT_REGIONS];
     struct block_region *earlier = *recent ? directory_slot(t->directory, *recent) : NULL;
-    if (earlier && earlier->key == *recent && t->start_class &&
-        block_array_used(earlier->array) < earlier->array->capacity / 4)
-        t->start_class--;
+    if (earlier && earlier->key == *recent && t->start_class) {
+        const struct block_array *e = earlier->array;
+        size_t used = block_array_used(e);
+        if (e->logged ? e->size_class > 0 && used <= block_pool_capacity(e->size_class - 1u) : used < e->capacity / 4)
+            t->start_class--;
+    }
     *recent = key;
     unsigned size_class = t->start_class;
     struct block_array *a = block_pool_take(&t->pool, size_class, block_table_packed(t));
     if (!a)
         return NULL;
+    a->logged = block_table_packed(t) && size_class >= BLOCK_LOGGED_CLASS;
+    a->room = block_array_room(a);
     struct block_region *r = directory_slot(t->directory, key);
     __atomic_store_n(&r->array, a, __ATOMIC_RELAXED);
     __atomic_store_n(&r->key, key, __ATOMIC_RELEASE);
@@ -75,7 +82,8 @@ struct block_region *block_table_add_region(struct block_table *t, uint64_t key)
 }
 
 /* A block of the old array into `a`, which does not have its address; or
- * to the spill when it no longer packs (counted there then). */
+ * to the spill when it no longer packs (counted there then). A logged `a`
+ * takes it next (the old one was logged: its granules are each once). */
 static void copy_block(struct block_table *t, struct block_array *a, const struct block_slot *b)
 {
     bool packed = block_table_packed(t);
@@ -88,6 +96,13 @@ static void copy_block(struct block_table *t, struct block_array *a, const struc
         t->count--;
         return;
     }
+    if (a->logged) {
+        uint64_t bit;
+        *block_array_granule(a, b->addr, &bit) |= bit;
+        block_slot_fill_packed(block_array_slot(a, packed, block_array_used(a)), key, value);
+        a->room--;
+        return;
+    }
     uint64_t *twin = block_array_place(a, packed, b->addr, &place);   /* none: an address has one slot */
     if (twin)
         place = twin;
@@ -97,7 +112,8 @@ static void copy_block(struct block_table *t, struct block_array *a, const struc
         block_slot_fill_wide(place, b->addr, b->number, b->word);
 }
 
-struct block_array *block_table_rebuild(struct block_table *t, struct block_region *r, uint64_t number)
+struct block_array *block_table_rebuild(struct block_table *t, struct block_region *r, uint64_t number,
+                                        bool logged)
 {
     struct block_array *old = r->array;
     bool packed = block_table_packed(t);
@@ -110,6 +126,8 @@ struct block_array *block_table_rebuild(struct block_table *t, struct block_regi
     struct block_array *a = block_pool_take(&t->pool, size_class, packed);
     if (!a)
         return NULL;
+    a->logged = logged && old->logged && size_class >= BLOCK_LOGGED_CLASS;
+    a->room = block_array_room(a);
     if (packed) {
         uint64_t base = number > PACKED_NUMBER_BEHIND ? number - PACKED_NUMBER_BEHIND : 0;
         a->number_base = old->number_base > base ? old->number_base : base;
@@ -125,6 +143,12 @@ struct block_array *block_table_rebuild(struct block_table *t, struct block_regi
     t->replaced++;
     block_pool_give_back(&t->pool, old);
     return a;
+}
+
+struct block_array *block_table_unlog(struct block_table *t, struct block_region *r)
+{
+    /* The newest number such that the new base is the old one's. */
+    return block_table_rebuild(t, r, r->array->number_base + PACKED_NUMBER_BEHIND, false);
 }
 
 /* `addr`'s block in t's own arrays removed: its word in *replaced. */
@@ -143,7 +167,7 @@ enum block_put block_table_put_spilled(struct block_table *t, struct block_regio
 {
     /* Numbers moved past the window: a new array with a base of its own. */
     if (r && number - r->array->number_base >= (UINT64_C(1) << PACKED_NUMBER_BITS) &&
-        number > r->array->number_base && block_table_rebuild(t, r, number))
+        number > r->array->number_base && block_table_rebuild(t, r, number, r->array->logged))
         return block_table_put(t, addr, number, word, replaced);
     enum block_put result = block_table_put(t->spill, addr, number, word, replaced);
     if (result == BLOCK_PUT_NEW && take_here(t, addr, replaced))   /* its older block packed: gone */

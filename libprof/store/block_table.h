@@ -32,7 +32,19 @@
  * blocks that do not pack into a wide table of its own (`spill`): an
  * address is in one of the two. A new array's base is 2^27 below the
  * newest number (never below the old one's), and a block whose number is
- * older than that moves to the spill. */
+ * older than that moves to the spill.
+ *
+ * A packed array of BLOCK_LOGGED_CLASS or more starts logged: its slots
+ * are filled in order, with no hashing and no probe, while a bitmap of the
+ * region's 16-byte granules (after the slots) marks those that have a
+ * slot. A block whose granule is clear is not there; a put of it takes the
+ * next slot. The first put whose granule is set, and the owner's first
+ * look-up there, rebuild the array hashed (a block freed unseen and made
+ * again must replace its older slot, never sit beside it). A heap that
+ * grows and never frees its older blocks thus fills arrays in order, each
+ * to the full (they have no tombstones: a removal follows a look-up). A
+ * reader reads either kind's slots alike; its look-ups at rest ask
+ * block_table_may_hold. */
 #ifndef MEMPROF_STORE_BLOCK_TABLE_H
 #define MEMPROF_STORE_BLOCK_TABLE_H
 #include "readers.h"
@@ -83,14 +95,20 @@ struct block_slot {
 
 /* The keys of a region: those equal above their low 16 bits. */
 #define BLOCK_REGION_SHIFT 16
+/* A logged array's granules (see the top), and its first size (202 slots:
+ * the bitmap, 512 bytes, a sixth of them or less). */
+#define BLOCK_GRANULE_SHIFT 4
+#define BLOCK_GRANULES (1u << (BLOCK_REGION_SHIFT - BLOCK_GRANULE_SHIFT))
+#define BLOCK_LOGGED_CLASS 8
 
 struct block_array {
     size_t capacity;
     uint64_t number_base;     /* packed: a slot's number is this plus its distance */
-    int32_t room;             /* the owner's: seven eighths of its slots less those live or tombstones
-                                 (block_array_room); a put replaces it at 0 or less (a rebuild's copy may
-                                 fill it to 0, and the put then takes one more) */
-    uint32_t size_class;      /* the owner's: its size in the pool */
+    int32_t room;             /* the owner's: its slots (seven eighths of them when hashed) less those live
+                                 or tombstones (block_array_room); a put replaces it at 0 or less (a
+                                 rebuild's copy may fill a hashed one to 0, and the put then takes one more) */
+    uint16_t size_class;      /* the owner's: its size in the pool */
+    bool logged;              /* the owner's: filled in order, its granules' bitmap after the slots */
     struct block_array *next; /* the owner's: in the pool's free or retired list */
     uint64_t slots[];         /* capacity slots of 2 (packed) or 3 (wide) words, the key first */
 };
@@ -134,14 +152,15 @@ struct block_table {
     size_t regions;              /* the owner's: entries in `directory` */
     size_t count;                /* the owner's: live slots (the spill's apart) */
     size_t replaced;             /* the owner's: arrays replaced by larger or cleaner ones */
+    bool logged_lately;          /* the owner's: its last put took a logged array's next slot */
     struct block_pool pool;
     struct retired retired;      /* directories replaced by larger ones */
 };
 
 enum block_put { BLOCK_PUT_NEW, BLOCK_PUT_REPLACED, BLOCK_PUT_NO_MEMORY };
 
-/* A region's array handed out (zeroed, its capacity and class set) or
- * given back; NULL when out of memory. */
+/* A region's array handed out (zeroed, its capacity and class set: the
+ * table sets the rest) or given back; NULL when out of memory. */
 struct block_array *block_pool_take(struct block_pool *p, unsigned size_class, bool packed);
 void block_pool_give_back(struct block_pool *p, struct block_array *a);
 size_t block_pool_capacity(unsigned size_class);
@@ -153,8 +172,12 @@ struct block_region *block_table_add_region(struct block_table *t, uint64_t key)
 struct block_region *block_table_find_region(struct block_table *t, uint64_t key);
 /* The region's array replaced by one as large, or half as large again
  * when it is more than three quarters live, whose base is from `number`
- * (the newest); the new one, or NULL when out of memory. */
-struct block_array *block_table_rebuild(struct block_table *t, struct block_region *r, uint64_t number);
+ * (the newest), logged if `logged` and the old one was (see the top); the
+ * new one, or NULL when out of memory. */
+struct block_array *block_table_rebuild(struct block_table *t, struct block_region *r, uint64_t number,
+                                        bool logged);
+/* A logged array rebuilt hashed, its base kept; NULL when out of memory. */
+struct block_array *block_table_unlog(struct block_table *t, struct block_region *r);
 size_t block_table_bytes(const struct block_table *t);   /* its spill's included */
 
 /* The directory as a reader takes it (NULL: empty), and the next of its
@@ -184,16 +207,25 @@ static inline uint64_t *block_array_slot(const struct block_array *a, bool packe
 }
 
 /* An empty array's room: an array is replaced when its live slots and
- * tombstones are seven eighths of it. */
-static inline int32_t block_array_room(size_t capacity)
+ * tombstones fill it, or seven eighths of it when hashed (probes stay short). */
+static inline int32_t block_array_room(const struct block_array *a)
 {
-    return (int32_t)(capacity / 8 * 7);
+    return (int32_t)(a->logged ? a->capacity : a->capacity / 8 * 7);
 }
 
 /* Its live slots and tombstones. */
 static inline size_t block_array_used(const struct block_array *a)
 {
-    return (size_t)(block_array_room(a->capacity) - a->room);
+    return (size_t)(block_array_room(a) - a->room);
+}
+
+/* A logged array's bitmap word and bit for the granule of `addr`. */
+static inline uint64_t *block_array_granule(const struct block_array *a, uintptr_t addr, uint64_t *bit)
+{
+    uint64_t *bitmap = (uint64_t *)block_array_slot(a, true, a->capacity);
+    unsigned g = ((unsigned)addr >> BLOCK_GRANULE_SHIFT) & (BLOCK_GRANULES - 1);
+    *bit = UINT64_C(1) << (g % 64);
+    return &bitmap[g / 64];
 }
 
 static inline uint64_t block_region_key(uintptr_t addr)
@@ -285,18 +317,40 @@ struct block_found {
     struct block_slot block;
 };
 
-/* `addr`'s block in this table's own arrays (not its spill's). */
+/* Whether a logged array's granule of `addr` has a slot. */
+static inline bool block_array_granule_taken(const struct block_array *a, uintptr_t addr)
+{
+    uint64_t bit;
+    return (*block_array_granule(a, addr, &bit) & bit) != 0;
+}
+
+/* `addr`'s block in this table's own arrays (not its spill's), for the
+ * owner: a logged array that may have it is rebuilt hashed first. */
 static inline bool block_table_find_here(struct block_table *t, uintptr_t addr, struct block_found *f)
 {
     struct block_region *r = block_table_region(t, addr);
     if (!r)
         return false;
     bool packed = block_table_packed(t);
+    if (r->array->logged && (!block_array_granule_taken(r->array, addr) || !block_table_unlog(t, r)))
+        return false;   /* not there (or no memory to look) */
     uint64_t *s = block_array_find(r->array, packed, addr);
     if (!s)
         return false;
     *f = (struct block_found){ t, r->array, s, block_array_record(r->array, packed, s) };
     return true;
+}
+
+/* Whether this table's own arrays may hold `addr`, for a reader at rest
+ * (its owner gone, or this thread): a logged array's granule taken counts. */
+static inline bool block_table_may_hold(struct block_table *t, uintptr_t addr)
+{
+    struct block_region *r = block_table_region(t, addr);
+    if (!r)
+        return false;
+    if (r->array->logged)
+        return block_array_granule_taken(r->array, addr);
+    return block_array_find(r->array, block_table_packed(t), addr) != NULL;
 }
 
 static inline bool block_table_find(struct block_table *t, uintptr_t addr, struct block_found *f)
@@ -312,7 +366,7 @@ static inline bool block_table_find(struct block_table *t, uintptr_t addr, struc
 static inline void block_table_prefetch_packed(struct block_table *t, uintptr_t addr)
 {
     struct block_region *r = block_table_region(t, addr);
-    if (r) {
+    if (r && !r->array->logged) {   /* a logged one's next slot follows the last */
         const bool packed = true;
         const char *first = (const char *)block_array_slot(r->array, packed, block_index(addr, r->array->capacity));
         cpu_prefetch(first);
@@ -386,7 +440,7 @@ block_table_put_as(struct block_table *t, bool packed, uintptr_t addr, uint64_t 
     if (!r && !(r = block_table_add_region(t, block_region_key(addr))))
         return BLOCK_PUT_NO_MEMORY;
     struct block_array *a = r->array;
-    if (a->room <= 0 && !(a = block_table_rebuild(t, r, number)))
+    if (a->room <= 0 && !(a = block_table_rebuild(t, r, number, a->logged)))
         return BLOCK_PUT_NO_MEMORY;
     uint64_t key = addr, value = 0, *place;
     if (packed && !block_pack(a->number_base, addr, number, word, &key, &value))
@@ -394,6 +448,20 @@ block_table_put_as(struct block_table *t, bool packed, uintptr_t addr, uint64_t 
     enum block_put result = BLOCK_PUT_NEW;
     if (packed && __builtin_expect(t->spill->count != 0, 0) && block_table_take_spilled(t, addr, replaced))
         result = BLOCK_PUT_REPLACED;   /* its older block spilled: gone */
+    if (packed && a->logged) {
+        uint64_t bit, *granule = block_array_granule(a, addr, &bit);
+        if (!(*granule & bit)) {   /* not there: the next slot */
+            *granule |= bit;
+            block_slot_fill_packed(block_array_slot(a, packed, block_array_used(a)), key, value);
+            a->room--;
+            t->count++;
+            t->logged_lately = true;
+            return result;
+        }
+        if (!(a = block_table_unlog(t, r)))   /* its base kept: key and value stand */
+            return BLOCK_PUT_NO_MEMORY;
+    }
+    t->logged_lately = false;
     uint64_t *s = block_array_place(a, packed, addr, &place);
     if (s) {
         if (!packed) {
@@ -436,7 +504,7 @@ static inline void block_table_remove(const struct block_found *f)
     struct block_array *a = f->array;
     bool packed = block_table_packed(f->table);
     size_t cap = a->capacity, words = block_words(packed), i = (size_t)(f->slot - a->slots) / words;
-    f->table->count--;
+    f->table->count--;   /* never logged: the look-up before rebuilt it hashed */
     if (*block_array_slot(a, packed, i + 1 == cap ? 0 : i + 1) != BLOCK_EMPTY) {
         __atomic_store_n(&f->slot[0], f->slot[0] | BLOCK_GONE_BIT, __ATOMIC_RELAXED);
         return;

@@ -4,10 +4,11 @@
  * every growth one region's array (no put copies more than the slots of a
  * region); and a reader thread that scans the regions the whole time, as a
  * report does, never missing a block that was live all through its scan.
- * Three times: a wide table; a packed one with its spill, where some blocks
+ * Four times: a wide table; a packed one with its spill, where some blocks
  * do not pack (an address past 48 bits, a size past 28); and one whose
  * numbers run past the packed window several times (a region's new array
- * takes a new base, its oldest blocks move to the spill). */
+ * takes a new base, its oldest blocks move to the spill); and a packed one
+ * whose regions start logged (filled in order until a look-up). */
 #include "store/block_table.h"
 #include "../tap.h"
 #include <pthread.h>
@@ -25,6 +26,7 @@ struct run {
     const char *name;
     bool packed;
     uint64_t number_step;    /* numbers go up this much a step */
+    unsigned start_class;    /* the regions' first size: from BLOCK_LOGGED_CLASS on, logged */
 };
 
 static struct block_table table, spill;
@@ -80,6 +82,17 @@ static void arrays_of(const struct block_table *t, size_t *most_slots, uint64_t 
     }
 }
 
+/* How many of a table's arrays are logged now. */
+static size_t logged_arrays(const struct block_table *t)
+{
+    const struct block_directory *d = block_table_directory(t);
+    const struct block_array *a;
+    size_t n = 0;
+    for (size_t i = 0; (a = block_directory_next(d, &i));)
+        n += a->logged;
+    return n;
+}
+
 static void *reader(void *unused)
 {
     (void)unused;
@@ -124,7 +137,9 @@ static void check(const struct run *r)
     scans = misses = 0;
     if (r->packed)
         table.spill = &spill;
+    table.start_class = r->start_class;
     uint64_t replaced;
+    size_t logged_seen = 0;
     for (size_t i = 0; i < PINNED; i++) {
         model_live[i] = true;
         model_word[i] = word_of(i, 0);
@@ -174,6 +189,8 @@ static void check(const struct run *r)
         }
         if (live > most_live)
             most_live = live;
+        if (step == 2000)
+            logged_seen = logged_arrays(&table);
         /* Bytes a block while the heap first grows. */
         if (r->packed && step < FIRST_GROWTH && table.count > 20000) {
             double bytes = (double)(block_table_bytes(&table) - block_table_bytes(&spill)) / (double)table.count;
@@ -210,6 +227,10 @@ static void check(const struct run *r)
     ok(table.replaced >= 100 && most_slots < 8192,
        "%s: the table grew a region at a time (%zu arrays replaced; the largest has %zu slots, of %d addresses)",
        r->name, table.replaced, most_slots, ADDRESSES);
+    if (r->start_class >= BLOCK_LOGGED_CLASS)
+        ok(logged_seen > 0 && logged_arrays(&table) < logged_seen,
+           "%s: the regions started logged (%zu arrays at step 2000) and look-ups rebuilt them hashed (%zu left)",
+           r->name, logged_seen, logged_arrays(&table));
     ok(scans > 0 && misses == 0,
        "%s: a reader scanning the regions' arrays never missed a block live all along (%lu scans, %lu misses)",
        r->name, scans, misses);
@@ -287,10 +308,13 @@ static void chunks_on_huge_pages(void)
 int main(void)
 {
     static const struct run runs[] = {
-        { "wide", false, 1 },
+        { "wide", false, 1, 0 },
         /* 1000 a step: 10^9 in all, the 2^28 window passed three times */
-        { "packed", true, 1 },
-        { "rebased", true, 1000 },
+        { "packed", true, 1, 0 },
+        { "rebased", true, 1000, 0 },
+        /* regions logged from the start: a look-up or a put where a block
+         * may be rebuilds one hashed (store/block_table.h) */
+        { "logged", true, 1, BLOCK_LOGGED_CLASS + 2 },
     };
     for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
         check(&runs[k]);

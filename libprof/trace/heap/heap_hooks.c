@@ -317,7 +317,9 @@ COLD void settle_leaving(struct heap_thread *t)
 {
     struct block_slot *filled = &t->young[YOUNG_SLOTS + (t->leaving_next ^ LEAVING_HALF)];
     struct block_slot *settled = &t->young[YOUNG_SLOTS + t->leaving_next];
-    for (unsigned i = 0; i < LEAVING_HALF; i++)
+    /* A table whose puts go to logged arrays writes them in order: nothing
+     * to fetch ahead. */
+    for (unsigned i = 0; i < LEAVING_HALF && !t->blocks.logged_lately; i++)
         if (filled[i].addr != BLOCK_EMPTY)   /* none if freed from the ring */
             block_table_prefetch_packed(&t->blocks, filled[i].addr);
     for (unsigned i = 0; i < LEAVING_HALF; i++)

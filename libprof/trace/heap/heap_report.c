@@ -136,15 +136,15 @@ static bool tables_at_rest(const struct heap_thread *newest)
  * read: a block alone at its address is counted at once, and only the rest
  * become events (an exit report of 160,000 live blocks wrote 4 MB of events,
  * half its time in mapping them). An address `big` (the largest older
- * table, not counted) holds too is counted twice: neither block is alone. */
+ * table, not counted) holds too, or may (a logged array's granule: see
+ * store/block_table.h), is counted twice: neither block is alone. */
 static void add_addresses(const struct table_part *p, struct bucket_counts *counts, struct block_table *big)
 {
     struct block_slot b;
-    struct block_found f;
     for (size_t i = 0; i < p->count; i++)
         if (part_block(p, i, &b)) {
             bucket_add(counts, b.addr);
-            if (big && block_table_find_here(big, b.addr, &f))
+            if (big && block_table_may_hold(big, b.addr))   /* or only may: its block then an event too */
                 bucket_add(counts, b.addr);
         }
 }
