@@ -4,11 +4,11 @@
  * every growth one region's array (no put copies more than the slots of a
  * region); and a reader thread that scans the regions the whole time, as a
  * report does, never missing a block that was live all through its scan.
- * Four times: a wide table; a packed one with its spill, where some blocks
- * do not pack (an address past 48 bits, a size past 28); and one whose
- * numbers run past the packed window several times (a region's new array
- * takes a new base, its oldest blocks move to the spill); and a packed one
- * whose regions start logged (filled in order until a look-up). */
+ * Five times: a wide table; a packed one with its spill, where some blocks
+ * do not pack (an address past 48 bits, a size past 28); one whose numbers
+ * run past the packed window several times (a region's new array takes a
+ * new base, its oldest blocks move to the spill); and the last two again
+ * with regions that start logged (filled in order until a look-up). */
 #include "store/block_table.h"
 #include "../tap.h"
 #include <pthread.h>
@@ -315,6 +315,7 @@ int main(void)
         /* regions logged from the start: a look-up or a put where a block
          * may be rebuilds one hashed (store/block_table.h) */
         { "logged", true, 1, BLOCK_LOGGED_CLASS + 2 },
+        { "logged, rebased", true, 1000, BLOCK_LOGGED_CLASS + 2 },
     };
     for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
         check(&runs[k]);
