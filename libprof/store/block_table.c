@@ -97,10 +97,7 @@ static void copy_block(struct block_table *t, struct block_array *a, const struc
         return;
     }
     if (a->logged) {
-        uint64_t bit;
-        *block_array_granule(a, b->addr, &bit) |= bit;
-        block_slot_fill_packed(block_array_slot(a, packed, block_array_used(a)), key, value);
-        a->room--;
+        block_array_append(a, b->addr, key, value);
         return;
     }
     uint64_t *twin = block_array_place(a, packed, b->addr, &place);   /* none: an address has one slot */

@@ -420,6 +420,16 @@ static inline void block_slot_fill_packed(uint64_t *s, uint64_t key, uint64_t va
     __atomic_store_n(&s[0], key, __ATOMIC_RELEASE);
 }
 
+/* A block whose granule has no slot written to a logged array's next slot
+ * (room left), its granule marked. */
+static inline void block_array_append(struct block_array *a, uintptr_t addr, uint64_t key, uint64_t value)
+{
+    uint64_t bit;
+    *block_array_granule(a, addr, &bit) |= bit;
+    block_slot_fill_packed(block_array_slot(a, true, block_array_used(a)), key, value);
+    a->room--;
+}
+
 /* A put that does not pack, to the spill (out of line: rare); `r` its
  * region when only its number did not. */
 enum block_put block_table_put_spilled(struct block_table *t, struct block_region *r, uintptr_t addr,
@@ -449,11 +459,8 @@ block_table_put_as(struct block_table *t, bool packed, uintptr_t addr, uint64_t 
     if (packed && __builtin_expect(t->spill->count != 0, 0) && block_table_take_spilled(t, addr, replaced))
         result = BLOCK_PUT_REPLACED;   /* its older block spilled: gone */
     if (packed && a->logged) {
-        uint64_t bit, *granule = block_array_granule(a, addr, &bit);
-        if (!(*granule & bit)) {   /* not there: the next slot */
-            *granule |= bit;
-            block_slot_fill_packed(block_array_slot(a, packed, block_array_used(a)), key, value);
-            a->room--;
+        if (!block_array_granule_taken(a, addr)) {   /* not there: the next slot */
+            block_array_append(a, addr, key, value);
             t->count++;
             t->logged_lately = true;
             return result;

@@ -242,11 +242,6 @@ HOT struct block_slot *young_slot(struct heap_thread *t, uintptr_t p)
     return &t->young[((uint32_t)p >> ADDRESS_GRANULE_SHIFT) & (YOUNG_SLOTS - 1)];
 }
 
-/* The block in young slot `y` leaves it: copied to the next leaving slot
- * before this one is emptied (a report reading young slots first sees it
- * once or twice, never not at all). True when that filled half the ring:
- * the caller stores the new block in `y`, then settles the other half
- * (settle_leaving), where no register of its own is kept. */
 /* A young slot emptied before its next block is written: a report (a
  * signal handler's too) never takes one block's address with another's
  * number and word. */
@@ -256,6 +251,11 @@ HOT void empty_young(struct block_slot *y)
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
+/* The block in young slot `y` leaves it: copied to the next leaving slot
+ * before this one is emptied (a report reading young slots first sees it
+ * once or twice, never not at all). True when that filled half the ring:
+ * the caller stores the new block in `y`, then settles the other half
+ * (settle_leaving), where no register of its own is kept. */
 HOT bool leave_young(struct heap_thread *t, struct block_slot *y)
 {
     struct block_slot *l = &t->young[YOUNG_SLOTS + t->leaving_next];

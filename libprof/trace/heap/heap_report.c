@@ -177,28 +177,20 @@ static size_t count_or_copy(struct thread_view *v, const struct table_part *p, c
 {
     size_t n = 0;
     if (p->packed && !p->freed && !sum->sample) {
-        struct site_stats *live = v->live;
-        size_t origins = v->origin_count, blocks = 0;
-        uint64_t bytes = 0;
+        struct live_sum exact = { .sample = 0 };   /* in registers */
         for (size_t i = 0; i < p->count; i++) {
             const uint64_t *s = p->slots + i * BLOCK_PACKED_WORDS;
             if (!BLOCK_IS_LIVE(s[0]))
                 continue;
             struct block_slot b = block_unpack(p->base, s[0], s[1]);
-            if (bucket_count(counts, bucket_of(counts, b.addr)) != counted) {
-                copy_shared(&(struct event){ b.addr, b.number * 2, b.word }, out, n++, first, shared, shared_count);
-                continue;
-            }
-            uint32_t origin = BLOCK_WORD_ORIGIN(b.word);
-            if (origin >= origins)
-                continue;   /* newer than what the report read of the thread */
-            live[origin].live_count++;
-            live[origin].live_bytes += BLOCK_WORD_SIZE(b.word);
-            blocks++;
-            bytes += BLOCK_WORD_SIZE(b.word);
+            struct event ev = { b.addr, b.number * 2, b.word };
+            if (bucket_count(counts, bucket_of(counts, b.addr)) == counted)
+                count_live(v, &ev, &exact);
+            else
+                copy_shared(&ev, out, n++, first, shared, shared_count);
         }
-        sum->blocks += blocks;
-        sum->bytes += bytes;
+        sum->blocks += exact.blocks;
+        sum->bytes += exact.bytes;
         return n;
     }
     struct block_slot b;
