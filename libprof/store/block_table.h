@@ -430,6 +430,26 @@ static inline void block_array_append(struct block_array *a, uintptr_t addr, uin
     a->room--;
 }
 
+/* The put of a block whose granule has no slot in its region's logged
+ * array, looked up lately, with room: that array's next slot taken; else
+ * nothing (false), and the caller puts it the long way. No rebuild, no
+ * region added: the short case of block_table_put_packed, for a caller
+ * that keeps the block elsewhere when it is not. */
+static inline bool block_table_append_logged(struct block_table *t, uintptr_t addr, uint64_t number, uint64_t word)
+{
+    uint64_t key, value;
+    struct block_region *r = block_table_region(t, addr);
+    if (!r)
+        return false;
+    struct block_array *a = r->array;
+    if (!a->logged || a->room <= 0 || t->spill->count != 0 || block_array_granule_taken(a, addr) ||
+        !block_pack(a->number_base, addr, number, word, &key, &value))
+        return false;
+    block_array_append(a, addr, key, value);
+    t->count++;
+    return true;
+}
+
 /* A put that does not pack, to the spill (out of line: rare); `r` its
  * region when only its number did not. */
 enum block_put block_table_put_spilled(struct block_table *t, struct block_region *r, uintptr_t addr,

@@ -259,6 +259,7 @@ HOT void empty_young(struct block_slot *y)
 HOT bool leave_young(struct heap_thread *t, struct block_slot *y)
 {
     struct block_slot *l = &t->young[YOUNG_SLOTS + t->leaving_next];
+    t->ring_empty = false;
     __atomic_store_n(&l->number, y->number, __ATOMIC_RELAXED);
     __atomic_store_n(&l->word, y->word, __ATOMIC_RELAXED);
     __atomic_store_n(&l->addr, y->addr, __ATOMIC_RELEASE);
@@ -324,6 +325,13 @@ COLD void settle_leaving(struct heap_thread *t)
             block_table_prefetch_packed(&t->blocks, filled[i].addr);
     for (unsigned i = 0; i < LEAVING_HALF; i++)
         settle_one(t, &settled[i]);
+    /* Puts that take logged arrays' next slots need no fetching ahead: the
+     * newer half too, and the ring is empty (record_known_straight). */
+    if (t->blocks.logged_lately) {
+        for (unsigned i = 0; i < LEAVING_HALF; i++)
+            settle_one(t, &filled[i]);
+        t->ring_empty = true;
+    }
 }
 
 /* The short path's: the entry is the hook's own (its return address is
@@ -364,16 +372,26 @@ void heap_charge_end(void)
 
 /* A block recorded in its young slot `y`, found empty, and counted for its
  * origin: `blocks` and `bytes` (scaled when sampled; `stored` is its size). */
-HOT void store_young(struct block_slot *y, uintptr_t p, uint64_t number, uint64_t stored, uint64_t origin_word,
-                     struct heap_origin *r, uint64_t blocks, uint64_t bytes)
+HOT void write_young(struct block_slot *y, uintptr_t p, uint64_t number, uint64_t word)
 {
     __atomic_store_n(&y->number, number, __ATOMIC_RELAXED);
-    __atomic_store_n(&y->word, stored | origin_word, __ATOMIC_RELAXED);
+    __atomic_store_n(&y->word, word, __ATOMIC_RELAXED);
     __atomic_store_n(&y->addr, p, __ATOMIC_RELEASE);
+}
+
+HOT void count_block(struct heap_origin *r, uint64_t blocks, uint64_t bytes)
+{
     owner_add(&r->total_count, blocks);
     owner_add(&r->total_bytes, bytes);
     owner_add(&r->live_bytes, bytes);
     owner_raise(&r->peak_bytes, r->live_bytes);
+}
+
+HOT void store_young(struct block_slot *y, uintptr_t p, uint64_t number, uint64_t stored, uint64_t origin_word,
+                     struct heap_origin *r, uint64_t blocks, uint64_t bytes)
+{
+    write_young(y, p, number, stored | origin_word);
+    count_block(r, blocks, bytes);
 }
 
 HOT uint64_t stored_size(size_t size)
@@ -652,6 +670,36 @@ COLD void *record_known_replacing(struct heap_thread *t, struct block_slot *y, v
     return p;
 }
 
+/* The block in young slot `y` leaves through the ring; the block at `p`,
+ * counted already (`word`: its size and origin), takes its place. */
+COLD void *record_counted_leaving(struct heap_thread *t, struct block_slot *y, void *p, uint64_t word)
+{
+    bool full = leave_young(t, y);
+    write_young(y, (uintptr_t)p, read_number(), word);
+    if (__builtin_expect(full, 0))
+        return settled_leaving(t, p);
+    reentry_leave();
+    return p;
+}
+
+/* The block in young slot `y` leaves straight for its logged array when
+ * the array takes it, else through the ring. Only while the ring is empty:
+ * a block there may be an older one at the same address (freed unseen),
+ * which would be put after this one and replace it. The new block is
+ * counted first, so that fewer values are held across the table's work. */
+COLD void *record_known_straight(struct heap_thread *t, struct block_slot *y, void *p, size_t size,
+                                 uint64_t origin_word, struct heap_origin *r)
+{
+    uint64_t stored = stored_size(size);
+    count_block(r, 1, stored);
+    if (!block_table_append_logged(&t->blocks, y->addr, y->number, y->word))
+        return record_counted_leaving(t, y, p, stored | origin_word);
+    empty_young(y);
+    write_young(y, (uintptr_t)p, read_number(), stored | origin_word);
+    reentry_leave();
+    return p;
+}
+
 /* The young slot of the block at `p` taken: its block leaves. */
 COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, uint64_t origin_word,
                                  struct heap_origin *r)
@@ -659,12 +707,10 @@ COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, ui
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr == (uintptr_t)p || heap.peak_tracking, 0))
         return record_known_replacing(t, y, p, size, origin_word, r);
-    bool full = leave_young(t, y);
-    store_young(y, (uintptr_t)p, read_number(), stored_size(size), origin_word, r, 1, stored_size(size));
-    if (__builtin_expect(full, 0))
-        return settled_leaving(t, p);
-    reentry_leave();
-    return p;
+    if (t->ring_empty)
+        return record_known_straight(t, y, p, size, origin_word, r);
+    count_block(r, 1, stored_size(size));
+    return record_counted_leaving(t, y, p, stored_size(size) | origin_word);
 }
 
 /* The short path of an exact record (heap.short_paths): the origin known

@@ -99,6 +99,8 @@ struct heap_thread {
     char name[16];                     /* its name when it first allocated, then when it exited */
     struct block_slot young[YOUNG_HELD];    /* newest blocks, word: BLOCK_WORD */
     unsigned leaving_next;             /* the owner's: the leaving slot to settle and fill next */
+    bool ring_empty;                   /* the owner's: no leaving slot holds a block (a leaving block may
+                                          skip the ring: none there to pass) */
     struct block_table blocks;         /* older ones, packed; a block is in one of them */
     struct block_table blocks_spill;   /* the older ones that do not pack (blocks.spill) */
     struct block_table freed;          /* blocks it freed but did not hold */
