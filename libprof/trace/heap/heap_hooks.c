@@ -700,11 +700,10 @@ COLD void *record_known_straight(struct heap_thread *t, struct block_slot *y, vo
     return p;
 }
 
-/* The young slot of the block at `p` taken: its block leaves. */
-COLD void *record_known_vacating(struct heap_thread *t, void *p, size_t size, uint64_t origin_word,
-                                 struct heap_origin *r)
+/* The young slot `y` of the block at `p` taken: its block leaves. */
+COLD void *record_known_vacating(struct heap_thread *t, struct block_slot *y, void *p, size_t size,
+                                 uint64_t origin_word, struct heap_origin *r)
 {
-    struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr == (uintptr_t)p || heap.peak_tracking, 0))
         return record_known_replacing(t, y, p, size, origin_word, r);
     if (t->ring_empty)
@@ -724,7 +723,7 @@ HOT void *record_known_here(struct heap_thread *t, void *p, size_t size, uint64_
         return unrecorded(p);
     struct block_slot *y = young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
-        return record_known_vacating(t, p, size, origin_word, r);
+        return record_known_vacating(t, y, p, size, origin_word, r);
     return record_known_in(t, y, p, size, origin_word, r, peak);
 }
 
@@ -788,14 +787,20 @@ static void *malloc_short(size_t size)
  * the plain pair takes 38). */
 HOT void *malloc_sites_with(size_t size, void *site, bool peak)
 {
-    if (__builtin_expect(short_path_thread_now()->last_site == (uintptr_t)site, 1)) {
+    struct heap_thread *t = short_path_thread_now();
+    if (__builtin_expect(t->last_site == (uintptr_t)site, 1)) {
         /* Only the size kept across the call (one saved register, and the
          * stack aligned without more): the thread and its origin read
          * again after it cost fewer instructions than saving them. */
         void *p = next_malloc(size);
-        struct heap_thread *t = short_path_thread_now();
+        t = short_path_thread_now();
         return record_known_here(t, p, size, t->last_origin_word, t->last_record, peak);
     }
+    /* A site the thread's table holds made the last one here, not in
+     * malloc_short (whose entry work the one frame does not need); the
+     * mode checked again, as malloc_short does. */
+    if ((heap.short_paths & SHORT_SITES) && !t->charge_site && heap_site_origin(t, (uintptr_t)site) != UINT32_MAX)
+        return malloc_last_site(size);
     return malloc_short(size);
 }
 
