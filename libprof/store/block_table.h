@@ -153,6 +153,8 @@ struct block_table {
     size_t count;                /* the owner's: live slots (the spill's apart) */
     size_t replaced;             /* the owner's: arrays replaced by larger or cleaner ones */
     bool logged_lately;          /* the owner's: its last put took a logged array's next slot */
+    size_t lookups_failed;       /* the owner's: look-ups with no memory to rebuild a logged array hashed
+                                    (a block there was not found) */
     struct block_pool pool;
     struct retired retired;      /* directories replaced by larger ones */
 };
@@ -332,8 +334,14 @@ static inline bool block_table_find_here(struct block_table *t, uintptr_t addr, 
     if (!r)
         return false;
     bool packed = block_table_packed(t);
-    if (r->array->logged && (!block_array_granule_taken(r->array, addr) || !block_table_unlog(t, r)))
-        return false;   /* not there (or no memory to look) */
+    if (r->array->logged) {
+        if (!block_array_granule_taken(r->array, addr))
+            return false;   /* not there */
+        if (!block_table_unlog(t, r)) {
+            t->lookups_failed++;
+            return false;   /* no memory to look */
+        }
+    }
     uint64_t *s = block_array_find(r->array, packed, addr);
     if (!s)
         return false;

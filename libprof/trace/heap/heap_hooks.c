@@ -205,7 +205,9 @@ COLD void forget_sampled(struct heap_thread *t, uintptr_t p, uint64_t word)
 
 HOT void forget_exact(struct heap_thread *t, uint64_t word)
 {
-    owner_sub(&t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, BLOCK_WORD_SIZE(word));
+    struct heap_origin *r = &t->origins->records[BLOCK_WORD_ORIGIN(word)];
+    owner_sub(&r->live_bytes, BLOCK_WORD_SIZE(word));
+    owner_sub(&r->live_count, 1);
 }
 
 /* The owner's live figures: the block at `p` it held is gone. */
@@ -384,6 +386,7 @@ HOT void count_block(struct heap_origin *r, uint64_t blocks, uint64_t bytes)
     owner_add(&r->total_count, blocks);
     owner_add(&r->total_bytes, bytes);
     owner_add(&r->live_bytes, bytes);
+    owner_add(&r->live_count, blocks);
     owner_raise(&r->peak_bytes, r->live_bytes);
 }
 

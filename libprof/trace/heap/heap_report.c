@@ -702,6 +702,33 @@ static void read_running(struct thread_view *view, size_t views, struct bucket_c
         }
 }
 
+/* At rest and exact, the owners' own live figures are the report's when
+ * no free can have been of another thread's block: no thread has one in
+ * its freed table (a program of one thread may: its own blocks it always
+ * finds), and every look-up found what it looked for. Then a report of a
+ * heap of millions of blocks reads their origins, not each block. */
+static bool owners_exact(const struct thread_view *view, size_t views)
+{
+    for (size_t i = 0; i < views; i++) {
+        const struct heap_thread *t = view[i].thread;
+        if ((views > 1 && t->freed.count) || t->blocks.lookups_failed)
+            return false;
+    }
+    return true;
+}
+
+static void owners_live(struct thread_view *view, size_t views, struct live_sum *sum)
+{
+    for (size_t i = 0; i < views; i++)
+        for (size_t id = 0; id < view[i].origin_count; id++) {
+            const struct heap_origin *r = &view[i].origins[id];
+            view[i].live[id].live_count = r->live_count;
+            view[i].live[id].live_bytes = r->live_bytes;
+            sum->blocks += r->live_count;
+            sum->bytes += r->live_bytes;
+        }
+}
+
 /* What every thread had published, and which of its blocks are live now:
  * *view[views] with each origin's live count and bytes, *live_blocks and
  * *live_bytes in all. */
@@ -743,19 +770,9 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
         for (size_t k = 0, m = view_parts(v); k < m; k++)
             slots += view_part(v, k).count;
     }
-    /* Four buckets an event: few addresses share one. */
-    size_t buckets = 4096;
-    while (buckets < slots * 4)
-        buckets *= 2;
-    struct bucket_counts counts = { report_alloc(mem, buckets / 4), buckets - 1 };
     struct site_stats *live = report_alloc(mem, origins * sizeof *live);
     uint32_t *chain = report_alloc(mem, origins * sizeof *chain);
-    bool at_rest = tables_at_rest(newest);
-    /* At rest only the blocks that share a bucket become events: mapped as
-     * they are written. */
-    struct event *events = report_alloc_as(mem, slots * sizeof *events, !at_rest);
-    uint32_t *shared = report_alloc_as(mem, (slots ? slots : 1) * sizeof *shared, false);
-    if (!counts.bits || !live || !chain || !events || !shared)
+    if (!live || !chain)
         return MEMPROF_NO_MEMORY;
     for (i = 0; i < views; i++) {
         view[i].live = live;
@@ -763,9 +780,29 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
         live += view[i].origin_count;
         chain += view[i].origin_count;
     }
+    *view_out = view;
+    *views_out = views;
+    struct live_sum sum = { .sample = heap_tracer_sample_bytes() };
+    bool at_rest = tables_at_rest(newest);
+    if (at_rest && !sum.sample && owners_exact(view, views)) {
+        owners_live(view, views, &sum);
+        *live_blocks_out = sum.blocks;
+        *live_bytes_out = sum.bytes;
+        return MEMPROF_OK;
+    }
+    /* Four buckets an event: few addresses share one. */
+    size_t buckets = 4096;
+    while (buckets < slots * 4)
+        buckets *= 2;
+    struct bucket_counts counts = { report_alloc(mem, buckets / 4), buckets - 1 };
+    /* At rest only the blocks that share a bucket become events: mapped as
+     * they are written. */
+    struct event *events = report_alloc_as(mem, slots * sizeof *events, !at_rest);
+    uint32_t *shared = report_alloc_as(mem, (slots ? slots : 1) * sizeof *shared, false);
+    if (!counts.bits || !events || !shared)
+        return MEMPROF_NO_MEMORY;
     /* The last event at each address decides: the only one in its bucket
      * at once, the others through the map. */
-    struct live_sum sum = { .sample = heap_tracer_sample_bytes() };
     size_t shared_count = 0;
     if (at_rest)
         read_at_rest(view, views, &counts, &sum, events, shared, &shared_count);
@@ -781,8 +818,6 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
     for (i = 0; sum.sample && i < views; i++)
         for (size_t id = 0; id < view[i].origin_count; id++)
             view[i].live[id].live_count = (view[i].live[id].live_count + SAMPLE_WEIGHT_ONE / 2) / SAMPLE_WEIGHT_ONE;
-    *view_out = view;
-    *views_out = views;
     *live_blocks_out = sum.blocks;
     *live_bytes_out = sum.bytes;
     return MEMPROF_OK;

@@ -49,7 +49,10 @@ struct heap_origin {
     uint64_t live_bytes, peak_bytes;   /* as the owner sees them (see the report) */
     uint64_t alone;                    /* the owner's: the wrappers' generation + 1 in which the origin
                                           was its site alone (heap_site_origin); 0: never */
+    uint64_t live_count;               /* as live_bytes; not kept with sampling (a block's weight is
+                                          drawn at random when it is made) */
 } __attribute__((aligned(CACHE_LINE)));
+_Static_assert(sizeof(struct heap_origin) == CACHE_LINE, "an origin's record is one cache line");
 
 struct origin_array {
     size_t capacity;
