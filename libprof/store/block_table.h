@@ -438,10 +438,10 @@ static inline void block_array_append(struct block_array *a, uintptr_t addr, uin
     a->room--;
 }
 
-/* The put of a block whose granule has no slot in its region's logged
- * array, looked up lately, with room: that array's next slot taken; else
- * nothing (false), and the caller puts it the long way. No rebuild, no
- * region added: the short case of block_table_put_packed, for a caller
+/* The put of a block whose region has a logged array with room, where
+ * its granule has no slot: that array's next slot taken; else nothing
+ * (false), and the caller puts it the long way. No rebuild, no region
+ * added, no spill: the short case of block_table_put_packed, for a caller
  * that keeps the block elsewhere when it is not. */
 static inline bool block_table_append_logged(struct block_table *t, uintptr_t addr, uint64_t number, uint64_t word)
 {
