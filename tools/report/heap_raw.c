@@ -1,6 +1,7 @@
 /* Reading the runtime's raw C heap report (heap_raw.h). */
 #include "heap_raw.h"
 #include "../grow.h"
+#include <ctype.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -92,6 +93,32 @@ static bool read_header(struct raw_report *r, const char *line)
     return true;
 }
 
+/* A number's digits at `p` (hex after an optional 0x when `hex`), as
+ * strtoull reads them but with no sign and no spaces before: where they end
+ * (p itself when there are none); the value saturates, as strtoull's. */
+static const char *read_number(const char *p, bool hex, uint64_t *value)
+{
+    const char *digits = hex && p[0] == '0' && (p[1] == 'x' || p[1] == 'X') && isxdigit((unsigned char)p[2]) ? p + 2 : p;
+    uint64_t v = 0, base = hex ? 16 : 10;
+    bool over = false;
+    const char *q = digits;
+    for (;; q++) {
+        unsigned d;
+        if (*q >= '0' && *q <= '9')
+            d = (unsigned)(*q - '0');
+        else if (hex && *q >= 'a' && *q <= 'f')
+            d = (unsigned)(*q - 'a' + 10);
+        else if (hex && *q >= 'A' && *q <= 'F')
+            d = (unsigned)(*q - 'A' + 10);
+        else
+            break;
+        over |= v > (UINT64_MAX - d) / base;
+        v = v * base + d;
+    }
+    *value = over ? UINT64_MAX : v;
+    return q == digits ? p : q;
+}
+
 /* A row's figures in `line`: `n` numbers (the last in hex, the others
  * decimal), each after spaces, then the rest of the line (not empty) in
  * object[size]; false when the line is not that. sscanf read the same at
@@ -102,9 +129,8 @@ static bool read_figures(const char *line, uint64_t *v, int n, char *object, siz
     for (int i = 0; i < n; i++) {
         while (*p == ' ')
             p++;
-        char *end;
-        v[i] = strtoull(p, &end, i == n - 1 ? 16 : 10);
-        if (end == p || *p == '-' || *p == '+' || *end != ' ')
+        const char *end = read_number(p, i == n - 1, &v[i]);
+        if (end == p || *end != ' ')
             return false;
         p = end;
     }
@@ -113,7 +139,10 @@ static bool read_figures(const char *line, uint64_t *v, int n, char *object, siz
     size_t length = strcspn(p, "\n");
     if (length == 0)
         return false;
-    snprintf(object, size, "%.*s", (int)length, p);
+    if (length > size - 1)
+        length = size - 1;
+    memcpy(object, p, length);
+    object[length] = '\0';
     return true;
 }
 
