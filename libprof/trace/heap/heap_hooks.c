@@ -241,7 +241,7 @@ COLD struct block_weight count_sampled(struct heap_thread *t, uintptr_t p, uint6
  * (the older of two goes to the older table). */
 HOT struct block_slot *young_slot(struct heap_thread *t, uintptr_t p)
 {
-    return &t->young[((uint32_t)p >> ADDRESS_GRANULE_SHIFT) & (YOUNG_SLOTS - 1)];
+    return heap_young_slot(t, p);
 }
 
 /* A young slot emptied before its next block is written: a report (a

@@ -41,6 +41,9 @@ struct thread_view {
     struct site_stats *live;        /* [origin_count]: live_count, live_bytes */
     uint32_t *chain;                /* [origin_count]: canonical chain id + 1, 0: not yet */
     struct site_stats sum;          /* the thread's own line */
+    /* Its leaving slots as read, newest first: of two blocks at one address
+     * with one number (the older freed unseen), the first read stays. */
+    struct block_slot ring[LEAVING_SLOTS];
 };
 
 /* An event at an address: a block a thread holds (even order) or a free of
@@ -564,24 +567,40 @@ static void write_pprof(struct out *o, const struct report_row *rows, size_t sho
 }
 
 /* A thread's tables as the report reads them, in the order blocks move:
- * young slots first (a block moves from there to the older table), then the
- * older table's region arrays, its spill's (a block that no longer packs
- * moves there as its region grows), the freed table's. */
+ * young slots first (a block moves from there to the older table), its
+ * leaving slots (newest first), then the older table's region arrays, its
+ * spill's (a block that no longer packs moves there as its region grows),
+ * the freed table's. */
 static size_t view_parts(const struct thread_view *v)
 {
-    return 1 + v->array_count[BLOCKS] + v->array_count[SPILL] + v->array_count[FREED];
+    return 2 + v->array_count[BLOCKS] + v->array_count[SPILL] + v->array_count[FREED];
 }
 
+/* Young and leaving slots alike (memprof-where takes the block with the latest number). */
 static struct table_part young_part(const struct heap_thread *t)
 {
     return (struct table_part){ (const uint64_t *)t->young, YOUNG_HELD, false, false, 0 };
 }
 
+/* The leaving slots copied into the view, newest first (slot leaving_next
+ * is the next filled, so the oldest), when the report comes to them. */
+static void copy_ring(struct thread_view *v)
+{
+    const struct heap_thread *t = v->thread;
+    struct table_part ring = { (const uint64_t *)&t->young[YOUNG_SLOTS], LEAVING_SLOTS, false, false, 0 };
+    unsigned next = __atomic_load_n(&t->leaving_next, __ATOMIC_RELAXED);
+    for (unsigned j = 0; j < LEAVING_SLOTS; j++)
+        if (!part_block(&ring, (next - 1 - j) & (LEAVING_SLOTS - 1), &v->ring[j]))
+            v->ring[j].addr = BLOCK_EMPTY;
+}
+
 static struct table_part view_part(const struct thread_view *v, size_t k)
 {
     if (k == 0)
-        return young_part(v->thread);
-    k--;
+        return (struct table_part){ (const uint64_t *)v->thread->young, YOUNG_SLOTS, false, false, 0 };
+    if (k == 1)
+        return (struct table_part){ (const uint64_t *)v->ring, LEAVING_SLOTS, false, false, 0 };
+    k -= 2;
     size_t table = 0;
     while (k >= v->array_count[table])
         k -= v->array_count[table++];
@@ -646,7 +665,7 @@ static size_t biggest_view(const struct thread_view *view, size_t views)
 /* Part k of view i is one of the big table's arrays (view_part's order). */
 static bool big_part(size_t big, size_t i, const struct thread_view *v, size_t k)
 {
-    return i == big && k >= 1 && k <= v->array_count[BLOCKS];
+    return i == big && k >= 2 && k < 2 + v->array_count[BLOCKS];
 }
 
 /* The tables at rest: their addresses by bucket, then each block alone in
@@ -659,6 +678,8 @@ static void read_at_rest(struct thread_view *view, size_t views, struct bucket_c
 {
     size_t big = biggest_view(view, views);
     struct block_table *big_table = views ? &view[big].thread->blocks : NULL;
+    for (size_t i = 0; i < views; i++)
+        copy_ring(&view[i]);
     for (size_t i = 0; i < views; i++)
         for (size_t k = 0, m = view_parts(&view[i]); k < m; k++) {
             struct table_part p = view_part(&view[i], k);
@@ -688,6 +709,8 @@ static void read_running(struct thread_view *view, size_t views, struct bucket_c
     for (size_t i = 0; i < views; i++) {
         view[i].first_event = n;
         for (size_t k = 0, m = view_parts(&view[i]); k < m; k++) {
+            if (k == 1)   /* after the young slots: a block leaving one is in the ring before it is emptied */
+                copy_ring(&view[i]);
             struct table_part p = view_part(&view[i], k);
             n += read_slots(&p, counts, events + n);
         }
@@ -702,19 +725,38 @@ static void read_running(struct thread_view *view, size_t views, struct bucket_c
         }
 }
 
-/* At rest and exact, the owners' own live figures are the report's when
- * no free can have been of another thread's block: no thread has one in
- * its freed table (a program of one thread may: its own blocks it always
- * finds), and every look-up found what it looked for. Then a report of a
- * heap of millions of blocks reads their origins, not each block. */
+/* Whether an address in a thread's young or leaving slots is held twice:
+ * by another of those slots or (may be) by its tables. A block freed unseen
+ * and made again at its address is not looked for in the tables when it is
+ * made; the older one is dropped when the newer leaves its young slot, and
+ * until then both are counted as the owner's. */
+static bool young_held_twice(struct heap_thread *t)
+{
+    for (size_t i = 0; i < YOUNG_HELD; i++) {
+        uintptr_t addr = t->young[i].addr;
+        if (!BLOCK_IS_LIVE(addr))
+            continue;
+        if (i >= YOUNG_SLOTS && heap_young_slot(t, addr)->addr == addr)
+            return true;
+        for (size_t k = YOUNG_SLOTS; k < i; k++)
+            if (t->young[k].addr == addr)
+                return true;
+        if (block_table_may_hold(&t->blocks, addr) ||
+            (t->blocks_spill.count && block_table_may_hold(&t->blocks_spill, addr)))
+            return true;
+    }
+    return false;
+}
+
+/* At rest and exact, the owner's own live figures are the report's when
+ * the program has one thread (no free can have been of another thread's
+ * block, nor a block made again by another thread), every look-up found
+ * what it looked for, and no block is held twice (young_held_twice). Then a
+ * report of a heap of millions of blocks reads their origins, not each
+ * block. */
 static bool owners_exact(const struct thread_view *view, size_t views)
 {
-    for (size_t i = 0; i < views; i++) {
-        const struct heap_thread *t = view[i].thread;
-        if ((views > 1 && t->freed.count) || t->blocks.lookups_failed)
-            return false;
-    }
-    return true;
+    return views == 1 && !view[0].thread->blocks.lookups_failed && !young_held_twice(view[0].thread);
 }
 
 static void owners_live(struct thread_view *view, size_t views, struct live_sum *sum)

@@ -195,6 +195,12 @@ void heap_short_paths_refresh(void);
 
 size_t heap_thread_bytes(const struct heap_thread *t);
 
+/* The young slot of a block at `p` (heap_hooks.c, young_slot). */
+static inline struct block_slot *heap_young_slot(struct heap_thread *t, uintptr_t p)
+{
+    return &t->young[((uint32_t)p >> ADDRESS_GRANULE_SHIFT) & (YOUNG_SLOTS - 1)];
+}
+
 /* The owner's running figures (an origin's, its walk counts): plain
  * read-modify-writes, as only the owner writes them; a report reads them
  * whole (aligned words), with no lock. */

@@ -1,0 +1,77 @@
+/* Blocks freed unseen (libc's free called directly) and made again at once
+ * at their address, three to one young slot of memprof's (store: blocks
+ * 64 KiB apart share one): each new block of 64 bytes pushes out the one
+ * 64 KiB before it (A); A is freed unseen and made again as B, which
+ * pushes out the new block; that one is freed unseen and made again,
+ * which pushes out B. A and B leave their slot one after the other, at one
+ * address and with one number: the report must keep B, the later, whether
+ * both wait in the leaving ring or not, and must not count A and B (or a
+ * block and the one made again at its address while that is young) as two.
+ * Writes the program's own live count, bytes and allocations of each site
+ * to FILE: "a count bytes allocs" and "b ..." (heap-totals.test). */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define BLOCKS 300000
+#define BEHIND 1024   /* 64 KiB of 64-byte chunks */
+static void *at[BLOCKS];
+static char kind[BLOCKS];
+static long count[2], allocs[2];
+static long long bytes[2];
+static const size_t size_of[2] = { 56, 48 };
+
+__attribute__((noinline)) static void *make_a(void)
+{
+    void *p = malloc(56); /* MADE_AGAIN:a */
+    __asm__ volatile("" : : "r"(p) : "memory");   /* not a tail call: the site is here */
+    return p;
+}
+
+__attribute__((noinline)) static void *make_b(void)
+{
+    void *p = malloc(48); /* MADE_AGAIN:b */
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+
+static void *make(int k)
+{
+    count[k]++, allocs[k]++, bytes[k] += (long long)size_of[k];
+    return k ? make_b() : make_a();
+}
+
+static void gone(int k)
+{
+    count[k]--, bytes[k] -= (long long)size_of[k];
+}
+
+int main(int argc, char **argv)
+{
+    void (*unseen_free)(void *) = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+    if (argc < 2 || !unseen_free)
+        return 2;
+    long patterns = 0;
+    for (int i = 0; i < BLOCKS; i++) {
+        at[i] = make(0), kind[i] = 0;
+        if (i < BEHIND || (char *)at[i] - (char *)at[i - BEHIND] != 65536)
+            continue;   /* not laid out 64 KiB apart: nothing shares the slot */
+        int j = i - BEHIND;
+        void *old = at[j];
+        unseen_free(old), gone(kind[j]);
+        if ((at[j] = make(1)) != old)   /* the thread's cache hands the chunk back */
+            return 3;
+        kind[j] = 1;
+        void *pushed = at[i];
+        unseen_free(pushed), gone(0);
+        if ((at[i] = make(0)) != pushed)
+            return 3;
+        patterns++;
+    }
+    FILE *out = fopen(argv[1], "w");
+    if (!out)
+        return 2;
+    fprintf(out, "a %ld %lld %ld\nb %ld %lld %ld\npatterns %ld\n", count[0], bytes[0], allocs[0], count[1], bytes[1],
+            allocs[1], patterns);
+    return fclose(out) != 0;
+}
