@@ -236,14 +236,6 @@ COLD struct block_weight count_sampled(struct heap_thread *t, uintptr_t p, uint6
     return (struct block_weight){ counted_bytes(stored), counted_blocks(t, stored) };
 }
 
-/* By granule, as filter_entry: a block freed and handed out again finds
- * the slot its last owner left in the cache. Blocks 64 KiB apart share one
- * (the older of two goes to the older table). */
-HOT struct block_slot *young_slot(struct heap_thread *t, uintptr_t p)
-{
-    return heap_young_slot(t, p);
-}
-
 /* A young slot emptied before its next block is written: a report (a
  * signal handler's too) never takes one block's address with another's
  * number and word. */
@@ -292,7 +284,7 @@ HOT void settle_one(struct heap_thread *t, struct block_slot *l)
     uint64_t old;
     if (q == BLOCK_EMPTY)
         return;
-    if (young_slot(t, q)->addr == q) {
+    if (heap_young_slot(t, q)->addr == q) {
         forget(t, q, l->word);
     } else {
         switch (block_table_put_packed(&t->blocks, q, l->number, l->word, &old)) {
@@ -420,7 +412,7 @@ HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, u
     if (__builtin_expect(heap.sample_bytes != 0, 0))
         w = count_sampled(t, (uintptr_t)p, stored);
     uint64_t bytes = w.bytes;
-    struct block_slot *y = young_slot(t, (uintptr_t)p);
+    struct block_slot *y = heap_young_slot(t, (uintptr_t)p);
     bool full = __builtin_expect(y->addr != BLOCK_EMPTY, 0) && vacate(t, y, (uintptr_t)p);
     store_young(y, (uintptr_t)p, number, stored, BLOCK_WORD(0, origin), &t->origins->records[origin], w.blocks,
                 bytes);
@@ -471,7 +463,7 @@ struct held {
 
 static bool find_held(struct heap_thread *t, uintptr_t p, struct held *h)
 {
-    h->young = young_slot(t, p);
+    h->young = heap_young_slot(t, p);
     if (h->young->addr == p)
         return true;
     for (unsigned i = 0; i < LEAVING_SLOTS; i++)
@@ -724,7 +716,7 @@ HOT void *record_known_here(struct heap_thread *t, void *p, size_t size, uint64_
 {
     if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
         return unrecorded(p);
-    struct block_slot *y = young_slot(t, (uintptr_t)p);
+    struct block_slot *y = heap_young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
         return record_known_vacating(t, y, p, size, origin_word, r);
     return record_known_in(t, y, p, size, origin_word, r, peak);
@@ -888,7 +880,7 @@ static void *hook_reallocarray(void *old, size_t n, size_t size)
  * heap_thread.h), or NULL. */
 HOT struct block_slot *young_unnumbered_short(struct heap_thread *t, void *p)
 {
-    struct block_slot *y = young_slot(t, (uintptr_t)p);
+    struct block_slot *y = heap_young_slot(t, (uintptr_t)p);
     __asm__("" : "+r"(y));   /* one address: GCC derived another for the slot's store */
     return p && y->addr == (uintptr_t)p && number_is_current(y->number) ? y : NULL;
 }

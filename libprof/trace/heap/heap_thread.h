@@ -195,7 +195,10 @@ void heap_short_paths_refresh(void);
 
 size_t heap_thread_bytes(const struct heap_thread *t);
 
-/* The young slot of a block at `p` (heap_hooks.c, young_slot). */
+/* The young slot of a block at `p`: by granule, as the sampled filter's
+ * entry (heap_hooks.c), so that a block freed and handed out again finds
+ * the slot its last owner left in the cache. Blocks 64 KiB apart share one
+ * (the older of two goes to the older table). */
 static inline struct block_slot *heap_young_slot(struct heap_thread *t, uintptr_t p)
 {
     return &t->young[((uint32_t)p >> ADDRESS_GRANULE_SHIFT) & (YOUNG_SLOTS - 1)];
