@@ -99,7 +99,7 @@ void memprof_thread_event(const struct memprof_thread_event *event);
  * magic, the version and every size before it reads, and refuses a layout
  * it does not know with a reason. */
 #define MEMPROF_TABLES_MAGIC "memprof-tables\0"
-#define MEMPROF_TABLES_VERSION 6
+#define MEMPROF_TABLES_VERSION 7
 struct memprof_tables {
     char magic[16];               /* MEMPROF_TABLES_MAGIC */
     uint32_t version;             /* MEMPROF_TABLES_VERSION */
@@ -195,6 +195,15 @@ struct memprof_tables {
      * pointer at region_array to the region's array. */
     uint32_t table_directory, directory_capacity, directory_regions, region_size, region_key, region_array;
     uint32_t region_shift;
+
+    /* Version 7: the first young_direct of a thread's young slots are
+     * direct-mapped, the rest a ring of blocks leaving for the older table;
+     * the unsigned at thread_leaving_next is the ring's slot filled next
+     * (the oldest; the newest is the one before it). Of a thread's events
+     * at one address with one number (the older block freed unseen), a
+     * direct young slot's is the newest, then the ring's, newest first,
+     * then the tables'. */
+    uint32_t young_direct, thread_leaving_next;
 };
 extern const struct memprof_tables memprof_tables;
 

@@ -24,6 +24,8 @@ EXPORT const struct memprof_tables memprof_tables = {
     .thread_tid = offsetof(struct heap_thread, tid),
     .thread_young = offsetof(struct heap_thread, young),
     .young_slots = YOUNG_HELD,
+    .young_direct = YOUNG_SLOTS,
+    .thread_leaving_next = offsetof(struct heap_thread, leaving_next),
     .thread_blocks = offsetof(struct heap_thread, blocks),
     .thread_freed = offsetof(struct heap_thread, freed),
     .thread_origins = offsetof(struct heap_thread, origins),
@@ -123,5 +125,6 @@ EXPORT const struct memprof_tables memprof_tables = {
     .heap_sample_bytes = (uint64_t)(uintptr_t)&heap.sample_bytes,
 };
 _Static_assert(sizeof heap.frames == 4, "heap_frames is an int");
+_Static_assert(sizeof ((struct heap_thread *)0)->leaving_next == 4, "thread_leaving_next is a u32");
 _Static_assert(RUBY_AUX(0, 1) == 1u << 8, "aux_epoch_shift");
 _Static_assert(sizeof ruby_tracer.config.sample == 4 && sizeof ruby_tracer.dropped == 8, "the sizes doc/tables.md gives");

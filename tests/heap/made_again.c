@@ -8,10 +8,17 @@
  * both wait in the leaving ring or not, and must not count A and B (or a
  * block and the one made again at its address while that is young) as two.
  * Writes the program's own live count, bytes and allocations of each site
- * to FILE: "a count bytes allocs" and "b ..." (heap-totals.test). */
+ * to FILE: "a count bytes allocs" and "b ..." (heap-totals.test).
+ *
+ * With a second argument, stops at the 1000th pattern and waits for a
+ * core (core.test): "young" right after B is made (B young, A older with
+ * its number: in the ring or the table), "left" after the pattern (A and B
+ * left their slot, one after the other). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define BLOCKS 300000
 #define BEHIND 1024   /* 64 KiB of 64-byte chunks */
@@ -51,6 +58,12 @@ int main(int argc, char **argv)
     void (*unseen_free)(void *) = (void (*)(void *))dlsym(RTLD_NEXT, "free");
     if (argc < 2 || !unseen_free)
         return 2;
+    /* Opened first, its buffer ours: no allocation after the stop. */
+    static char buffer[4096];
+    FILE *out = fopen(argv[1], "w");
+    if (!out || setvbuf(out, buffer, _IOFBF, sizeof buffer) != 0)
+        return 2;
+    const char *stop = argc > 2 ? argv[2] : "";
     long patterns = 0;
     for (int i = 0; i < BLOCKS; i++) {
         at[i] = make(0), kind[i] = 0;
@@ -62,16 +75,24 @@ int main(int argc, char **argv)
         if ((at[j] = make(1)) != old)   /* the thread's cache hands the chunk back */
             return 3;
         kind[j] = 1;
+        if (patterns == 999 && strcmp(stop, "young") == 0)
+            break;
         void *pushed = at[i];
         unseen_free(pushed), gone(0);
         if ((at[i] = make(0)) != pushed)
             return 3;
-        patterns++;
+        if (++patterns == 1000 && strcmp(stop, "left") == 0)
+            break;
     }
-    FILE *out = fopen(argv[1], "w");
-    if (!out)
-        return 2;
     fprintf(out, "a %ld %lld %ld\nb %ld %lld %ld\npatterns %ld\n", count[0], bytes[0], allocs[0], count[1], bytes[1],
             allocs[1], patterns);
-    return fclose(out) != 0;
+    if (fclose(out) != 0)
+        return 2;
+    if (*stop) {
+        static const char waiting[] = "waiting\n";
+        if (write(2, waiting, sizeof waiting - 1) < 0)
+            return 2;
+        pause();
+    }
+    return 0;
 }

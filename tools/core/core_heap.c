@@ -18,6 +18,8 @@
 struct event {
     uint64_t addr, order, word;
     uint32_t thread;
+    uint32_t age;   /* in one thread, of events with one number: a table's 0, the ring's oldest 1 and newer up,
+                       a direct young slot's highest (the newest, memprof_debugger.h) */
 };
 
 struct origin {
@@ -56,7 +58,9 @@ static int by_addr_then_order(const void *a, const void *b)
         return x->addr < y->addr ? -1 : 1;
     if (x->order != y->order)
         return x->order < y->order ? -1 : 1;
-    return x->thread < y->thread ? -1 : x->thread > y->thread;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    return x->age < y->age ? -1 : x->age > y->age;
 }
 
 /* How a table's slots are read: wide (young, spilled, freed: address,
@@ -65,7 +69,18 @@ static int by_addr_then_order(const void *a, const void *b)
 struct slot_format {
     bool packed, freed;
     uint64_t base;
+    bool young;              /* a thread's young slots: their events' ages from the ring's next slot */
+    uint32_t leaving_next;
 };
+
+/* The age of the event in young slot `i` (struct event). */
+static uint32_t young_age(const struct memprof_tables *t, uint64_t i, uint32_t leaving_next)
+{
+    uint32_t ring = t->young_slots - t->young_direct;
+    if (i < t->young_direct)
+        return ring + 1;
+    return 1 + (uint32_t)((i - t->young_direct + ring - leaving_next) % ring);
+}
 
 static bool add_event(struct core_image *c, struct heap_read *h, struct event ev)
 {
@@ -89,7 +104,7 @@ static struct event unpack_slot(const struct memprof_tables *t, uint64_t key, ui
                       (value & ((UINT64_C(1) << t->packed_origin_high_bits) - 1)) << (64 - t->packed_addr_bits);
     uint64_t size = (value >> t->packed_origin_high_bits) & ((UINT64_C(1) << t->packed_size_bits) - 1);
     uint64_t number = base + (value >> (t->packed_origin_high_bits + t->packed_size_bits));
-    return (struct event){ key & addr_mask, number * 2, size | origin << t->word_size_bits, thread };
+    return (struct event){ key & addr_mask, number * 2, size | origin << t->word_size_bits, thread, 0 };
 }
 
 /* A table's slots as events. */
@@ -111,7 +126,8 @@ static bool read_slots(struct core_image *c, struct heap_read *h, uint64_t at, u
             continue;   /* empty, or a tombstone */
         ok = add_event(c, h, format.packed ? unpack_slot(t, key, core_field_u64(slot, 8), format.base, thread)
                                            : (struct event){ key, core_field_u64(slot, t->slot_number) * 2 + format.freed,
-                                                             core_field_u64(slot, t->slot_word), thread });
+                                                             core_field_u64(slot, t->slot_word), thread,
+                                                             format.young ? young_age(t, i, format.leaving_next) : 0 });
     }
     free(slots);
     return ok;
@@ -222,12 +238,20 @@ static bool read_threads(struct core_image *c, struct heap_read *h)
             if (*p <= ' ' || *p == 0x7f)
                 *p = '_';
         uint32_t view = (uint32_t)h->thread_count++;
-        ok = read_slots(c, h, next + t->thread_young, t->young_slots, view, (struct slot_format){ false, false, 0 });
+        uint32_t leaving_next;
+        memcpy(&leaving_next, thread + t->thread_leaving_next, 4);
+        if (leaving_next >= t->young_slots - t->young_direct) {
+            ok = core_fail(c, "%s: a heap thread's leaving slot %" PRIu32 " of %" PRIu32 ": damaged", c->path,
+                           leaving_next, t->young_slots - t->young_direct);
+            break;
+        }
+        ok = read_slots(c, h, next + t->thread_young, t->young_slots, view,
+                        (struct slot_format){ .young = true, .leaving_next = leaving_next });
         /* blocks (packed), their spill, freed */
         const uint32_t tables[] = { t->thread_blocks, t->thread_spill, t->thread_freed };
         for (int k = 0; ok && k < 3; k++)
             ok = read_table(c, h, core_field_u64(thread + tables[k], t->table_directory), view,
-                            (struct slot_format){ k == 0, k == 2, 0 });
+                            (struct slot_format){ .packed = k == 0, .freed = k == 2 });
         ok = ok && read_origins(c, thread, r);
         next = core_field_u64(thread, t->thread_next);
     }
@@ -282,7 +306,7 @@ static void free_heap(struct heap_read *h)
 }
 
 /* Everything, and which blocks live: at each address the last event (by
- * number, then the newer thread) decides. */
+ * number, then the newer thread, then in one thread the newer slot) decides. */
 static bool read_heap(struct core_image *c, struct heap_read *h)
 {
     const struct memprof_tables *t = &c->tables;

@@ -249,6 +249,8 @@ static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_
               t->thread_next + 8 <= t->thread_size && t->thread_serial + 4 <= t->thread_size &&
               t->thread_tid + 4 <= t->thread_size &&
               t->thread_young + (uint64_t)t->young_slots * t->slot_size <= t->thread_size &&
+              t->young_direct < t->young_slots && t->young_slots - t->young_direct <= 256 &&
+              t->thread_leaving_next + 4 <= t->thread_size &&
               t->thread_blocks + t->table_directory + 8 <= t->thread_size &&
               t->thread_freed + t->table_directory + 8 <= t->thread_size &&
               t->thread_spill + t->table_directory + 8 <= t->thread_size && t->thread_origins + 8 <= t->thread_size &&
