@@ -235,13 +235,20 @@ static inline uint64_t block_region_key(uintptr_t addr)
     return ((uint64_t)addr >> BLOCK_REGION_SHIFT) + 1;
 }
 
+/* `addr`'s region if the owner looked it up lately, else NULL (no call). */
+static inline struct block_region *block_table_near_region(const struct block_table *t, uintptr_t addr)
+{
+    uint64_t key = block_region_key(addr);
+    struct block_region *r = t->near[key % NEAR_REGIONS];
+    return r && r->key == key ? r : NULL;
+}
+
 /* `addr`'s region, for the owner: one looked up lately, or found; NULL
  * when the table has none. */
 static inline struct block_region *block_table_region(struct block_table *t, uintptr_t addr)
 {
-    uint64_t key = block_region_key(addr);
-    struct block_region *r = t->near[key % NEAR_REGIONS];
-    return r && r->key == key ? r : block_table_find_region(t, key);
+    struct block_region *r = block_table_near_region(t, addr);
+    return r ? r : block_table_find_region(t, block_region_key(addr));
 }
 
 /* A block's packed key and value against an array's base; false when it
@@ -443,19 +450,26 @@ static inline void block_array_append(struct block_array *a, uintptr_t addr, uin
  * (false), and the caller puts it the long way. No rebuild, no region
  * added, no spill: the short case of block_table_put_packed, for a caller
  * that keeps the block elsewhere when it is not. */
-static inline bool block_table_append_logged(struct block_table *t, uintptr_t addr, uint64_t number, uint64_t word)
+static inline bool block_region_append_logged(struct block_table *t, const struct block_region *r, uintptr_t addr,
+                                              uint64_t number, uint64_t word)
 {
     uint64_t key, value;
-    struct block_region *r = block_table_region(t, addr);
-    if (!r)
-        return false;
     struct block_array *a = r->array;
-    if (!a->logged || a->room <= 0 || t->spill->count != 0 || block_array_granule_taken(a, addr) ||
-        !block_pack(a->number_base, addr, number, word, &key, &value))
+    if (!a->logged || a->room <= 0 || t->spill->count != 0 ||
+        !block_pack(a->number_base, addr, number, word, &key, &value) || block_array_granule_taken(a, addr))
         return false;
     block_array_append(a, addr, key, value);
     t->count++;
     return true;
+}
+
+/* The same where `addr`'s region is to be found (block_region_append_logged:
+ * a caller that has it from block_table_near_region, and keeps no value
+ * across a call). */
+static inline bool block_table_append_logged(struct block_table *t, uintptr_t addr, uint64_t number, uint64_t word)
+{
+    struct block_region *r = block_table_region(t, addr);
+    return r && block_region_append_logged(t, r, addr, number, word);
 }
 
 /* A put that does not pack, to the spill (out of line: rare); `r` its

@@ -677,22 +677,41 @@ COLD void *record_counted_leaving(struct heap_thread *t, struct block_slot *y, v
     return p;
 }
 
+/* The block in young slot `y` is in its logged array: the block at `p`,
+ * counted already (`word`), takes the slot. */
+HOT void *left_straight(struct block_slot *y, void *p, uint64_t word)
+{
+    empty_young(y);
+    write_young(y, (uintptr_t)p, read_number(), word);
+    reentry_leave();
+    return p;
+}
+
+/* record_known_straight's block whose region was not looked up lately. */
+COLD void *straight_to_found(struct heap_thread *t, struct block_slot *y, void *p, uint64_t word)
+{
+    if (!block_table_append_logged(&t->blocks, y->addr, y->number, y->word))
+        return record_counted_leaving(t, y, p, word);
+    return left_straight(y, p, word);
+}
+
 /* The block in young slot `y` leaves straight for its logged array when
  * the array takes it, else through the ring. Only while the ring is empty:
  * a block there may be an older one at the same address (freed unseen),
  * which would be put after this one and replace it. The new block is
- * counted first, so that fewer values are held across the table's work. */
+ * counted first, and every call is a tail call, so that no value is held
+ * across the table's work (no register saved). */
 COLD void *record_known_straight(struct heap_thread *t, struct block_slot *y, void *p, size_t size,
                                  uint64_t origin_word, struct heap_origin *r)
 {
-    uint64_t stored = stored_size(size);
+    uint64_t stored = stored_size(size), word = stored | origin_word;
     count_block(r, 1, stored);
-    if (!block_table_append_logged(&t->blocks, y->addr, y->number, y->word))
-        return record_counted_leaving(t, y, p, stored | origin_word);
-    empty_young(y);
-    write_young(y, (uintptr_t)p, read_number(), stored | origin_word);
-    reentry_leave();
-    return p;
+    const struct block_region *region = block_table_near_region(&t->blocks, y->addr);
+    if (__builtin_expect(!region, 0))
+        return straight_to_found(t, y, p, word);
+    if (!block_region_append_logged(&t->blocks, region, y->addr, y->number, y->word))
+        return record_counted_leaving(t, y, p, word);
+    return left_straight(y, p, word);
 }
 
 /* The young slot `y` of the block at `p` taken: its block leaves. */
