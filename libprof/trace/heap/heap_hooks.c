@@ -802,20 +802,18 @@ static void *malloc_short(size_t size)
 HOT void *malloc_sites_with(size_t size, void *site, bool peak)
 {
     struct heap_thread *t = short_path_thread_now();
-    if (__builtin_expect(t->last_site == (uintptr_t)site, 1)) {
-        /* Only the size kept across the call (one saved register, and the
-         * stack aligned without more): the thread and its origin read
-         * again after it cost fewer instructions than saving them. */
-        void *p = next_malloc(size);
-        t = short_path_thread_now();
-        return record_known_here(t, p, size, t->last_origin_word, t->last_record, peak);
-    }
-    /* A site the thread's table holds made the last one here, not in
-     * malloc_short (whose entry work the one frame does not need); the
-     * mode checked again, as malloc_short does. */
-    if ((heap.short_paths & SHORT_SITES) && !t->charge_site && heap_site_origin(t, (uintptr_t)site) != UINT32_MAX)
-        return malloc_last_site(size);
-    return malloc_short(size);
+    /* Not the last site: one the thread's table holds is made the last one
+     * here, not in malloc_short (whose entry work the one frame does not
+     * need); the mode checked again, as malloc_short does. */
+    if (__builtin_expect(t->last_site != (uintptr_t)site, 0) &&
+        !((heap.short_paths & SHORT_SITES) && !t->charge_site && heap_site_origin(t, (uintptr_t)site) != UINT32_MAX))
+        return malloc_short(size);
+    /* Only the size kept across the call (one saved register, and the
+     * stack aligned without more): the thread and its origin read again
+     * after it cost fewer instructions than saving them. */
+    void *p = next_malloc(size);
+    t = short_path_thread_now();
+    return record_known_here(t, p, size, t->last_origin_word, t->last_record, peak);
 }
 
 static void *malloc_sites(size_t size)
