@@ -465,9 +465,9 @@ static inline bool block_region_append_logged(struct block_table *t, const struc
     return true;
 }
 
-/* The same where `addr`'s region is to be found (block_region_append_logged:
- * a caller that has it from block_table_near_region, and keeps no value
- * across a call). */
+/* The same, `addr`'s region found first. A caller that must hold no value
+ * across a call (the hooks') takes block_table_near_region and
+ * block_region_append_logged itself, and finds the region out of line. */
 static inline bool block_table_append_logged(struct block_table *t, uintptr_t addr, uint64_t number, uint64_t word)
 {
     struct block_region *r = block_table_region(t, addr);
