@@ -14,6 +14,7 @@
  * its exec and its locale files).
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,13 +30,13 @@ static double seconds(struct timeval tv)
     return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
-/* NAME=VALUE, NAME a shell variable's name. */
+/* NAME=VALUE, NAME a shell variable's name (the C locale's letters). */
 static bool is_assignment(const char *arg)
 {
     const char *p = arg;
-    if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')))
+    if (!isalpha((unsigned char)*p) && *p != '_')
         return false;
-    while (*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))
+    while (isalnum((unsigned char)*p) || *p == '_')
         p++;
     return *p == '=';
 }
