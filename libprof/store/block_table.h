@@ -447,7 +447,8 @@ static inline void block_array_append(struct block_array *a, uintptr_t addr, uin
     a->room--;
 }
 
-/* The put of a block whose region has a logged array with room, where
+/* The put of a block whose region `r` (block_table_near_region's or
+ * block_table_find_region's) has a logged array with room, where
  * its granule has no slot: that array's next slot taken; else nothing
  * (false), and the caller puts it the long way. No rebuild, no region
  * added, no spill: the short case of block_table_put_packed, for a caller
@@ -463,15 +464,6 @@ static inline bool block_region_append_logged(struct block_table *t, const struc
     block_array_append(a, addr, key, value);
     t->count++;
     return true;
-}
-
-/* The same, `addr`'s region found first. A caller that must hold no value
- * across a call (the hooks') takes block_table_near_region and
- * block_region_append_logged itself, and finds the region out of line. */
-static inline bool block_table_append_logged(struct block_table *t, uintptr_t addr, uint64_t number, uint64_t word)
-{
-    struct block_region *r = block_table_region(t, addr);
-    return r && block_region_append_logged(t, r, addr, number, word);
 }
 
 /* A put that does not pack, to the spill (out of line: rare); `r` its

@@ -687,10 +687,12 @@ HOT void *left_straight(struct block_slot *y, void *p, uint64_t word)
     return p;
 }
 
-/* record_known_straight's block whose region was not looked up lately. */
+/* record_known_straight's block whose region was not looked up lately:
+ * found in the directory (none yet: through the ring, which adds it). */
 COLD void *straight_to_found(struct heap_thread *t, struct block_slot *y, void *p, uint64_t word)
 {
-    if (!block_table_append_logged(&t->blocks, y->addr, y->number, y->word))
+    const struct block_region *region = block_table_find_region(&t->blocks, block_region_key(y->addr));
+    if (!region || !block_region_append_logged(&t->blocks, region, y->addr, y->number, y->word))
         return record_counted_leaving(t, y, p, word);
     return left_straight(y, p, word);
 }

@@ -576,10 +576,10 @@ static size_t view_parts(const struct thread_view *v)
     return 2 + v->array_count[BLOCKS] + v->array_count[SPILL] + v->array_count[FREED];
 }
 
-/* Young and leaving slots alike (memprof-where takes the block with the latest number). */
-static struct table_part young_part(const struct heap_thread *t)
+/* A run of `count` wide slots (young, leaving, or the view's copy of these). */
+static struct table_part slots_part(const struct block_slot *slots, size_t count)
 {
-    return (struct table_part){ (const uint64_t *)t->young, YOUNG_HELD, false, false, 0 };
+    return (struct table_part){ (const uint64_t *)slots, count, false, false, 0 };
 }
 
 /* The leaving slots copied into the view, newest first (slot leaving_next
@@ -587,7 +587,7 @@ static struct table_part young_part(const struct heap_thread *t)
 static void copy_ring(struct thread_view *v)
 {
     const struct heap_thread *t = v->thread;
-    struct table_part ring = { (const uint64_t *)&t->young[YOUNG_SLOTS], LEAVING_SLOTS, false, false, 0 };
+    struct table_part ring = slots_part(&t->young[YOUNG_SLOTS], LEAVING_SLOTS);
     unsigned next = __atomic_load_n(&t->leaving_next, __ATOMIC_RELAXED);
     for (unsigned j = 0; j < LEAVING_SLOTS; j++)
         if (!part_block(&ring, (next - 1 - j) & (LEAVING_SLOTS - 1), &v->ring[j]))
@@ -597,9 +597,9 @@ static void copy_ring(struct thread_view *v)
 static struct table_part view_part(const struct thread_view *v, size_t k)
 {
     if (k == 0)
-        return (struct table_part){ (const uint64_t *)v->thread->young, YOUNG_SLOTS, false, false, 0 };
+        return slots_part(v->thread->young, YOUNG_SLOTS);
     if (k == 1)
-        return (struct table_part){ (const uint64_t *)v->ring, LEAVING_SLOTS, false, false, 0 };
+        return slots_part(v->ring, LEAVING_SLOTS);
     k -= 2;
     size_t table = 0;
     while (k >= v->array_count[table])
@@ -1096,8 +1096,8 @@ static void where_locked(struct out *o, uintptr_t addr, bool *found)
     struct block_slot best = { BLOCK_EMPTY, 0, 0 };
     struct heap_thread *owner = NULL;
     for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        /* its held blocks: young, older, spilled */
-        struct table_part young = young_part(t);
+        /* its held blocks: young and leaving alike (the latest number wins), older, spilled */
+        struct table_part young = slots_part(t->young, YOUNG_HELD);
         bool holds = holding_block(&young, addr, &best);
         holds |= holding_in_table(&t->blocks, true, addr, &best);
         holds |= holding_in_table(&t->blocks_spill, false, addr, &best);
