@@ -76,6 +76,9 @@ void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes);
 /* Allocations whose stack was walked, and those whose stack the memo of
  * the last walk at their entry gave without one (--frames, wrappers). */
 void heap_tracer_stacks(uint64_t *walked, uint64_t *remembered);
+/* Blocks put straight in the older tables in whole windows (heap_hooks.c: a
+ * heap that only grows), all threads. */
+uint64_t heap_tracer_grown_direct(void);
 void heap_tracer_after_fork(void);
 /* A new thread's tables, made now rather than at its first allocation. */
 void heap_tracer_thread_begin(void);

@@ -196,6 +196,7 @@ HOT bool maybe_recorded(uintptr_t p)
  * hooks' common path would make them save registers on every call. */
 COLD void forget_sampled(struct heap_thread *t, uintptr_t p, uint64_t word)
 {
+    t->grow_frees++;
     owner_sub(&t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, counted_bytes(BLOCK_WORD_SIZE(word)));
     uint8_t *entry = filter_entry(p), n = __atomic_load_n(entry, __ATOMIC_RELAXED);
     while (n != SAMPLED_FILTER_STUCK && n != 0 &&
@@ -208,6 +209,7 @@ HOT void forget_exact(struct heap_thread *t, uint64_t word)
     struct heap_origin *r = &t->origins->records[BLOCK_WORD_ORIGIN(word)];
     owner_sub(&r->live_bytes, BLOCK_WORD_SIZE(word));
     owner_sub(&r->live_count, 1);
+    t->grow_frees++;   /* (record_direct) */
 }
 
 /* The owner's live figures: the block at `p` it held is gone. */
@@ -274,6 +276,23 @@ HOT bool vacate(struct heap_thread *t, struct block_slot *y, uintptr_t p)
     return false;
 }
 
+/* A block into the older table; an older one it replaces there is gone. */
+HOT void put_older(struct heap_thread *t, uintptr_t q, uint64_t number, uint64_t word)
+{
+    uint64_t old;
+    switch (block_table_put_packed(&t->blocks, q, number, word, &old)) {
+    case BLOCK_PUT_REPLACED:   /* an older block there, freed unseen */
+        forget(t, q, old);
+        break;
+    case BLOCK_PUT_NO_MEMORY:
+        forget(t, q, word);
+        t->dropped++;
+        break;
+    case BLOCK_PUT_NEW:
+        break;
+    }
+}
+
 /* A leaving block into the older table, written there before its leaving
  * slot is emptied; none if it was freed meanwhile. Its address allocated
  * again since (its free was not seen; the new block may be the one just
@@ -281,26 +300,67 @@ HOT bool vacate(struct heap_thread *t, struct block_slot *y, uintptr_t p)
 HOT void settle_one(struct heap_thread *t, struct block_slot *l)
 {
     uintptr_t q = l->addr;
-    uint64_t old;
     if (q == BLOCK_EMPTY)
         return;
-    if (heap_young_slot(t, q)->addr == q) {
+    if (heap_young_slot(t, q)->addr == q)
         forget(t, q, l->word);
-    } else {
-        switch (block_table_put_packed(&t->blocks, q, l->number, l->word, &old)) {
-        case BLOCK_PUT_REPLACED:
-            forget(t, q, old);
-            break;
-        case BLOCK_PUT_NO_MEMORY:
-            forget(t, q, l->word);
-            t->dropped++;
-            break;
-        case BLOCK_PUT_NEW:
-            break;
-        }
-    }
+    else
+        put_older(t, q, l->number, l->word);
     __atomic_store_n(&l->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* --- a heap that only grows: new blocks straight to the table ----------------
+
+ * A young slot is worth its line when its block is freed while young. A
+ * thread whose blocks outlive the next 64 KiB of allocations only passes
+ * them on: each allocation writes a slot out of the cache and reads it
+ * back at the next eviction. Such a thread puts its new blocks in the
+ * table itself (t->direct), its young slots and ring kept empty, so no
+ * older block at the same address waits there. Decided each GROW_WINDOW
+ * blocks put in the table (evicted, or put direct) by the blocks the
+ * thread held that went meanwhile: few, direct; more, young slots again. */
+#define GROW_WINDOW 8192u
+#define GROW_ENTER_FREES (GROW_WINDOW / 64)
+#define GROW_LEAVE_FREES (GROW_WINDOW / 16)
+
+/* Direct from now: the ring settled, oldest first, then every young block
+ * put in the table before its slot is emptied (a report sees it once or
+ * twice, never not at all). */
+COLD void enter_direct(struct heap_thread *t)
+{
+    for (unsigned i = 0; i < LEAVING_SLOTS; i++)
+        settle_one(t, &t->young[YOUNG_SLOTS + (t->leaving_next + i) % LEAVING_SLOTS]);
+    t->ring_empty = true;
+    for (unsigned i = 0; i < YOUNG_SLOTS; i++) {
+        struct block_slot *y = &t->young[i];
+        if (y->addr != BLOCK_EMPTY) {
+            put_older(t, y->addr, y->number, y->word);
+            empty_young(y);
+        }
+    }
+    t->direct = true;
+}
+
+/* A window's end: direct or not, from the blocks gone in it. */
+COLD void grow_window_end(struct heap_thread *t)
+{
+    bool few_gone = t->grow_frees <= GROW_ENTER_FREES, many_gone = t->grow_frees > GROW_LEAVE_FREES;
+    if (t->direct)
+        __atomic_store_n(&t->grown_direct, t->grown_direct + t->grow_puts, __ATOMIC_RELAXED);
+    t->grow_puts = 0;
+    t->grow_frees = 0;
+    if (!t->direct && few_gone)
+        enter_direct(t);
+    else if (t->direct && many_gone)
+        t->direct = false;
+}
+
+/* Blocks put in the table (evictions, or direct). */
+HOT void count_grow_puts(struct heap_thread *t, uint32_t n)
+{
+    if (__builtin_expect((t->grow_puts += n) >= GROW_WINDOW, 0))
+        grow_window_end(t);
 }
 
 /* Half the ring just filled: the table slots of its blocks fetched into
@@ -325,8 +385,11 @@ COLD void settle_leaving(struct heap_thread *t)
         for (unsigned i = 0; i < LEAVING_HALF; i++)
             settle_one(t, &filled[i]);
         t->ring_empty = true;
+        count_grow_puts(t, LEAVING_HALF);
     }
+    count_grow_puts(t, LEAVING_HALF);
 }
+
 
 /* The short path's: the entry is the hook's own (its return address is
  * the site). */
@@ -412,12 +475,18 @@ HOT void record_alloc(struct heap_thread *t, void *p, size_t size, void *site, u
     if (__builtin_expect(heap.sample_bytes != 0, 0))
         w = count_sampled(t, (uintptr_t)p, stored);
     uint64_t bytes = w.bytes;
-    struct block_slot *y = heap_young_slot(t, (uintptr_t)p);
-    bool full = __builtin_expect(y->addr != BLOCK_EMPTY, 0) && vacate(t, y, (uintptr_t)p);
-    store_young(y, (uintptr_t)p, number, stored, BLOCK_WORD(0, origin), &t->origins->records[origin], w.blocks,
-                bytes);
-    if (full)
-        settle_leaving(t);
+    if (__builtin_expect(t->direct, 0)) {
+        put_older(t, (uintptr_t)p, number, stored | BLOCK_WORD(0, origin));
+        count_block(&t->origins->records[origin], w.blocks, bytes);
+        count_grow_puts(t, 1);
+    } else {
+        struct block_slot *y = heap_young_slot(t, (uintptr_t)p);
+        bool full = __builtin_expect(y->addr != BLOCK_EMPTY, 0) && vacate(t, y, (uintptr_t)p);
+        store_young(y, (uintptr_t)p, number, stored, BLOCK_WORD(0, origin), &t->origins->records[origin],
+                    w.blocks, bytes);
+        if (full)
+            settle_leaving(t);
+    }
     if (__builtin_expect(heap.peak_tracking, 0))   /* last: a snapshot has this block */
         heap_peak_grew(t, bytes);
 }
@@ -687,6 +756,57 @@ HOT void *left_straight(struct block_slot *y, void *p, uint64_t word)
     return p;
 }
 
+/* The same, the last eviction of a window (grow_window_end). */
+COLD void *left_at_window_end(struct heap_thread *t, struct block_slot *y, void *p, uint64_t word)
+{
+    empty_young(y);
+    write_young(y, (uintptr_t)p, read_number(), word);
+    grow_window_end(t);
+    reentry_leave();
+    return p;
+}
+
+/* The end of a direct record: the window counted, the peak. */
+COLD void *direct_done_slow(struct heap_thread *t, void *p, size_t size, bool peak)
+{
+    if (t->grow_puts >= GROW_WINDOW)
+        grow_window_end(t);
+    if (peak)
+        return known_peak_grew(t, p, size);
+    reentry_leave();
+    return p;
+}
+
+HOT void *direct_done(struct heap_thread *t, void *p, size_t size, bool peak)
+{
+    if (__builtin_expect(++t->grow_puts >= GROW_WINDOW, 0) || peak)
+        return direct_done_slow(t, p, size, peak);
+    reentry_leave();
+    return p;
+}
+
+/* record_direct's block whose region's logged array did not take it. */
+COLD void *direct_put(struct heap_thread *t, void *p, size_t size, uint64_t word, bool peak)
+{
+    put_older(t, (uintptr_t)p, read_number(), word);
+    return direct_done(t, p, size, peak);
+}
+
+/* The block at `p` straight to the table (t->direct), counted first: its
+ * region's logged array takes it in its next slot, else the put the long
+ * way. Every call a tail call, as record_known_straight's. */
+COLD void *record_direct(struct heap_thread *t, void *p, size_t size, uint64_t origin_word, struct heap_origin *r,
+                         bool peak)
+{
+    uint64_t stored = stored_size(size), word = stored | origin_word;
+    count_block(r, 1, stored);
+    const struct block_region *region = block_table_near_region(&t->blocks, (uintptr_t)p);
+    if (__builtin_expect(!region, 0) ||
+        !block_region_append_logged(&t->blocks, region, (uintptr_t)p, read_number(), word))
+        return direct_put(t, p, size, word, peak);
+    return direct_done(t, p, size, peak);
+}
+
 /* record_known_straight's block whose region was not looked up lately:
  * found in the directory (none yet: through the ring, which adds it). */
 COLD void *straight_to_found(struct heap_thread *t, struct block_slot *y, void *p, uint64_t word)
@@ -713,6 +833,8 @@ COLD void *record_known_straight(struct heap_thread *t, struct block_slot *y, vo
         return straight_to_found(t, y, p, word);
     if (!block_region_append_logged(&t->blocks, region, y->addr, y->number, y->word))
         return record_counted_leaving(t, y, p, word);
+    if (__builtin_expect(++t->grow_puts >= GROW_WINDOW, 0))
+        return left_at_window_end(t, y, p, word);
     return left_straight(y, p, word);
 }
 
@@ -737,6 +859,8 @@ HOT void *record_known_here(struct heap_thread *t, void *p, size_t size, uint64_
 {
     if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
         return unrecorded(p);
+    if (__builtin_expect(t->direct, 0))
+        return record_direct(t, p, size, origin_word, r, peak);
     struct block_slot *y = heap_young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
         return record_known_vacating(t, y, p, size, origin_word, r);

@@ -965,6 +965,12 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
         out_u64(o, remembered);
         out_str(o, " (walked, found again from the last walk at their entry)\n");
     }
+    uint64_t grown = heap_tracer_grown_direct();
+    if (grown) {
+        out_str(o, "# direct ");
+        out_u64(o, grown);
+        out_str(o, " (blocks put straight in the older table, past the young slots, in windows of 8192: a heap that grew)\n");
+    }
     for (i = 0; i < views; i++)
         if (view[i].sum.total_count)
             write_thread(o, &view[i]);

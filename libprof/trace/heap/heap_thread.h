@@ -113,6 +113,12 @@ struct heap_thread {
     uintptr_t last_site;               /* the site of last_key */
     uint64_t last_origin_word;         /* its origin, as in a block's word: BLOCK_WORD(0, origin) */
     struct heap_origin *last_record;   /* that origin's record, in origins (moved when it grows) */
+    /* The owner's: a heap that only grows (heap_hooks.c, record_direct). */
+    bool direct;                       /* new blocks go straight to `blocks`; the young slots and the ring
+                                          are empty */
+    uint32_t grow_puts;                /* blocks put in `blocks` in this window: evictions, or direct puts */
+    uint64_t grow_frees;               /* blocks it held gone (freed, or found freed unseen) since then */
+    uint64_t grown_direct;             /* blocks put direct in the windows before this one (published) */
     size_t origin_count;               /* published after the record is whole */
     struct retired origins_retired;
     /* The owner's alone: */

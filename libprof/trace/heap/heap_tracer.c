@@ -239,6 +239,14 @@ void heap_tracer_stacks(uint64_t *walked, uint64_t *remembered)
     }
 }
 
+uint64_t heap_tracer_grown_direct(void)
+{
+    uint64_t n = 0;
+    for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        n += __atomic_load_n(&t->grown_direct, __ATOMIC_RELAXED);
+    return n;
+}
+
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes)
 {
     unsigned long count = 0, total = heap_ruby_bytes();

@@ -1,0 +1,113 @@
+/* A heap that grows past memprof's young slots, whose new blocks then go
+ * straight to the older table (heap_hooks.c, record_direct), and leaves
+ * that way when its blocks start to be freed:
+ *   (a) 200,000 blocks kept, and one in 128 of them freed unseen (libc's
+ *       free called directly) and made again at its address at once (b):
+ *       the new block must replace the old one in the table;
+ *   (c) 100,000 blocks each freed at once, and half of (a) freed: the
+ *       young slots again;
+ *   (d) 100,000 more kept: straight to the table again.
+ * Writes the program's own live count, bytes and allocations of each site
+ * to FILE ("a count bytes allocs", then b, c, d) and "grown N", the blocks
+ * of (a) and (d) (heap-totals.test). With a second argument "grown", stops
+ * after (a) and (b) and waits for a core (core.test). */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GROWN 200000
+#define CHURNED 100000
+#define GROWN_AGAIN 100000
+#define UNSEEN_EVERY 128
+static void *kept[GROWN + GROWN_AGAIN];
+static char kind[GROWN];
+static long count[4], allocs[4];
+static long long bytes[4];
+static const size_t size_of[4] = { 56, 48, 40, 24 };
+
+__attribute__((noinline)) static void *make_a(void)
+{
+    void *p = malloc(56); /* DIRECT:a */
+    __asm__ volatile("" : : "r"(p) : "memory");   /* not a tail call: the site is here */
+    return p;
+}
+
+__attribute__((noinline)) static void *make_b(void)
+{
+    void *p = malloc(48); /* DIRECT:b */
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+
+__attribute__((noinline)) static void *make_c(void)
+{
+    void *p = malloc(40); /* DIRECT:c */
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+
+__attribute__((noinline)) static void *make_d(void)
+{
+    void *p = malloc(24); /* DIRECT:d */
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+
+static void *make(int k)
+{
+    static void *(*const makers[4])(void) = { make_a, make_b, make_c, make_d };
+    count[k]++, allocs[k]++, bytes[k] += (long long)size_of[k];
+    return makers[k]();
+}
+
+static void gone(int k)
+{
+    count[k]--, bytes[k] -= (long long)size_of[k];
+}
+
+int main(int argc, char **argv)
+{
+    void (*unseen_free)(void *) = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+    if (argc < 2 || !unseen_free)
+        return 2;
+    /* Opened first, its buffer ours: no allocation after the stop. */
+    static char buffer[4096];
+    FILE *out = fopen(argv[1], "w");
+    if (!out || setvbuf(out, buffer, _IOFBF, sizeof buffer) != 0)
+        return 2;
+    int stop = argc > 2 && strcmp(argv[2], "grown") == 0;
+    for (int i = 0; i < GROWN; i++) {
+        kept[i] = make(0), kind[i] = 0;
+        if (i % UNSEEN_EVERY == UNSEEN_EVERY - 1) {
+            int j = i - UNSEEN_EVERY / 2;
+            void *old = kept[j];
+            unseen_free(old), gone(kind[j]);
+            if ((kept[j] = make(1)) != old)   /* the thread's cache hands the chunk back */
+                return 3;
+            kind[j] = 1;
+        }
+    }
+    if (!stop) {
+        for (int i = 0; i < CHURNED; i++) {
+            free(make(2)), gone(2);
+            if (i % 2 == 0 && i < GROWN)
+                free(kept[i]), gone(kind[i]);
+        }
+        for (int i = 0; i < GROWN_AGAIN; i++)
+            kept[GROWN + i] = make(3);
+    }
+    fprintf(out, "a %ld %lld %ld\nb %ld %lld %ld\nc %ld %lld %ld\nd %ld %lld %ld\ngrown %d\n", count[0], bytes[0],
+            allocs[0], count[1], bytes[1], allocs[1], count[2], bytes[2], allocs[2], count[3], bytes[3], allocs[3],
+            GROWN + (stop ? 0 : GROWN_AGAIN));
+    if (fclose(out) != 0)
+        return 2;
+    if (stop) {
+        static const char waiting[] = "waiting\n";
+        if (write(2, waiting, sizeof waiting - 1) < 0)
+            return 2;
+        pause();
+    }
+    return 0;
+}
