@@ -766,45 +766,49 @@ COLD void *left_at_window_end(struct heap_thread *t, struct block_slot *y, void 
     return p;
 }
 
-/* The end of a direct record: the window counted, the peak. */
-COLD void *direct_done_slow(struct heap_thread *t, void *p, size_t size, bool peak)
+/* record_direct's block that ends a window. */
+COLD void *direct_window_end(struct heap_thread *t, void *p)
 {
-    if (t->grow_puts >= GROW_WINDOW)
-        grow_window_end(t);
-    if (peak)
-        return known_peak_grew(t, p, size);
-    reentry_leave();
-    return p;
-}
-
-HOT void *direct_done(struct heap_thread *t, void *p, size_t size, bool peak)
-{
-    if (__builtin_expect(++t->grow_puts >= GROW_WINDOW, 0) || peak)
-        return direct_done_slow(t, p, size, peak);
+    grow_window_end(t);
     reentry_leave();
     return p;
 }
 
 /* record_direct's block whose region's logged array did not take it. */
-COLD void *direct_put(struct heap_thread *t, void *p, size_t size, uint64_t word, bool peak)
+COLD void *direct_put(struct heap_thread *t, void *p, uint64_t word)
 {
     put_older(t, (uintptr_t)p, read_number(), word);
-    return direct_done(t, p, size, peak);
+    count_grow_puts(t, 1);
+    reentry_leave();
+    return p;
 }
 
 /* The block at `p` straight to the table (t->direct), counted first: its
  * region's logged array takes it in its next slot, else the put the long
  * way. Every call a tail call, as record_known_straight's. */
-COLD void *record_direct(struct heap_thread *t, void *p, size_t size, uint64_t origin_word, struct heap_origin *r,
-                         bool peak)
+COLD void *record_direct(struct heap_thread *t, void *p, size_t size, uint64_t origin_word, struct heap_origin *r)
 {
-    uint64_t stored = stored_size(size), word = stored | origin_word;
+    uint64_t stored = stored_size(size);
     count_block(r, 1, stored);
     const struct block_region *region = block_table_near_region(&t->blocks, (uintptr_t)p);
     if (__builtin_expect(!region, 0) ||
-        !block_region_append_logged(&t->blocks, region, (uintptr_t)p, read_number(), word))
-        return direct_put(t, p, size, word, peak);
-    return direct_done(t, p, size, peak);
+        !block_region_append_logged(&t->blocks, region, (uintptr_t)p, read_number(), stored | origin_word))
+        return direct_put(t, p, stored | origin_word);
+    if (__builtin_expect(++t->grow_puts >= GROW_WINDOW, 0))
+        return direct_window_end(t, p);
+    reentry_leave();
+    return p;
+}
+
+/* The same with the peak tracked. */
+COLD void *record_direct_peak(struct heap_thread *t, void *p, size_t size, uint64_t origin_word,
+                              struct heap_origin *r)
+{
+    uint64_t stored = stored_size(size);
+    count_block(r, 1, stored);
+    put_older(t, (uintptr_t)p, read_number(), stored | origin_word);
+    count_grow_puts(t, 1);
+    return known_peak_grew(t, p, size);
 }
 
 /* record_known_straight's block whose region was not looked up lately:
@@ -860,7 +864,7 @@ HOT void *record_known_here(struct heap_thread *t, void *p, size_t size, uint64_
     if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
         return unrecorded(p);
     if (__builtin_expect(t->direct, 0))
-        return record_direct(t, p, size, origin_word, r, peak);
+        return peak ? record_direct_peak(t, p, size, origin_word, r) : record_direct(t, p, size, origin_word, r);
     struct block_slot *y = heap_young_slot(t, (uintptr_t)p);
     if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
         return record_known_vacating(t, y, p, size, origin_word, r);
