@@ -75,6 +75,8 @@ struct block_region *block_table_add_region(struct block_table *t, uint64_t key)
     a->logged = block_table_packed(t) && size_class >= BLOCK_LOGGED_CLASS;
     a->room = block_array_room(a);
     struct block_region *r = directory_slot(t->directory, key);
+    r->capacity = (uint32_t)a->capacity;
+    r->logged = a->logged;
     __atomic_store_n(&r->array, a, __ATOMIC_RELAXED);
     __atomic_store_n(&r->key, key, __ATOMIC_RELEASE);
     t->regions++;
@@ -136,6 +138,8 @@ struct block_array *block_table_rebuild(struct block_table *t, struct block_regi
             copy_block(t, a, &b);
         }
     }
+    r->capacity = (uint32_t)a->capacity;
+    r->logged = a->logged;
     __atomic_store_n(&r->array, a, __ATOMIC_SEQ_CST);   /* before the readers are counted (readers.h) */
     t->replaced++;
     block_pool_give_back(&t->pool, old);
