@@ -582,7 +582,8 @@ static void drop_held(struct heap_thread *t, struct held *h)
 /* How a free is recorded, decided before the real free runs (see the top). */
 struct free_plan {
     struct heap_thread *thread;
-    bool held;          /* this thread holds a block at the address */
+    bool held;          /* this thread holds a block at the address, */
+    struct held where;  /* there: nothing moves it before finish_free (the real free records nothing) */
     bool numbered;      /* and the free takes a number */
     uint64_t number;
     size_t usable;      /* another thread's malloc block: its size, for the peak */
@@ -593,9 +594,8 @@ static bool plan_free(struct free_plan *f, void *p)
     if (!p || ((uintptr_t)p & BLOCK_GONE_BIT) || !maybe_recorded((uintptr_t)p) || !tracing() ||
         !(f->thread = this_thread()))
         return false;   /* an odd address is no block: the real free will say so */
-    struct held h;
-    f->held = find_held(f->thread, (uintptr_t)p, &h);
-    f->numbered = !f->held || held_number(&h) != read_number();
+    f->held = find_held(f->thread, (uintptr_t)p, &f->where);
+    f->numbered = !f->held || held_number(&f->where) != read_number();
     if (f->numbered)
         f->number = take_number();
     /* Its owner's record says its size; the owner is another thread, so
@@ -610,9 +610,8 @@ static void finish_free(const struct free_plan *f, void *p)
 {
     struct heap_thread *t = f->thread;
     if (f->held) {   /* freed now, or by another thread before: gone either way */
-        struct held h;
-        if (find_held(t, (uintptr_t)p, &h))
-            drop_held(t, &h);
+        struct held h = f->where;
+        drop_held(t, &h);
     }
     if (f->usable)
         heap_peak_shrank(t, f->usable);
