@@ -111,15 +111,17 @@ static void copy_block(struct block_table *t, struct block_array *a, const struc
         block_slot_fill_wide(place, b->addr, b->number, b->word);
 }
 
-struct block_array *block_table_rebuild(struct block_table *t, struct block_region *r, uint64_t number,
-                                        bool logged)
+/* block_table_rebuild, one size larger when more than `full` blocks live
+ * (and the put to come) would be in the old size. */
+static struct block_array *rebuild_above(struct block_table *t, struct block_region *r, uint64_t number, bool logged,
+                                         size_t full)
 {
     struct block_array *old = r->array;
     bool packed = block_table_packed(t);
     size_t live = 0;
     for (size_t i = 0; i < old->capacity; i++)
         live += BLOCK_IS_LIVE(*block_array_slot(old, packed, i));
-    unsigned size_class = old->size_class + (live + 1 > old->capacity / 4 * 3);
+    unsigned size_class = old->size_class + (live + 1 > full);
     if (size_class > old->size_class && size_class > t->start_class)
         t->start_class = size_class;
     struct block_array *a = block_pool_take(&t->pool, size_class, packed);
@@ -146,10 +148,21 @@ struct block_array *block_table_rebuild(struct block_table *t, struct block_regi
     return a;
 }
 
+struct block_array *block_table_rebuild(struct block_table *t, struct block_region *r, uint64_t number,
+                                        bool logged)
+{
+    return rebuild_above(t, r, number, logged, r->array->capacity / 4 * 3);
+}
+
 struct block_array *block_table_unlog(struct block_table *t, struct block_region *r)
 {
-    /* The newest number such that the new base is the old one's. */
-    return block_table_rebuild(t, r, r->array->number_base + PACKED_NUMBER_BEHIND, false);
+    /* The newest number such that the new base is the old one's. As full
+     * as a hashed array may be, not a quarter empty as one rebuilt for
+     * puts: a logged array is two thirds full or more, and the look-ups
+     * that rebuild it are mostly frees (a heap let go at the end), which
+     * would otherwise grow the tables half again as they empty. */
+    struct block_array *a = r->array;
+    return rebuild_above(t, r, a->number_base + PACKED_NUMBER_BEHIND, false, a->capacity / 8 * 7);
 }
 
 /* `addr`'s block in t's own arrays removed: its word in *replaced. */
