@@ -7,8 +7,9 @@
  *   (c) 100,000 blocks each freed at once, and half of (a) freed: the
  *       young slots again;
  *   (d) 100,000 more kept: straight to the table again.
- * Writes the program's own live count, bytes and allocations of each site
- * to FILE ("a count bytes allocs", then b, c, d) and "grown N", the blocks
+ * Writes the program's own live count, bytes, allocations and most bytes
+ * live at once of each site to FILE ("a count bytes allocs peak", then b,
+ * c, d) and "grown N", the blocks
  * of (a) and (d) (heap-totals.test). With a second argument "grown", stops
  * after (a) and (b) and waits for a core (core.test). */
 #include <dlfcn.h>
@@ -24,7 +25,7 @@
 static void *kept[GROWN + GROWN_AGAIN];
 static char kind[GROWN];
 static long count[4], allocs[4];
-static long long bytes[4];
+static long long bytes[4], peak[4];
 static const size_t size_of[4] = { 56, 48, 40, 24 };
 
 __attribute__((noinline)) static void *make_a(void)
@@ -59,6 +60,8 @@ static void *make(int k)
 {
     static void *(*const makers[4])(void) = { make_a, make_b, make_c, make_d };
     count[k]++, allocs[k]++, bytes[k] += (long long)size_of[k];
+    if (bytes[k] > peak[k])
+        peak[k] = bytes[k];
     return makers[k]();
 }
 
@@ -98,9 +101,9 @@ int main(int argc, char **argv)
         for (int i = 0; i < GROWN_AGAIN; i++)
             kept[GROWN + i] = make(3);
     }
-    fprintf(out, "a %ld %lld %ld\nb %ld %lld %ld\nc %ld %lld %ld\nd %ld %lld %ld\ngrown %d\n", count[0], bytes[0],
-            allocs[0], count[1], bytes[1], allocs[1], count[2], bytes[2], allocs[2], count[3], bytes[3], allocs[3],
-            GROWN + (stop ? 0 : GROWN_AGAIN));
+    for (int k = 0; k < 4; k++)
+        fprintf(out, "%c %ld %lld %ld %lld\n", 'a' + k, count[k], bytes[k], allocs[k], peak[k]);
+    fprintf(out, "grown %d\n", GROWN + (stop ? 0 : GROWN_AGAIN));
     if (fclose(out) != 0)
         return 2;
     if (stop) {

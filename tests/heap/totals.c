@@ -5,11 +5,14 @@
  * long after (pushed out of its young slot into the older table), freed
  * by another thread, and never freed; sites alternate, so a thread's
  * last site changes often. One block of each site stays live. Arguments: FILE for the figures, "SITE count
- * bytes peak allocs" a line; ROUNDS (default 20000). */
+ * bytes peak allocs" a line; ROUNDS (default 20000); "stop": then say
+ * "waiting" on stderr and wait for a core (core.test). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 struct figures {
     long count, allocs;
@@ -99,5 +102,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         fprintf(out, "%s %ld %lld %lld %ld\n", sites[i].name, sites[i].f->count, sites[i].f->bytes, sites[i].f->peak,
                 sites[i].f->allocs);
-    return fclose(out) != 0;
+    if (fclose(out) != 0)
+        return 1;
+    if (argc > 3 && strcmp(argv[3], "stop") == 0) {
+        static const char waiting[] = "waiting\n";
+        if (write(2, waiting, sizeof waiting - 1) < 0)
+            return 1;
+        pause();
+    }
+    return 0;
 }
