@@ -99,7 +99,7 @@ void memprof_thread_event(const struct memprof_thread_event *event);
  * magic, the version and every size before it reads, and refuses a layout
  * it does not know with a reason. */
 #define MEMPROF_TABLES_MAGIC "memprof-tables\0"
-#define MEMPROF_TABLES_VERSION 8
+#define MEMPROF_TABLES_VERSION 7
 struct memprof_tables {
     char magic[16];               /* MEMPROF_TABLES_MAGIC */
     uint32_t version;             /* MEMPROF_TABLES_VERSION */
@@ -204,11 +204,6 @@ struct memprof_tables {
      * direct young slot's is the newest, then the ring's, newest first,
      * then the tables'. */
     uint32_t young_direct, thread_leaving_next;
-
-    /* Version 8: an origin's live bytes as its owner counts them (u64). Its
-     * peak bytes are raised at a free, to the live bytes before it: the
-     * origin's peak is the larger of the two. */
-    uint32_t origin_live_bytes;
 };
 extern const struct memprof_tables memprof_tables;
 

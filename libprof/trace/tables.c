@@ -66,7 +66,6 @@ EXPORT const struct memprof_tables memprof_tables = {
     .origin_total_count = offsetof(struct heap_origin, total_count),
     .origin_total_bytes = offsetof(struct heap_origin, total_bytes),
     .origin_peak_bytes = offsetof(struct heap_origin, peak_bytes),
-    .origin_live_bytes = offsetof(struct heap_origin, live_bytes),
     .thread_shift = THREAD_SHIFT,
 
     .ruby_tracer = (uint64_t)(uintptr_t)&ruby_tracer,

@@ -51,11 +51,6 @@ struct heap_read {
     uint64_t live_blocks;
 };
 
-static uint64_t max_u64(uint64_t a, uint64_t b)
-{
-    return a > b ? a : b;
-}
-
 static int by_addr_then_order(const void *a, const void *b)
 {
     const struct event *x = a, *y = b;
@@ -202,8 +197,7 @@ static bool read_origins(struct core_image *c, const unsigned char *thread, stru
         r->origins[k] = (struct origin){
             .key = core_field_u64(o, t->origin_key),
             .link = core_field_u64(o, t->origin_link),
-            /* raised at the owner's frees: its live bytes since, if more */
-            .peak = max_u64(core_field_u64(o, t->origin_peak_bytes), core_field_u64(o, t->origin_live_bytes)),
+            .peak = core_field_u64(o, t->origin_peak_bytes),
             .total_count = core_field_u64(o, t->origin_total_count),
             .total_bytes = core_field_u64(o, t->origin_total_bytes),
         };

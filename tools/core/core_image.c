@@ -260,8 +260,7 @@ static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_
               t->word_size_bits < 64 && t->origin_size >= 8 && t->origin_size <= 256 &&
               t->origin_key + 8 <= t->origin_size && t->origin_link + 8 <= t->origin_size &&
               t->origin_total_count + 8 <= t->origin_size && t->origin_total_bytes + 8 <= t->origin_size &&
-              t->origin_peak_bytes + 8 <= t->origin_size && t->origin_live_bytes + 8 <= t->origin_size &&
-              t->origin_array_records >= 8 &&
+              t->origin_peak_bytes + 8 <= t->origin_size && t->origin_array_records >= 8 &&
               t->origin_array_records <= 64 && t->thread_shift > 32 && t->thread_shift < 64 &&
               t->directory_capacity + 8 <= t->directory_regions && t->region_size >= 16 && t->region_size <= 64 &&
               t->region_key + 8 <= t->region_size && t->region_array + 8 <= t->region_size &&

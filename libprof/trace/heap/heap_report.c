@@ -913,12 +913,8 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
                 .total_bytes = __atomic_load_n(&r->total_bytes, __ATOMIC_RELAXED),
                 .peak_bytes = __atomic_load_n(&r->peak_bytes, __ATOMIC_RELAXED),
             };
-            /* The owner's peak is raised at its frees: it rose since to its
-             * live bytes if they are larger. It misses frees by other
-             * threads (an upper bound), and is never below what lives now. */
-            uint64_t owner_live = __atomic_load_n(&r->live_bytes, __ATOMIC_RELAXED);
-            if (s.peak_bytes < owner_live)
-                s.peak_bytes = owner_live;
+            /* The owner's peak misses frees by other threads (an upper
+             * bound); it is never below what lives now. */
             if (s.peak_bytes < s.live_bytes)
                 s.peak_bytes = s.live_bytes;
             add_stats(&rows[g].sum, &s);

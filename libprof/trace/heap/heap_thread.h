@@ -46,10 +46,7 @@
 struct heap_origin {
     uint64_t key, link;
     uint64_t total_count, total_bytes;
-    /* As the owner sees them (see the report). The peak is raised at a free
-     * to the live bytes before it, not at each allocation (a load, compare
-     * and store on every malloc): the origin's peak is the larger of the two. */
-    uint64_t live_bytes, peak_bytes;
+    uint64_t live_bytes, peak_bytes;   /* as the owner sees them (see the report) */
     uint64_t alone;                    /* the owner's: the wrappers' generation + 1 in which the origin
                                           was its site alone (heap_site_origin); 0: never */
     uint64_t live_count;               /* as live_bytes; not kept with sampling (a block's weight is
