@@ -7,16 +7,14 @@
  *   (c) 100,000 blocks each freed at once, and half of (a) freed: the
  *       young slots again;
  *   (d) 100,000 more kept: straight to the table again.
- * Writes the program's own live count, bytes, allocations and most bytes
- * live at once of each site to FILE ("a count bytes allocs peak", then b,
- * c, d) and "grown N", the blocks
+ * Writes the program's own figures of each site to FILE ("a count bytes
+ * peak allocs", then b, c, d: figures.h) and "grown N", the blocks
  * of (a) and (d) (heap-totals.test). With a second argument "grown", stops
  * after (a) and (b) and waits for a core (core.test). */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include "figures.h"
 
 #define GROWN 200000
 #define CHURNED 100000
@@ -24,61 +22,31 @@
 #define UNSEEN_EVERY 128
 static void *kept[GROWN + GROWN_AGAIN];
 static char kind[GROWN];
-static long count[4], allocs[4];
-static long long bytes[4], peak[4];
+static struct figures site[4];
 static const size_t size_of[4] = { 56, 48, 40, 24 };
 
-__attribute__((noinline)) static void *make_a(void)
-{
-    void *p = malloc(56); /* DIRECT:a */
-    __asm__ volatile("" : : "r"(p) : "memory");   /* not a tail call: the site is here */
-    return p;
-}
-
-__attribute__((noinline)) static void *make_b(void)
-{
-    void *p = malloc(48); /* DIRECT:b */
-    __asm__ volatile("" : : "r"(p) : "memory");
-    return p;
-}
-
-__attribute__((noinline)) static void *make_c(void)
-{
-    void *p = malloc(40); /* DIRECT:c */
-    __asm__ volatile("" : : "r"(p) : "memory");
-    return p;
-}
-
-__attribute__((noinline)) static void *make_d(void)
-{
-    void *p = malloc(24); /* DIRECT:d */
-    __asm__ volatile("" : : "r"(p) : "memory");
-    return p;
-}
+SITE_FUNCTION(make_a, 56) /* DIRECT:a */
+SITE_FUNCTION(make_b, 48) /* DIRECT:b */
+SITE_FUNCTION(make_c, 40) /* DIRECT:c */
+SITE_FUNCTION(make_d, 24) /* DIRECT:d */
 
 static void *make(int k)
 {
     static void *(*const makers[4])(void) = { make_a, make_b, make_c, make_d };
-    count[k]++, allocs[k]++, bytes[k] += (long long)size_of[k];
-    if (bytes[k] > peak[k])
-        peak[k] = bytes[k];
+    figures_born(&site[k], size_of[k]);
     return makers[k]();
 }
 
 static void gone(int k)
 {
-    count[k]--, bytes[k] -= (long long)size_of[k];
+    figures_died(&site[k], size_of[k]);
 }
 
 int main(int argc, char **argv)
 {
-    void (*unseen_free)(void *) = (void (*)(void *))dlsym(RTLD_NEXT, "free");
-    if (argc < 2 || !unseen_free)
-        return 2;
-    /* Opened first, its buffer ours: no allocation after the stop. */
-    static char buffer[4096];
-    FILE *out = fopen(argv[1], "w");
-    if (!out || setvbuf(out, buffer, _IOFBF, sizeof buffer) != 0)
+    void (*unseen_free)(void *) = unseen_free_function();
+    FILE *out = argc < 2 || !unseen_free ? NULL : figures_open(argv[1]);
+    if (!out)
         return 2;
     int stop = argc > 2 && strcmp(argv[2], "grown") == 0;
     for (int i = 0; i < GROWN; i++) {
@@ -102,15 +70,9 @@ int main(int argc, char **argv)
             kept[GROWN + i] = make(3);
     }
     for (int k = 0; k < 4; k++)
-        fprintf(out, "%c %ld %lld %ld %lld\n", 'a' + k, count[k], bytes[k], allocs[k], peak[k]);
+        figures_write(out, (const char[]){ (char)('a' + k), '\0' }, &site[k]);
     fprintf(out, "grown %d\n", GROWN + (stop ? 0 : GROWN_AGAIN));
     if (fclose(out) != 0)
         return 2;
-    if (stop) {
-        static const char waiting[] = "waiting\n";
-        if (write(2, waiting, sizeof waiting - 1) < 0)
-            return 2;
-        pause();
-    }
-    return 0;
+    return stop ? wait_for_core() : 0;
 }

@@ -7,61 +7,44 @@
  * address and with one number: the report must keep B, the later, whether
  * both wait in the leaving ring or not, and must not count A and B (or a
  * block and the one made again at its address while that is young) as two.
- * Writes the program's own live count, bytes and allocations of each site
- * to FILE: "a count bytes allocs" and "b ..." (heap-totals.test).
+ * Writes the program's own figures of each site to FILE: "a count bytes
+ * peak allocs" and "b ..." (figures.h; heap-totals.test).
  *
  * With a second argument, stops at the 1000th pattern and waits for a
  * core (core.test): "young" right after B is made (B young, A older with
  * its number: in the ring or the table), "left" after the pattern (A and B
  * left their slot, one after the other). */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include "figures.h"
 
 #define BLOCKS 300000
 #define BEHIND 1024   /* 64 KiB of 64-byte chunks */
 static void *at[BLOCKS];
 static char kind[BLOCKS];
-static long count[2], allocs[2];
-static long long bytes[2];
+static struct figures site[2];
 static const size_t size_of[2] = { 56, 48 };
 
-__attribute__((noinline)) static void *make_a(void)
-{
-    void *p = malloc(56); /* MADE_AGAIN:a */
-    __asm__ volatile("" : : "r"(p) : "memory");   /* not a tail call: the site is here */
-    return p;
-}
-
-__attribute__((noinline)) static void *make_b(void)
-{
-    void *p = malloc(48); /* MADE_AGAIN:b */
-    __asm__ volatile("" : : "r"(p) : "memory");
-    return p;
-}
+SITE_FUNCTION(make_a, 56) /* MADE_AGAIN:a */
+SITE_FUNCTION(make_b, 48) /* MADE_AGAIN:b */
 
 static void *make(int k)
 {
-    count[k]++, allocs[k]++, bytes[k] += (long long)size_of[k];
+    figures_born(&site[k], size_of[k]);
     return k ? make_b() : make_a();
 }
 
 static void gone(int k)
 {
-    count[k]--, bytes[k] -= (long long)size_of[k];
+    figures_died(&site[k], size_of[k]);
 }
 
 int main(int argc, char **argv)
 {
-    void (*unseen_free)(void *) = (void (*)(void *))dlsym(RTLD_NEXT, "free");
-    if (argc < 2 || !unseen_free)
-        return 2;
-    /* Opened first, its buffer ours: no allocation after the stop. */
-    static char buffer[4096];
-    FILE *out = fopen(argv[1], "w");
-    if (!out || setvbuf(out, buffer, _IOFBF, sizeof buffer) != 0)
+    void (*unseen_free)(void *) = unseen_free_function();
+    FILE *out = argc < 2 || !unseen_free ? NULL : figures_open(argv[1]);
+    if (!out)
         return 2;
     const char *stop = argc > 2 ? argv[2] : "";
     long patterns = 0;
@@ -84,15 +67,10 @@ int main(int argc, char **argv)
         if (++patterns == 1000 && strcmp(stop, "left") == 0)
             break;
     }
-    fprintf(out, "a %ld %lld %ld\nb %ld %lld %ld\npatterns %ld\n", count[0], bytes[0], allocs[0], count[1], bytes[1],
-            allocs[1], patterns);
+    figures_write(out, "a", &site[0]);
+    figures_write(out, "b", &site[1]);
+    fprintf(out, "patterns %ld\n", patterns);
     if (fclose(out) != 0)
         return 2;
-    if (*stop) {
-        static const char waiting[] = "waiting\n";
-        if (write(2, waiting, sizeof waiting - 1) < 0)
-            return 2;
-        pause();
-    }
-    return 0;
+    return *stop ? wait_for_core() : 0;
 }

@@ -12,28 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include "figures.h"
 
-struct figures {
-    long count, allocs;
-    long long bytes, peak;
-};
 static struct figures young_site, old_site, handed_site;
-
-static void born(struct figures *f, size_t size)
-{
-    f->count++;
-    f->allocs++;
-    f->bytes += (long long)size;
-    if (f->bytes > f->peak)
-        f->peak = f->bytes;
-}
-
-static void died(struct figures *f, size_t size)
-{
-    f->count--;
-    f->bytes -= (long long)size;
-}
 
 #define HANDED 4096
 static void *handed[HANDED];
@@ -62,7 +43,7 @@ int main(int argc, char **argv)
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         size_t size = 1 + (size_t)(seed >> 55);
         void *p = malloc(size);   /* SITE:young */
-        born(&young_site, size);
+        figures_born(&young_site, size);
         last_block = p;
         if (i % 7 == 3) {
             /* kept for a while: many allocations later it is freed from the
@@ -70,22 +51,22 @@ int main(int argc, char **argv)
             int slot = (int)((seed >> 20) % KEEP);
             if (kept[slot]) {
                 free(kept[slot]);
-                died(&old_site, kept_size[slot]);
+                figures_died(&old_site, kept_size[slot]);
             }
             size_t old_size = size * 2 + 8;
             kept[slot] = malloc(old_size);   /* SITE:old */
             kept_size[slot] = old_size;
-            born(&old_site, old_size);
+            figures_born(&old_site, old_size);
         }
         if (i % 13 == 5 && handed_count < HANDED) {
             size_t hs = 24 + (size_t)(i % 40);
             handed[handed_count] = malloc(hs);   /* SITE:handed */
             handed_size[handed_count++] = hs;
-            born(&handed_site, hs);
+            figures_born(&handed_site, hs);
         }
         if (i < rounds - 1) {   /* the last stays: a report lists live sites */
             free(p);
-            died(&young_site, size);
+            figures_died(&young_site, size);
         }
     }
     /* Freed by another thread: gone from the report, still in allocs. */
@@ -93,22 +74,15 @@ int main(int argc, char **argv)
     pthread_create(&t, NULL, free_handed, NULL);
     pthread_join(t, NULL);
     for (int i = 0; i < handed_count - 1; i++)
-        died(&handed_site, handed_size[i]);
+        figures_died(&handed_site, handed_size[i]);
     FILE *out = fopen(argv[1], "w");
     if (!out)
         return 1;
     const struct { const char *name; struct figures *f; } sites[] = {
         { "young", &young_site }, { "old", &old_site }, { "handed", &handed_site } };
     for (int i = 0; i < 3; i++)
-        fprintf(out, "%s %ld %lld %lld %ld\n", sites[i].name, sites[i].f->count, sites[i].f->bytes, sites[i].f->peak,
-                sites[i].f->allocs);
+        figures_write(out, sites[i].name, sites[i].f);
     if (fclose(out) != 0)
         return 1;
-    if (argc > 3 && strcmp(argv[3], "stop") == 0) {
-        static const char waiting[] = "waiting\n";
-        if (write(2, waiting, sizeof waiting - 1) < 0)
-            return 1;
-        pause();
-    }
-    return 0;
+    return argc > 3 && strcmp(argv[3], "stop") == 0 ? wait_for_core() : 0;
 }

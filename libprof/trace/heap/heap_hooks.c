@@ -755,22 +755,20 @@ HOT void *left_straight(struct block_slot *y, void *p, uint64_t word)
     return p;
 }
 
-/* The same, the last eviction of a window (grow_window_end). */
-COLD void *left_at_window_end(struct heap_thread *t, struct block_slot *y, void *p, uint64_t word)
+/* The end of a record that ends a window (grow_window_end). */
+COLD void *window_ended(struct heap_thread *t, void *p)
 {
-    empty_young(y);
-    write_young(y, (uintptr_t)p, read_number(), word);
     grow_window_end(t);
     reentry_leave();
     return p;
 }
 
-/* record_direct's block that ends a window. */
-COLD void *direct_window_end(struct heap_thread *t, void *p)
+/* left_straight's, the last eviction of a window. */
+COLD void *left_at_window_end(struct heap_thread *t, struct block_slot *y, void *p, uint64_t word)
 {
-    grow_window_end(t);
-    reentry_leave();
-    return p;
+    empty_young(y);
+    write_young(y, (uintptr_t)p, read_number(), word);
+    return window_ended(t, p);
 }
 
 /* record_direct's block whose region's logged array did not take it. */
@@ -794,7 +792,7 @@ COLD void *record_direct(struct heap_thread *t, void *p, size_t size, uint64_t o
         !block_region_append_logged(&t->blocks, region, (uintptr_t)p, read_number(), stored | origin_word))
         return direct_put(t, p, stored | origin_word);
     if (__builtin_expect(++t->grow_puts >= GROW_WINDOW, 0))
-        return direct_window_end(t, p);
+        return window_ended(t, p);
     reentry_leave();
     return p;
 }
