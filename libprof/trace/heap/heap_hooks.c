@@ -532,10 +532,11 @@ struct held {
 
 static bool find_held(struct heap_thread *t, uintptr_t p, struct held *h)
 {
-    h->young = heap_young_slot(t, p);
-    if (h->young->addr == p)
+    /* Direct, the young slots are empty (and their line out of the cache);
+     * an empty ring has nothing either. */
+    if (!t->direct && (h->young = heap_young_slot(t, p))->addr == p)
         return true;
-    for (unsigned i = 0; i < LEAVING_SLOTS; i++)
+    for (unsigned i = 0; i < LEAVING_SLOTS && !t->ring_empty; i++)
         if ((h->young = &t->young[YOUNG_SLOTS + i])->addr == p)
             return true;
     h->young = NULL;
