@@ -1,5 +1,6 @@
 # The benchmarks' shared arithmetic over interleaved rounds; sourced by
-# heap-bench, ruby-bench, heap-builds and symbolize-bench.
+# heap-bench, shapes-bench, ruby-bench, ruby-groups-bench, heap-builds and
+# symbolize-bench.
 
 # The median of the numbers on stdin.
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
@@ -7,11 +8,20 @@ median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 # "P25-P75" of the numbers on stdin.
 middle_half() { sort -g | awk '{v[NR] = $1} END {printf "%.2f-%.2f", v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)]}'; }
 
-# rotated ROUND CONFIG...: the configurations, one per line, starting ROUND-1
-# further along, so that none always runs first.
-rotated() {
+# round_order ROUND CONFIG...: the configurations, one per line, in an
+# order of the round's own (a shuffle seeded by ROUND), so that none always
+# runs first, nor always after the same one: a run that follows one which
+# freed much memory pays for it on this VM (the host takes freed memory
+# back), 3-12 ms on shapes-bench's grow, and a rotation kept each
+# configuration behind the same one every round.
+round_order() {
     k=$1; shift
-    echo "$@" | awk -v k="$k" '{ for (j = 0; j < NF; j++) print $((j + k - 1) % NF + 1) }'
+    echo "$@" | awk -v k="$k" '{
+        srand(k)
+        for (j = 1; j <= NF; j++) c[j] = $j
+        for (j = NF; j > 1; j--) { r = int(rand() * j) + 1; t = c[j]; c[j] = c[r]; c[r] = t }
+        for (j = 1; j <= NF; j++) print c[j]
+    }'
 }
 
 # round_ratios FILE PLAIN [COLUMN]: each round's figure in FILE over the
