@@ -10,10 +10,10 @@ middle_half() { sort -g | awk '{v[NR] = $1} END {printf "%.2f-%.2f", v[int((NR +
 
 # round_order ROUND CONFIG...: the configurations, one per line, in an
 # order of the round's own (a shuffle seeded by ROUND), so that none always
-# runs first, nor always after the same one: a run that follows one which
-# freed much memory pays for it on this VM (the host takes freed memory
-# back), 3-12 ms on shapes-bench's grow, and a rotation kept each
-# configuration behind the same one every round.
+# runs first, nor always after the same one (a rotation kept each behind the
+# same one every round): on this VM, grow's hooks right after its plain run
+# took 3-12 ms more than later in the round (the host taking back the memory
+# a run freed is the likely cause).
 round_order() {
     k=$1; shift
     echo "$@" | awk -v k="$k" '{
