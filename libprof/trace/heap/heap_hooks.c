@@ -310,9 +310,9 @@ HOT void settle_one(struct heap_thread *t, struct block_slot *l)
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
-/* --- a heap that only grows: new blocks straight to the table ----------------
+/* --- a heap that only grows: new blocks straight to the table ---------------- */
 
- * A young slot is worth its line when its block is freed while young. A
+/* A young slot is worth its line when its block is freed while young. A
  * thread whose blocks outlive the next 64 KiB of allocations only passes
  * them on: each allocation writes a slot out of the cache and reads it
  * back at the next eviction. Such a thread puts its new blocks in the
@@ -389,7 +389,6 @@ COLD void settle_leaving(struct heap_thread *t)
     }
     count_grow_puts(t, LEAVING_HALF);
 }
-
 
 /* The short path's: the entry is the hook's own (its return address is
  * the site). */
