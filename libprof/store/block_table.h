@@ -314,7 +314,8 @@ static inline size_t block_index(uintptr_t addr, size_t capacity)
     return (size_t)(((unsigned __int128)h * capacity) >> 64);
 }
 
-/* `capacity`: a->capacity. */
+/* `addr`'s live slot in `a`, else NULL; `capacity`: a->capacity (the
+ * owner's look-ups take it from the region's copy). */
 static inline uint64_t *block_array_find_at(const struct block_array *a, size_t capacity, bool packed,
                                             uintptr_t addr)
 {
@@ -329,11 +330,6 @@ static inline uint64_t *block_array_find_at(const struct block_array *a, size_t 
         if (++i == capacity)
             i = 0;
     }
-}
-
-static inline uint64_t *block_array_find(const struct block_array *a, bool packed, uintptr_t addr)
-{
-    return block_array_find_at(a, a->capacity, packed, addr);
 }
 
 /* A block found: the table whose slot it is (the table asked, or its

@@ -356,10 +356,17 @@ COLD void grow_window_end(struct heap_thread *t)
         t->direct = false;
 }
 
-/* Blocks put in the table (evictions, or direct). */
+/* `n` more blocks put in the table (evictions, or direct): true when
+ * that ends the window (the caller then calls grow_window_end, or a tail
+ * call does). */
+HOT bool grow_window_full(struct heap_thread *t, uint32_t n)
+{
+    return __builtin_expect((t->grow_puts += n) >= GROW_WINDOW, 0);
+}
+
 HOT void count_grow_puts(struct heap_thread *t, uint32_t n)
 {
-    if (__builtin_expect((t->grow_puts += n) >= GROW_WINDOW, 0))
+    if (grow_window_full(t, n))
         grow_window_end(t);
 }
 
@@ -381,13 +388,13 @@ COLD void settle_leaving(struct heap_thread *t)
         settle_one(t, &settled[i]);
     /* Puts that take logged arrays' next slots need no fetching ahead: the
      * newer half too, and the ring is empty (record_known_straight). */
-    if (t->blocks.logged_lately) {
+    bool both = t->blocks.logged_lately;
+    if (both) {
         for (unsigned i = 0; i < LEAVING_HALF; i++)
             settle_one(t, &filled[i]);
         t->ring_empty = true;
-        count_grow_puts(t, LEAVING_HALF);
     }
-    count_grow_puts(t, LEAVING_HALF);
+    count_grow_puts(t, both ? LEAVING_SLOTS : LEAVING_HALF);
 }
 
 /* The short path's: the entry is the hook's own (its return address is
@@ -563,7 +570,7 @@ HOT void drop_young(struct heap_thread *t, struct block_slot *y)
     __atomic_store_n(&y->addr, BLOCK_EMPTY, __ATOMIC_RELAXED);
 }
 
-static void drop_held(struct heap_thread *t, struct held *h)
+static void drop_held(struct heap_thread *t, const struct held *h)
 {
     if (h->young) {
         drop_young(t, h->young);
@@ -610,8 +617,7 @@ static void finish_free(const struct free_plan *f, void *p)
 {
     struct heap_thread *t = f->thread;
     if (f->held) {   /* freed now, or by another thread before: gone either way */
-        struct held h = f->where;
-        drop_held(t, &h);
+        drop_held(t, &f->where);
     }
     if (f->usable)
         heap_peak_shrank(t, f->usable);
@@ -791,7 +797,7 @@ COLD void *record_direct(struct heap_thread *t, void *p, size_t size, uint64_t o
     if (__builtin_expect(!region, 0) ||
         !block_region_append_logged(&t->blocks, region, (uintptr_t)p, read_number(), stored | origin_word))
         return direct_put(t, p, stored | origin_word);
-    if (__builtin_expect(++t->grow_puts >= GROW_WINDOW, 0))
+    if (grow_window_full(t, 1))
         return window_ended(t, p);
     reentry_leave();
     return p;
@@ -834,7 +840,7 @@ COLD void *record_known_straight(struct heap_thread *t, struct block_slot *y, vo
         return straight_to_found(t, y, p, word);
     if (!block_region_append_logged(&t->blocks, region, y->addr, y->number, y->word))
         return record_counted_leaving(t, y, p, word);
-    if (__builtin_expect(++t->grow_puts >= GROW_WINDOW, 0))
+    if (grow_window_full(t, 1))
         return left_at_window_end(t, y, p, word);
     return left_straight(y, p, word);
 }
