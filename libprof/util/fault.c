@@ -59,7 +59,7 @@ static void on_fault(int sig, siginfo_t *info, void *context)
     }
     faulting = 1;
     uintptr_t pc = cpu_fault_pc(context);
-    if (((pc >= text_start && pc < text_end) || memprof_in_runtime) && !__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
+    if (((pc >= text_start && pc < text_end) || reentry_inside()) && !__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
         say_fault(sig, info, pc);
     /* What would have happened without memprof. */
     struct sigaction *p = &previous[i];

@@ -36,6 +36,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,21 +44,22 @@
 #include <sys/prctl.h>
 
 __thread struct heap_thread *heap_my_thread __attribute__((tls_model("initial-exec")));
-/* The same for the short paths, never NULL: a thread with no record yet
- * has the empty one, whose last site and young slots match no call and no
- * block (it is only read), so those paths test nothing more. */
-static struct heap_thread no_record;
-static __thread struct heap_thread *short_path_thread __asm__("memprof_short_path_thread")
-    __attribute__((tls_model("initial-exec"))) = &no_record;
-/* short_path_thread read afresh, its TLS offset too: read in C after a
- * call, GCC kept the offset in a saved register across it, which cost the
- * hook a second saved register and a stack adjustment. (The asm label fixes
- * the symbol's name for the load.) */
+/* The same for the short paths, never NULL (memprof_thread_words, beside
+ * the reentry flag): a thread with no record yet has the empty one, whose
+ * last site and young slots match no call and no block (it is only read),
+ * so those paths test nothing more. */
+struct heap_thread heap_no_record;
+#define short_path_thread (memprof_thread_words.heap_short_path)
+/* short_path_thread read afresh, its TLS offset too, before a call: read
+ * in C, GCC kept the offset in a saved register across the call, which
+ * cost the hook a second saved register and a stack adjustment. After the
+ * call, C reads it with the flag, by one offset. */
 static inline __attribute__((always_inline)) struct heap_thread *short_path_thread_now(void)
 {
 #if defined(__x86_64__)
     struct heap_thread *t;
-    __asm__ volatile("movq memprof_short_path_thread@gottpoff(%%rip), %0\n\tmovq %%fs:(%0), %0" : "=r"(t));
+    __asm__ volatile("movq memprof_thread_words@gottpoff(%%rip), %0\n\tmovq %%fs:%c1(%0), %0"
+                     : "=r"(t) : "i"(offsetof(struct thread_words, heap_short_path)));
     return t;
 #else
     return short_path_thread;
@@ -904,7 +906,7 @@ COLD void *malloc_remembered(struct heap_thread *t, size_t size, void *site, uin
 COLD void *malloc_last_site(size_t size)
 {
     void *p = next_malloc(size);
-    struct heap_thread *t = short_path_thread_now();
+    struct heap_thread *t = short_path_thread;
     return record_known_here(t, p, size, t->last_origin_word, t->last_record, heap.peak_tracking);
 }
 
@@ -945,7 +947,7 @@ HOT void *malloc_sites_with(size_t size, void *site, bool peak)
      * stack aligned without more): the thread and its origin read again
      * after it cost fewer instructions than saving them. */
     void *p = next_malloc(size);
-    t = short_path_thread_now();
+    t = short_path_thread;
     return record_known_here(t, p, size, t->last_origin_word, t->last_record, peak);
 }
 

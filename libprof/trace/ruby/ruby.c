@@ -757,7 +757,7 @@ enum ruby_gc_state ruby_tracer_collect(void)
         return RUBY_GC_NOT_HERE;
     if (!t->api.rb_gc)
         return RUBY_GC_NONE;
-    if (memprof_in_runtime || t->api.rb_during_gc() || !ruby_thread_holds_gvl(&t->api))
+    if (reentry_inside() || t->api.rb_during_gc() || !ruby_thread_holds_gvl(&t->api))
         return RUBY_GC_NOT_HERE;
     size_t before = t->api.rb_gc_count();
     scrub_stack();
