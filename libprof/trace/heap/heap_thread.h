@@ -207,7 +207,11 @@ size_t heap_thread_bytes(const struct heap_thread *t);
  * (the older of two goes to the older table). */
 static inline struct block_slot *heap_young_slot(struct heap_thread *t, uintptr_t p)
 {
-    return &t->young[((uint32_t)p >> ADDRESS_GRANULE_SHIFT) & (YOUNG_SLOTS - 1)];
+    /* The granule's bits in place, times 3/2: a slot (24 bytes) is one and a
+     * half granules, one instruction fewer than the index times 24. */
+    _Static_assert(sizeof(struct block_slot) * 2 == (3u << ADDRESS_GRANULE_SHIFT), "a slot is 1.5 granules");
+    uint32_t granule_bits = (uint32_t)p & ((YOUNG_SLOTS - 1) << ADDRESS_GRANULE_SHIFT);
+    return (struct block_slot *)((char *)t->young + (granule_bits * 3 >> 1));
 }
 
 /* The owner's running figures (an origin's, its walk counts): plain
