@@ -99,7 +99,7 @@ void memprof_thread_event(const struct memprof_thread_event *event);
  * magic, the version and every size before it reads, and refuses a layout
  * it does not know with a reason. */
 #define MEMPROF_TABLES_MAGIC "memprof-tables\0"
-#define MEMPROF_TABLES_VERSION 7
+#define MEMPROF_TABLES_VERSION 8
 struct memprof_tables {
     char magic[16];               /* MEMPROF_TABLES_MAGIC */
     uint32_t version;             /* MEMPROF_TABLES_VERSION */
@@ -204,6 +204,17 @@ struct memprof_tables {
      * direct young slot's is the newest, then the ring's, newest first,
      * then the tables'. */
     uint32_t young_direct, thread_leaving_next;
+
+    /* Version 8: a thread's record outlives the thread and is taken, with
+     * the blocks it holds, by a thread started later, which has a serial of
+     * its own: a record's origins may have any serial, and thread_serial,
+     * thread_tid and thread_name are its thread's now. Who held each serial
+     * is at heap_identities, the address of a pointer (NULL: none yet) to
+     * identity_max + 1 entries of identity_size bytes, by serial: an i32
+     * tid at identity_tid, a bool at identity_exited and a name
+     * (char[thread_name_size]) at identity_name. */
+    uint64_t heap_identities;
+    uint32_t identity_max, identity_size, identity_tid, identity_exited, identity_name;
 };
 extern const struct memprof_tables memprof_tables;
 

@@ -123,7 +123,16 @@ EXPORT const struct memprof_tables memprof_tables = {
     .threads_running = (uint64_t)(uintptr_t)&threads_following,
     .thread_registry = (uint64_t)(uintptr_t)&memprof_thread_registry,
     .heap_sample_bytes = (uint64_t)(uintptr_t)&heap.sample_bytes,
+    .heap_identities = (uint64_t)(uintptr_t)&heap.identities,
+    .identity_max = MAX_THREAD_SERIAL,
+    .identity_size = sizeof(struct heap_identity),
+    .identity_tid = offsetof(struct heap_identity, tid),
+    .identity_exited = offsetof(struct heap_identity, exited),
+    .identity_name = offsetof(struct heap_identity, name),
 };
+_Static_assert(sizeof ((struct heap_identity *)0)->name == sizeof ((struct heap_thread *)0)->name,
+               "an identity's name is thread_name_size bytes");
+_Static_assert(sizeof ((struct heap_identity *)0)->tid == 4, "identity_tid is an i32");
 _Static_assert(sizeof heap.frames == 4, "heap_frames is an int");
 _Static_assert(sizeof ((struct heap_thread *)0)->leaving_next == 4, "thread_leaving_next is a u32");
 _Static_assert(RUBY_AUX(0, 1) == 1u << 8, "aux_epoch_shift");

@@ -36,11 +36,21 @@ struct thread_read {
     struct origin *origins;
 };
 
+/* Who held a serial (memprof_debugger.h, version 8): a record may hold the
+ * origins of several threads, each with a serial of its own. */
+struct identity_read {
+    int32_t tid;
+    bool exited, known;
+    char name[65];
+};
+
 struct wrapper_range { uint64_t start, end; };
 
 struct heap_read {
     struct thread_read *threads;   /* newest first, as the runtime links them */
     size_t thread_count;
+    struct identity_read *identities;   /* [serials + 1], by serial */
+    uint32_t serials;
     struct event *events;          /* by address, then order */
     size_t event_count, event_cap;
     int frames;
@@ -206,6 +216,64 @@ static bool read_origins(struct core_image *c, const unsigned char *thread, stru
     return ok;
 }
 
+/* A name as the runtime keeps it (char[thread_name_size]), made one word
+ * for the report's line. */
+static void thread_name(const struct memprof_tables *t, const unsigned char *raw, char name[65])
+{
+    memcpy(name, raw, t->thread_name_size);
+    name[t->thread_name_size] = '\0';
+    for (char *p = name; *p; p++)
+        if (*p <= ' ' || *p == 0x7f)
+            *p = '_';
+}
+
+static uint32_t origin_serial(const struct memprof_tables *t, uint64_t key)
+{
+    return (uint32_t)(key >> t->thread_shift);
+}
+
+/* Who held each serial the records and their origins name. Where the
+ * identities cannot be read (a core cut short), a record's own thread is
+ * as the record says, and an earlier holder unknown. */
+static bool read_identities(struct core_image *c, struct heap_read *h)
+{
+    const struct memprof_tables *t = &c->tables;
+    uint32_t serials = 0;
+    for (size_t i = 0; i < h->thread_count; i++) {
+        serials = h->threads[i].serial > serials ? h->threads[i].serial : serials;
+        for (uint64_t k = 0; k < h->threads[i].origin_count; k++) {
+            uint32_t s = origin_serial(t, h->threads[i].origins[k].key);
+            serials = s > serials ? s : serials;
+        }
+    }
+    serials = serials < t->identity_max ? serials : t->identity_max;
+    if (!(h->identities = calloc((size_t)serials + 1, sizeof *h->identities)))
+        return core_fail(c, "out of memory");
+    h->serials = serials;
+    uint64_t at = 0;
+    size_t bytes = ((size_t)serials + 1) * t->identity_size;
+    unsigned char *raw = core_peek(c, t->heap_identities, &at, 8) && at ? malloc(bytes) : NULL;
+    if (raw && core_peek(c, at, raw, bytes))
+        for (uint32_t s = 1; s <= serials; s++) {
+            const unsigned char *e = raw + (size_t)s * t->identity_size;
+            struct identity_read *id = &h->identities[s];
+            memcpy(&id->tid, e + t->identity_tid, 4);
+            id->exited = e[t->identity_exited] != 0;
+            thread_name(t, e + t->identity_name, id->name);
+            id->known = id->tid != 0;
+        }
+    free(raw);
+    for (size_t i = 0; i < h->thread_count; i++) {
+        const struct thread_read *r = &h->threads[i];
+        struct identity_read *id = r->serial <= serials ? &h->identities[r->serial] : NULL;
+        if (id && !id->known) {
+            *id = (struct identity_read){ .tid = r->tid, .exited = r->exited, .known = true };
+            memcpy(id->name, r->name, sizeof id->name);
+        }
+    }
+    return true;
+}
+
 static bool read_threads(struct core_image *c, struct heap_read *h)
 {
     const struct memprof_tables *t = &c->tables;
@@ -232,11 +300,7 @@ static bool read_threads(struct core_image *c, struct heap_read *h)
         memcpy(&r->serial, thread + t->thread_serial, 4);
         memcpy(&r->tid, thread + t->thread_tid, 4);
         r->exited = thread[t->thread_exited] != 0;
-        memcpy(r->name, thread + t->thread_name, t->thread_name_size);
-        r->name[t->thread_name_size] = '\0';
-        for (char *p = r->name; *p; p++)   /* one word in the report's line */
-            if (*p <= ' ' || *p == 0x7f)
-                *p = '_';
+        thread_name(t, thread + t->thread_name, r->name);
         uint32_t view = (uint32_t)h->thread_count++;
         uint32_t leaving_next;
         memcpy(&leaving_next, thread + t->thread_leaving_next, 4);
@@ -256,7 +320,7 @@ static bool read_threads(struct core_image *c, struct heap_read *h)
         next = core_field_u64(thread, t->thread_next);
     }
     free(thread);
-    return ok;
+    return ok && read_identities(c, h);
 }
 
 /* The wrappers' code ranges, and the Ruby lines' table. */
@@ -300,6 +364,7 @@ static void free_heap(struct heap_read *h)
     for (size_t i = 0; i < h->thread_count; i++)
         free(h->threads[i].origins);
     free(h->threads);
+    free(h->identities);
     free(h->events);
     free(h->wrappers);
     core_sites_free(&h->lines);
@@ -459,8 +524,8 @@ static struct row *collect_rows(struct core_image *c, const struct heap_read *h,
         for (uint64_t k = 0; ok && k < r->origin_count; k++) {
             const struct origin *o = &r->origins[k];
             uint64_t site = origin_site(t, o->key);
-            if (!site || !o->live_count)
-                continue;
+            if (!site)
+                continue;   /* a caller in a chain */
             struct row *row = &rows[n++];
             *row = (struct row){ .site = site, .sum = *o, .thread = r, .origin = o };
             /* The owner's peak misses frees by other threads; it is never
@@ -488,6 +553,16 @@ static struct row *collect_rows(struct core_image *c, const struct heap_read *h,
             rows[kept++] = rows[i];
         }
     }
+    /* A row of the origins of every thread at a site, as the runtime's:
+     * shown when one of them has a live block, with all their totals. */
+    size_t shown = 0;
+    for (size_t i = 0; i < kept; i++) {
+        if (rows[i].sum.live_count)
+            rows[shown++] = rows[i];
+        else
+            free(rows[i].tail);
+    }
+    kept = shown;
     qsort(rows, kept, sizeof *rows, by_live_bytes);
     *n_out = kept;
     return rows;
@@ -504,23 +579,29 @@ bool core_heap_raw(struct core_image *c, FILE *out)
                 c->notes.pid, h.frames, h.live_blocks);
         if (h.sample)
             fprintf(out, "# sample %" PRIu64 "\n", h.sample);
-        /* "# thread SERIAL TID live_count live_bytes total_count NAME", oldest
-         * first, as the runtime writes them; the name as the runtime kept it
-         * (a core has no thread's name). */
-        for (size_t i = h.thread_count; i-- > 0;) {
-            uint64_t count = 0, bytes = 0, allocs = 0;
+        /* "# thread SERIAL TID live_count live_bytes total_count NAME" by
+         * serial, oldest first, as the runtime writes them; the name as the
+         * runtime kept it (a core has no thread's name). */
+        struct origin *by_serial = calloc((size_t)h.serials + 1, sizeof *by_serial);
+        ok = by_serial || core_fail(c, "out of memory");
+        for (size_t i = 0; ok && i < h.thread_count; i++)
             for (uint64_t k = 0; k < h.threads[i].origin_count; k++) {
                 const struct origin *o = &h.threads[i].origins[k];
-                count += o->live_count;
-                bytes += o->live_bytes;
-                allocs += origin_site(t, o->key) ? o->total_count : 0;
+                uint32_t serial = origin_serial(t, o->key);
+                if (!origin_site(t, o->key) || serial > h.serials)
+                    continue;   /* a caller in a chain */
+                by_serial[serial].live_count += o->live_count;
+                by_serial[serial].live_bytes += o->live_bytes;
+                by_serial[serial].total_count += o->total_count;
             }
-            if (allocs)
-                fprintf(out, "# thread %u %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n", h.threads[i].serial,
-                        h.threads[i].tid, count, bytes, allocs, h.threads[i].name[0] ? h.threads[i].name : "?");
-        }
+        for (uint32_t s = 1; ok && s <= h.serials; s++)
+            if (by_serial[s].total_count)
+                fprintf(out, "# thread %u %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n", s, h.identities[s].tid,
+                        by_serial[s].live_count, by_serial[s].live_bytes, by_serial[s].total_count,
+                        h.identities[s].name[0] ? h.identities[s].name : "?");
+        free(by_serial);
         size_t n = 0;
-        struct row *rows = collect_rows(c, &h, &n);
+        struct row *rows = ok ? collect_rows(c, &h, &n) : NULL;
         ok = rows != NULL;
         for (size_t i = 0; i < n; i++) {
             const struct origin *s = &rows[i].sum;
@@ -607,7 +688,8 @@ bool core_heap_where(struct core_image *c, uint64_t addr, FILE *out, bool *found
             memmove(wrapped, strchr(wrapped, '\n') + 1, strlen(strchr(wrapped, '\n') + 1) + 1);
         fprintf(out, "0x%" PRIx64 ": in a C heap block of %" PRIu64 " bytes at 0x%" PRIx64
                      ", allocated by thread %u (tid %d) at ",
-                addr, size, v->addr, r->serial, r->tid);
+                addr, size, v->addr, origin_serial(t, origin->key),
+                origin_serial(t, origin->key) <= h.serials ? h.identities[origin_serial(t, origin->key)].tid : 0);
         write_pc(c, out, origin_site(t, origin->key));
         fprintf(out, "\n%s", tail);
         free(tail);
@@ -630,7 +712,8 @@ bool core_heap_threads(struct core_image *c, struct core_heap_thread **out, size
         *r = (struct core_heap_thread){ h.threads[i].tid, h.threads[i].exited, 0, 0 };
         for (uint64_t k = 0; k < h.threads[i].origin_count; k++) {
             const struct origin *o = &h.threads[i].origins[k];
-            if (o->key >> t->thread_shift) {   /* a site, not a caller in a chain */
+            if (origin_serial(t, o->key) == h.threads[i].serial) {   /* its own thread's site (not a caller in a
+                                                                        chain, nor an earlier thread's) */
                 r->count += o->total_count;
                 r->bytes += o->total_bytes;
             }

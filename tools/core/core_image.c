@@ -269,6 +269,10 @@ static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_
               t->packed_origin_high_bits + t->packed_size_bits + t->packed_number_bits == 64 &&
               64 - t->packed_addr_bits + t->packed_origin_high_bits == 64 - t->word_size_bits &&
               t->packed_size_bits <= t->word_size_bits;
+    /* Who held each serial (version 8). */
+    ok = ok && t->identity_max >= 1 && t->identity_max <= 65535 && t->identity_size >= 8 && t->identity_size <= 64 &&
+         t->identity_tid + 4 <= t->identity_size && t->identity_exited < t->identity_size &&
+         t->identity_name + (uint64_t)t->thread_name_size <= t->identity_size;
     /* The Ruby tracer's: its state, a slot map, intern tables, string pools. */
     ok = ok && t->ruby_tracer_size >= 64 && t->ruby_tracer_size < (1u << 20) &&
          t->ruby_objects + t->map_count + 8 <= t->ruby_tracer_size &&

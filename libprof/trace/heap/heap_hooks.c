@@ -75,27 +75,11 @@ static struct heap_thread *this_thread(void)
 {
     if (heap_my_thread)
         return heap_my_thread;
-    struct heap_thread *t = pages_alloc_filled(sizeof *t);
+    struct heap_thread *t = heap_record_take();
     if (!t)
         return NULL;
-    if (!(t->callers = pages_alloc(CALLER_CACHE * sizeof *t->callers))) {
-        pages_free(t, sizeof *t);
-        return NULL;
-    }
-    uint32_t serial = __atomic_add_fetch(&heap.thread_count, 1, __ATOMIC_RELAXED);
-    t->serial = serial < MAX_THREAD_SERIAL ? serial : MAX_THREAD_SERIAL;
-    t->tid = gettid();
-    t->blocks.spill = &t->blocks_spill;
-    prctl(PR_GET_NAME, t->name);   /* for a core; a report asks /proc */
-    t->sample_state = (heap.sample_seed ^ (uint64_t)serial * 0x9E3779B97F4A7C15ull) | 1;
     if (heap.sample_bytes)
         sample_left = sample_interval(&t->sample_state, heap.sample_bytes);
-    if (heap.exit_key_made)
-        pthread_setspecific(heap.exit_key, t);   /* no malloc for the first 32 keys */
-    struct heap_thread *top = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE);
-    do
-        t->next = top;
-    while (!__atomic_compare_exchange_n(&heap.threads, &top, t, true, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE));
     short_path_thread = t;
     return heap_my_thread = t;
 }

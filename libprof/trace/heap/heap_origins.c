@@ -14,9 +14,13 @@
 
 /* --- origins: the owner's interning of (key, link) ------------------------- */
 
+/* The key's top bits (the thread serial) folded down first: a record
+ * holds the origins of every thread that held it (heap_records.c), one site
+ * under many serials, which the product alone would put in one bucket. */
 static uint64_t mix(uint64_t key, uint64_t link)
 {
-    return (key ^ (link * 0xC2B2AE3D27D4EB4Full)) * 0x9E3779B97F4A7C15ull;
+    uint64_t h = key ^ (link * 0xC2B2AE3D27D4EB4Full);
+    return (h ^ h >> 29) * 0x9E3779B97F4A7C15ull;
 }
 
 static size_t origin_array_bytes(size_t capacity)

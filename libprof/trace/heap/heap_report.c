@@ -40,7 +40,6 @@ struct thread_view {
     size_t first_event, events;     /* its run of the report's events[] */
     struct site_stats *live;        /* [origin_count]: live_count, live_bytes */
     uint32_t *chain;                /* [origin_count]: canonical chain id + 1, 0: not yet */
-    struct site_stats sum;          /* the thread's own line */
     /* Its leaving slots as read, newest first: of two blocks at one address
      * with one number (the older freed unseen), the first read stays. */
     struct block_slot ring[LEAVING_SLOTS];
@@ -373,26 +372,43 @@ static void write_row(struct out *o, const struct report_row *row, bool by_threa
     }
 }
 
+/* The thread that held `serial`: its tid and its name (as it exited, or
+ * as /proc says now). From its identity; else, when that could not be
+ * kept, from a record it holds now; else unknown (tid 0, no name). */
+static pid_t serial_thread(uint32_t serial, char name[16])
+{
+    const struct heap_identity *id = heap_identity_of(serial);
+    const struct heap_thread *t = NULL;
+    for (t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); !id && t; t = t->next)
+        if (__atomic_load_n(&t->serial, __ATOMIC_RELAXED) == serial)
+            break;
+    pid_t tid = id ? id->tid : t ? t->tid : 0;
+    bool exited = id ? __atomic_load_n(&id->exited, __ATOMIC_ACQUIRE)
+                     : !t || __atomic_load_n(&t->exited, __ATOMIC_ACQUIRE);
+    memset(name, 0, 16);
+    if (!exited)
+        tasks_name(tid, name);
+    else if (id || t)
+        memcpy(name, id ? id->name : t->name, 15);
+    return tid;
+}
+
 /* "# thread SERIAL TID live_count live_bytes total_count NAME", per thread
  * that allocated, in the order they started. */
-static void write_thread(struct out *o, const struct thread_view *v)
+static void write_thread(struct out *o, uint32_t serial, const struct site_stats *sum)
 {
-    const struct heap_thread *t = v->thread;
     char name[16];
-    if (__atomic_load_n(&t->exited, __ATOMIC_ACQUIRE))
-        memcpy(name, t->name, sizeof name);
-    else
-        tasks_name(t->tid, name);
+    pid_t tid = serial_thread(serial, name);
     out_str(o, "# thread ");
-    out_u64(o, t->serial);
+    out_u64(o, serial);
     out_char(o, ' ');
-    out_u64(o, (uint64_t)t->tid);
+    out_u64(o, (uint64_t)tid);
     out_char(o, ' ');
-    out_u64(o, v->sum.live_count);
+    out_u64(o, sum->live_count);
     out_char(o, ' ');
-    out_u64(o, v->sum.live_bytes);
+    out_u64(o, sum->live_bytes);
     out_char(o, ' ');
-    out_u64(o, v->sum.total_count);
+    out_u64(o, sum->total_count);
     out_char(o, ' ');
     out_str(o, *name ? name : "-");
     out_char(o, '\n');
@@ -889,6 +905,13 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
         return MEMPROF_NO_MEMORY;
     size_t row_count = 0;
     unsigned long dropped = 0;
+    /* The threads' own lines, by serial: a record holds the origins of
+     * every thread that held it (heap_records.c). */
+    uint32_t serials = __atomic_load_n(&heap.thread_count, __ATOMIC_ACQUIRE);
+    serials = serials < MAX_THREAD_SERIAL ? serials : MAX_THREAD_SERIAL;
+    struct site_stats *by_serial = report_alloc_as(mem, (serials + 1) * sizeof *by_serial, false);
+    if (!by_serial)
+        return MEMPROF_NO_MEMORY;
     for (i = 0; i < views; i++) {
         struct thread_view *v = &view[i];
         dropped += __atomic_load_n(&v->thread->dropped, __ATOMIC_RELAXED);
@@ -918,7 +941,8 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
             if (s.peak_bytes < s.live_bytes)
                 s.peak_bytes = s.live_bytes;
             add_stats(&rows[g].sum, &s);
-            add_stats(&v->sum, &s);
+            if (ORIGIN_THREAD(r->key) <= serials)   /* else a thread newer than the count read */
+                add_stats(&by_serial[ORIGIN_THREAD(r->key)], &s);
         }
     }
     size_t shown = 0;
@@ -971,9 +995,9 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
         out_u64(o, grown);
         out_str(o, " (blocks put straight in the older table, past the young slots, in windows of 8192: a heap that grew)\n");
     }
-    for (i = 0; i < views; i++)
-        if (view[i].sum.total_count)
-            write_thread(o, &view[i]);
+    for (uint32_t serial = 1; serial <= serials; serial++)
+        if (by_serial[serial].total_count)
+            write_thread(o, serial, &by_serial[serial]);
     for (size_t r = 0; r < shown && (!top || r < top); r++)
         write_row(o, &rows[r], by_thread, frames, objects, object_count);
     heap_custom_warnings(o);
@@ -1127,10 +1151,11 @@ static void where_locked(struct out *o, uintptr_t addr, bool *found)
     out_u64(o, BLOCK_WORD_SIZE(best.word));
     out_str(o, " bytes at ");
     out_hex(o, best.addr);
+    char name[16];
     out_str(o, ", allocated by thread ");
-    out_u64(o, owner->serial);
+    out_u64(o, ORIGIN_THREAD(r->key));
     out_str(o, " (tid ");
-    out_u64(o, (uint64_t)owner->tid);
+    out_u64(o, (uint64_t)serial_thread(ORIGIN_THREAD(r->key), name));
     out_str(o, ") at ");
     heap_write_site(o, ORIGIN_SITE(r->key), objects, n);
     out_char(o, '\n');

@@ -94,9 +94,19 @@ struct heap_memo {
     bool valid;
 };
 
+/* Who the thread of a serial was. A record outlives its thread (the blocks
+ * it holds do) and is taken by a thread started after that one ended
+ * (heap_hooks.c, adopt_record), which gets a serial of its own: a report
+ * names each serial's thread from here, not from the record. */
+struct heap_identity {
+    pid_t tid;
+    bool exited;
+    char name[16];                     /* as the record's `name` */
+};
+
 struct heap_thread {
     struct heap_thread *next;          /* push-only list */
-    uint32_t serial;                   /* from 1 */
+    uint32_t serial;                   /* from 1: the thread's now (its origins may have older ones) */
     pid_t tid;
     bool exited;
     char name[16];                     /* its name when it first allocated, then when it exited */
@@ -149,6 +159,11 @@ struct heap_thread {
     uint64_t sample_state;             /* the sample points' random generator */
     int64_t peak_delta;                /* live bytes not yet passed on (heap_peak.h) */
     struct heap_ruby_cache ruby_lines;
+    /* Its thread ended (thread_exited): a thread started later may take the
+     * record once the kernel says that one is gone (adopt_record). */
+    bool vacant;
+    size_t origins_from;               /* its thread's first origin: those before are of threads that held
+                                          the record earlier (the thread's totals start here) */
 };
 
 /* 32 KiB of one-byte counts: every free reads one, so the table must stay
@@ -173,6 +188,7 @@ struct heap_state {
     int frames;                        /* frames recorded per site (MEMPROF_HEAP_FRAMES) */
     struct heap_thread *threads;       /* newest first */
     uint32_t thread_count;             /* serial numbers handed out */
+    struct heap_identity *identities;  /* [MAX_THREAD_SERIAL + 1] by serial, mapped at the first record */
     pthread_key_t exit_key;            /* its destructor marks a thread exited */
     bool exit_key_made;
     uint64_t sample_bytes;             /* mean bytes between samples; 0: every block */
@@ -213,6 +229,19 @@ static inline struct block_slot *heap_young_slot(struct heap_thread *t, uintptr_
     uint32_t granule_bits = (uint32_t)p & ((YOUNG_SLOTS - 1) << ADDRESS_GRANULE_SHIFT);
     return (struct block_slot *)((char *)t->young + (granule_bits * 3 >> 1));
 }
+
+/* A thread's record through its life (heap_records.c). The calling
+ * thread's: one a thread that ended gave up, with the blocks it holds,
+ * else a new one; with a serial of its own; NULL when out of memory. */
+struct heap_thread *heap_record_take(void);
+/* A thread's exit (its pthread key's destructor): named, and given up. */
+void heap_record_give_up(void *record);
+/* In the child of a fork: the other threads' records kept, never taken. */
+void heap_records_after_fork(void);
+/* Who held `serial`; NULL when that is not known. */
+const struct heap_identity *heap_identity_of(uint32_t serial);
+/* The bytes of the identities handed out so far. */
+size_t heap_identities_bytes(void);
 
 /* The owner's running figures (an origin's, its walk counts): plain
  * read-modify-writes, as only the owner writes them; a report reads them

@@ -28,30 +28,10 @@ size_t heap_thread_bytes(const struct heap_thread *t)
            t->origin_index_capacity * sizeof *t->origin_index;
 }
 
-/* A thread's exit: keep its name for the report (its /proc entry goes). */
-static void thread_exited(void *thread)
-{
-    struct heap_thread *t = thread;
-    prctl(PR_GET_NAME, t->name);
-    t->name[sizeof t->name - 1] = '\0';
-    __atomic_store_n(&t->exited, true, __ATOMIC_RELEASE);
-    /* Its tables outlive it (its blocks do), its unwinding rules and
-     * site cache need not: only this thread reads them, and an allocation
-     * after this one makes new ones. */
-    struct unwind_cache *rules = t->unwind;
-    t->unwind = NULL;
-    if (rules && t == heap_my_thread)
-        pages_free(rules, sizeof *rules);
-    uint32_t *sites = t->site_origins;
-    t->site_origins = NULL;
-    if (sites && t == heap_my_thread)
-        pages_free(sites, sizeof *sites << SITE_ORIGIN_BITS);
-}
-
 static void prepare_once(void)
 {
     pthread_atfork(NULL, NULL, heap_tracer_after_fork);
-    heap.exit_key_made = pthread_key_create(&heap.exit_key, thread_exited) == 0;
+    heap.exit_key_made = pthread_key_create(&heap.exit_key, heap_record_give_up) == 0;
 }
 
 bool heap_tracer_set_sample(uint64_t bytes, uint64_t seed)
@@ -183,11 +163,7 @@ void heap_tracer_after_fork(void)
     heap_peak_after_fork();
     readers_after_fork();
     heap_ruby_after_fork();
-    for (struct heap_thread *t = heap.threads; t; t = t->next)
-        if (t != heap_my_thread)
-            t->exited = true;
-    if (heap_my_thread)
-        heap_my_thread->tid = gettid();
+    heap_records_after_fork();
 }
 
 void heap_tracer_thread_begin(void)
@@ -203,9 +179,9 @@ static void sum_origins(const struct heap_thread *t, uint64_t *count, uint64_t *
     *count = *bytes = 0;
     size_t n = __atomic_load_n(&t->origin_count, __ATOMIC_ACQUIRE);
     const struct origin_array *a = __atomic_load_n(&t->origins, __ATOMIC_ACQUIRE);
-    for (size_t i = 0; a && i < n; i++) {
-        if (!ORIGIN_THREAD(a->records[i].key))
-            continue;   /* a caller in a chain */
+    for (size_t i = t->origins_from; a && i < n; i++) {
+        if (ORIGIN_THREAD(a->records[i].key) != t->serial)
+            continue;   /* a caller in a chain, or an earlier thread's (the record was taken) */
         *count += __atomic_load_n(&a->records[i].total_count, __ATOMIC_RELAXED);
         *bytes += __atomic_load_n(&a->records[i].total_bytes, __ATOMIC_RELAXED);
     }
@@ -249,7 +225,7 @@ uint64_t heap_tracer_grown_direct(void)
 
 void heap_tracer_usage(unsigned long *blocks, unsigned long *bytes)
 {
-    unsigned long count = 0, total = heap_ruby_bytes();
+    unsigned long count = 0, total = heap_ruby_bytes() + heap_identities_bytes();
     for (struct heap_thread *t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         count += __atomic_load_n(&t->blocks.count, __ATOMIC_RELAXED) +
                  __atomic_load_n(&t->blocks_spill.count, __ATOMIC_RELAXED);
