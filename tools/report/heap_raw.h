@@ -35,6 +35,7 @@ struct raw_report {
     size_t count, cap;
     struct raw_thread *threads;
     size_t thread_count;
+    size_t threads_left_out;             /* "# thread" lines past MAX_RAW_THREADS */
     unsigned long blocks, table_bytes;   /* "# tables" */
     uint64_t sample;                     /* mean bytes between samples; 0: exact */
     uint64_t stacks_walked, stacks_remembered;   /* "# stacks" */

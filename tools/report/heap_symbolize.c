@@ -394,6 +394,9 @@ static void write_footer(FILE *out, const struct raw_report *report, size_t rows
             fprintf(out, "%7u %8ld %7" PRIu64 " %10" PRIu64 " %8" PRIu64 " %s\n", t->serial, t->tid, t->count,
                     t->bytes, t->allocs, t->name);
         }
+        if (report->threads_left_out)
+            fprintf(out, "memprof: %zu more threads not shown (the first %d that allocated are)\n",
+                    report->threads_left_out, MAX_RAW_THREADS);
     }
     if (report->blocks && report->table_bytes)
         fprintf(out, "memprof: %lu live blocks%s; memprof's tables take %lu bytes (%.1f per block)\n",
