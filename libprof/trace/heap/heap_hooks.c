@@ -41,7 +41,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/prctl.h>
 
 __thread struct heap_thread *heap_my_thread __attribute__((tls_model("initial-exec")));
 /* The same for the short paths, never NULL (memprof_thread_words, beside

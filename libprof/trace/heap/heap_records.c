@@ -78,6 +78,9 @@ static struct heap_thread *take_given_up(void)
         /* Our own tid: its thread is gone, tids are unique among the living. */
         if (t->tid == self || tasks_gone(t->tid)) {
             __atomic_thread_fence(__ATOMIC_SEQ_CST);   /* its last writes before ours */
+            /* At once: a report that finds every record's task gone or its
+             * own reads the tables as at rest (heap_report.c). */
+            __atomic_store_n(&t->tid, self, __ATOMIC_SEQ_CST);
             return t;
         }
         __atomic_store_n(&t->vacant, true, __ATOMIC_RELEASE);
