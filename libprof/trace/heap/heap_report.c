@@ -378,6 +378,8 @@ static void write_row(struct out *o, const struct report_row *row, bool by_threa
 static pid_t serial_thread(uint32_t serial, char name[16])
 {
     const struct heap_identity *id = heap_identity_of(serial);
+    if (id && !__atomic_load_n(&id->tid, __ATOMIC_ACQUIRE))
+        id = NULL;   /* never written: the identities were mapped after this serial's thread began */
     const struct heap_thread *t = NULL;
     for (t = __atomic_load_n(&heap.threads, __ATOMIC_ACQUIRE); !id && t; t = t->next)
         if (__atomic_load_n(&t->serial, __ATOMIC_RELAXED) == serial)
@@ -415,7 +417,7 @@ static void write_thread(struct out *o, uint32_t serial, const struct site_stats
 }
 
 /* Memory the report takes for itself, in one list to give back. */
-#define REPORT_PARTS 12
+#define REPORT_PARTS 16   /* a report takes 11 */
 struct report_memory {
     struct { void *p; size_t bytes; } parts[REPORT_PARTS];
     unsigned count;
