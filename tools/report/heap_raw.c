@@ -85,8 +85,14 @@ static bool read_header(struct raw_report *r, const char *line)
     if (r->thread_count == MAX_RAW_THREADS && strncmp(line, "# thread ", 9) == 0)
         r->threads_left_out++;
     if (r->thread_count < MAX_RAW_THREADS && strncmp(line, "# thread ", 9) == 0) {
-        if (!r->threads && !(r->threads = calloc(MAX_RAW_THREADS, sizeof *r->threads)))
-            return false;
+        if (r->thread_count == r->thread_cap) {
+            size_t cap = r->thread_cap ? r->thread_cap * 2 : 64;
+            struct raw_thread *grown = realloc(r->threads, cap * sizeof *grown);
+            if (!grown)
+                return false;
+            r->threads = grown;
+            r->thread_cap = cap;
+        }
         struct raw_thread *th = &r->threads[r->thread_count];
         if (sscanf(line, "# thread %u %ld %" SCNu64 " %" SCNu64 " %" SCNu64 " %31[^\n]", &th->serial, &th->tid,
                    &th->count, &th->bytes, &th->allocs, th->name) == 6)

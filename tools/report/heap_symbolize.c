@@ -248,8 +248,19 @@ static bool row_matches(const struct row *r, const char *filter)
     return !filter || strstr(r->frames, filter) || (r->ruby && strstr(r->ruby, filter));
 }
 
+/* By halves (the runtime writes them by serial), else one by one. */
 static const struct raw_thread *thread_named(const struct raw_thread *t, size_t n, unsigned serial)
 {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t[mid].serial == serial)
+            return &t[mid];
+        if (t[mid].serial < serial)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     for (size_t i = 0; i < n; i++)
         if (t[i].serial == serial)
             return &t[i];
@@ -379,6 +390,8 @@ static void write_row(FILE *out, const struct raw_report *report, const struct r
     }
 }
 
+#define FOOTER_ALL_THREADS 64
+
 /* Stage 6: what follows the rows: those left out, the threads' figures,
  * memprof's own memory, the stacks walked. */
 static void write_footer(FILE *out, const struct raw_report *report, size_t rows, size_t shown)
@@ -388,12 +401,25 @@ static void write_footer(FILE *out, const struct raw_report *report, size_t rows
     if (!rows)
         return;
     if (report->thread_count > 1) {
+        /* Past FOOTER_ALL_THREADS (threads that come and go), those that hold
+         * no live block are one line. */
+        bool all = report->thread_count <= FOOTER_ALL_THREADS;
+        size_t quiet = 0;
+        uint64_t quiet_allocs = 0;
         fprintf(out, "memprof: by thread (thread tid count bytes allocs name):\n");
         for (size_t i = 0; i < report->thread_count; i++) {
             const struct raw_thread *t = &report->threads[i];
+            if (!all && !t->count) {
+                quiet++;
+                quiet_allocs += t->allocs;
+                continue;
+            }
             fprintf(out, "%7u %8ld %7" PRIu64 " %10" PRIu64 " %8" PRIu64 " %s\n", t->serial, t->tid, t->count,
                     t->bytes, t->allocs, t->name);
         }
+        if (quiet)
+            fprintf(out, "memprof: %zu more threads hold no live block (%" PRIu64 " allocations between them)\n",
+                    quiet, quiet_allocs);
         if (report->threads_left_out)
             fprintf(out, "memprof: %zu more threads not shown (the first %d that allocated are)\n",
                     report->threads_left_out, MAX_RAW_THREADS);
