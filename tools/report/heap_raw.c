@@ -82,8 +82,6 @@ static bool read_header(struct raw_report *r, const char *line)
         snprintf(r->when, sizeof r->when, "at %s (signal %d) of", signal, signal_number);
     if (sscanf(line, "# wrappers %1023[^\n]", r->wrappers) != 1 && strncmp(line, "# wrappers", 10) == 0)
         r->wrappers[0] = '\0';
-    if (r->thread_count == MAX_RAW_THREADS && strncmp(line, "# thread ", 9) == 0)
-        r->threads_left_out++;
     if (r->thread_count < MAX_RAW_THREADS && strncmp(line, "# thread ", 9) == 0) {
         if (r->thread_count == r->thread_cap) {
             size_t cap = r->thread_cap ? r->thread_cap * 2 : 64;

@@ -28,14 +28,13 @@ struct raw_thread {
     uint64_t count, bytes, allocs;
     char name[32];
 };
-#define MAX_RAW_THREADS 65536   /* the runtime's serials stop at 65535 */
+#define MAX_RAW_THREADS 65536   /* the runtime's serials stop at 65535: its lines all fit */
 
 struct raw_report {
     struct raw_row *rows;
     size_t count, cap;
     struct raw_thread *threads;          /* by serial, as the runtime writes them */
     size_t thread_count, thread_cap;
-    size_t threads_left_out;             /* "# thread" lines past MAX_RAW_THREADS */
     unsigned long blocks, table_bytes;   /* "# tables" */
     uint64_t sample;                     /* mean bytes between samples; 0: exact */
     uint64_t stacks_walked, stacks_remembered;   /* "# stacks" */

@@ -420,9 +420,6 @@ static void write_footer(FILE *out, const struct raw_report *report, size_t rows
         if (quiet)
             fprintf(out, "memprof: %zu more threads hold no live block (%" PRIu64 " allocations between them)\n",
                     quiet, quiet_allocs);
-        if (report->threads_left_out)
-            fprintf(out, "memprof: %zu more threads not shown (the first %d that allocated are)\n",
-                    report->threads_left_out, MAX_RAW_THREADS);
     }
     if (report->blocks && report->table_bytes)
         fprintf(out, "memprof: %lu live blocks%s; memprof's tables take %lu bytes (%.1f per block)\n",

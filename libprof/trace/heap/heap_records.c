@@ -47,18 +47,32 @@ static struct heap_identity *identities(void)
     return ids;
 }
 
-const struct heap_identity *heap_identity_of(uint32_t serial)
+static struct heap_identity *identity_at(uint32_t serial)
 {
     struct heap_identity *ids = __atomic_load_n(&heap.identities, __ATOMIC_ACQUIRE);
     return ids && serial && serial <= MAX_THREAD_SERIAL ? &ids[serial] : NULL;
 }
 
+const struct heap_identity *heap_identity_of(uint32_t serial)
+{
+    return identity_at(serial);
+}
+
+static uint32_t last_serial(uint32_t count)
+{
+    return count < MAX_THREAD_SERIAL ? count : MAX_THREAD_SERIAL;
+}
+
+uint32_t heap_serials(void)
+{
+    return last_serial(__atomic_load_n(&heap.thread_count, __ATOMIC_ACQUIRE));
+}
+
 size_t heap_identities_bytes(void)
 {
-    uint32_t serials = __atomic_load_n(&heap.thread_count, __ATOMIC_RELAXED);
     if (!__atomic_load_n(&heap.identities, __ATOMIC_ACQUIRE))
         return 0;
-    return (serials < MAX_THREAD_SERIAL ? serials + 1 : MAX_THREAD_SERIAL + 1) * sizeof(struct heap_identity);
+    return ((size_t)heap_serials() + 1) * sizeof(struct heap_identity);
 }
 
 /* A record given up whose thread is gone, claimed; NULL when none is (yet).
@@ -126,8 +140,7 @@ struct heap_thread *heap_record_take(void)
         forget_last_thread(t);
     else if (!(t = new_record()))
         return NULL;
-    uint32_t serial = __atomic_add_fetch(&heap.thread_count, 1, __ATOMIC_RELAXED);
-    serial = serial < MAX_THREAD_SERIAL ? serial : MAX_THREAD_SERIAL;
+    uint32_t serial = last_serial(__atomic_add_fetch(&heap.thread_count, 1, __ATOMIC_RELAXED));
     pid_t tid = gettid();
     char name[16] = "";
     prctl(PR_GET_NAME, name);   /* for a core; a report asks /proc while the thread runs */
@@ -158,7 +171,7 @@ void heap_record_give_up(void *record)
     struct heap_thread *t = record;
     prctl(PR_GET_NAME, t->name);   /* its /proc entry goes with it */
     t->name[sizeof t->name - 1] = '\0';
-    struct heap_identity *id = (struct heap_identity *)heap_identity_of(t->serial);
+    struct heap_identity *id = identity_at(t->serial);
     if (id) {
         memcpy(id->name, t->name, sizeof id->name);
         __atomic_store_n(&id->exited, true, __ATOMIC_RELEASE);
@@ -186,13 +199,13 @@ void heap_records_after_fork(void)
             continue;
         t->exited = true;
         t->vacant = false;
-        struct heap_identity *id = (struct heap_identity *)heap_identity_of(t->serial);
+        struct heap_identity *id = identity_at(t->serial);
         if (id)
             id->exited = true;
     }
     if (heap_my_thread) {
         heap_my_thread->tid = gettid();
-        struct heap_identity *id = (struct heap_identity *)heap_identity_of(heap_my_thread->serial);
+        struct heap_identity *id = identity_at(heap_my_thread->serial);
         if (id)
             id->tid = heap_my_thread->tid;
     }

@@ -909,8 +909,7 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
     unsigned long dropped = 0;
     /* The threads' own lines, by serial: a record holds the origins of
      * every thread that held it (heap_records.c). */
-    uint32_t serials = __atomic_load_n(&heap.thread_count, __ATOMIC_ACQUIRE);
-    serials = serials < MAX_THREAD_SERIAL ? serials : MAX_THREAD_SERIAL;
+    uint32_t serials = heap_serials();
     struct site_stats *by_serial = report_alloc_as(mem, (serials + 1) * sizeof *by_serial, false);
     if (!by_serial)
         return MEMPROF_NO_MEMORY;

@@ -96,7 +96,7 @@ struct heap_memo {
 
 /* Who the thread of a serial was. A record outlives its thread (the blocks
  * it holds do) and is taken by a thread started after that one ended
- * (heap_hooks.c, adopt_record), which gets a serial of its own: a report
+ * (heap_records.c), which gets a serial of its own: a report
  * names each serial's thread from here, not from the record. */
 struct heap_identity {
     pid_t tid;
@@ -159,8 +159,8 @@ struct heap_thread {
     uint64_t sample_state;             /* the sample points' random generator */
     int64_t peak_delta;                /* live bytes not yet passed on (heap_peak.h) */
     struct heap_ruby_cache ruby_lines;
-    /* Its thread ended (thread_exited): a thread started later may take the
-     * record once the kernel says that one is gone (adopt_record). */
+    /* Its thread ended (heap_record_give_up): a thread started later may
+     * take the record once the kernel says that one is gone. */
     bool vacant;
     size_t origins_from;               /* its thread's first origin: those before are of threads that held
                                           the record earlier (the thread's totals start here) */
@@ -242,6 +242,8 @@ void heap_records_after_fork(void);
 const struct heap_identity *heap_identity_of(uint32_t serial);
 /* The bytes of the identities handed out so far. */
 size_t heap_identities_bytes(void);
+/* The serials handed out so far (the last shared past MAX_THREAD_SERIAL). */
+uint32_t heap_serials(void);
 
 /* The owner's running figures (an origin's, its walk counts): plain
  * read-modify-writes, as only the owner writes them; a report reads them
