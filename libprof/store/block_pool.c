@@ -79,7 +79,7 @@ static void unlink_slab(struct slab **list, struct slab *s)
  * keeps 4 KiB pages, aligned to a slab. */
 static bool map_chunk(struct block_pool *p)
 {
-    bool huge = p->chunk_end != NULL;
+    bool huge = p->chunk_end != NULL && !pages_huge_refused();   /* (util/pages.h: slow ones refused) */
     size_t align = huge ? PAGES_HUGE_BYTES : SLAB_BYTES, span = CHUNK_BYTES + align;
     char *raw = huge ? pages_alloc_huge(span) : pages_alloc(span);
     if (!raw)
@@ -91,6 +91,7 @@ static bool map_chunk(struct block_pool *p)
         pages_free(start + CHUNK_BYTES, (size_t)(raw + span - (start + CHUNK_BYTES)));
     p->chunk = start;
     p->chunk_end = start + CHUNK_BYTES;
+    p->chunk_huge = huge;
     return true;
 }
 
@@ -121,14 +122,14 @@ static struct slab *new_slab(struct block_pool *p, unsigned size_class)
             return NULL;
         s = (struct slab *)p->chunk;
         p->chunk += SLAB_BYTES;
-#ifdef MADV_POPULATE_WRITE
         /* A probe's first read of a page would map the zero page, and its
          * first write fault again. */
-        if (p->bytes >= POPULATE_FROM && madvise(s, SLAB_BYTES, MADV_POPULATE_WRITE) == 0) {
+        enum pages_kind kind = !p->chunk_huge ? PAGES_SMALL
+                               : (uintptr_t)s % PAGES_HUGE_BYTES == 0 ? PAGES_HUGE_FIRST : PAGES_HUGE_REST;
+        if (p->bytes >= POPULATE_FROM && pages_populate(s, SLAB_BYTES, kind)) {
             p->bytes += SLAB_BYTES;
             touched = SLAB_BYTES;
         }
-#endif
     }
     *s = (struct slab){ .unused = (char *)s + ALIGN, .size_class = size_class, .listed = true, .written = written,
                         .touched = touched };

@@ -147,6 +147,7 @@ struct block_pool {
     size_t empty_written;         /* of those, empty slabs kept as they are */
     struct block_array *retired;  /* given back while a report may read them */
     bool packed;                  /* its arrays' slots */
+    bool chunk_huge;              /* `chunk` was mapped for huge pages */
 };
 
 struct block_table {

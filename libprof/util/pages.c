@@ -1,6 +1,7 @@
 #include "pages.h"
 #include <stdint.h>
 #include <sys/mman.h>
+#include <time.h>
 
 uint64_t pages_generation;
 
@@ -26,11 +27,65 @@ void *pages_alloc_filled(size_t size)
     return map(size, MAP_POPULATE);
 }
 
+/* What pages_populate learnt (any thread's pool: relaxed atomics). */
+static uint64_t small_ns_per_huge = UINT64_MAX;   /* the fastest 2 MiB of small pages seen, scaled */
+static unsigned huge_slow_in_a_row;
+static bool huge_refused;
+
+void pages_note_populate(size_t size, uint64_t ns, enum pages_kind kind)
+{
+    if (kind == PAGES_HUGE_REST)
+        return;
+    if (kind == PAGES_SMALL) {
+        if (size < 4096)
+            return;
+        uint64_t scaled = ns * (PAGES_HUGE_BYTES / 4096) / (size / 4096);
+        uint64_t best = __atomic_load_n(&small_ns_per_huge, __ATOMIC_RELAXED);
+        while (scaled < best &&
+               !__atomic_compare_exchange_n(&small_ns_per_huge, &best, scaled, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            ;
+        return;
+    }
+    uint64_t expected = __atomic_load_n(&small_ns_per_huge, __ATOMIC_RELAXED);
+    if (expected == UINT64_MAX || ns <= expected) {   /* nothing to compare with yet, or cheap */
+        __atomic_store_n(&huge_slow_in_a_row, 0, __ATOMIC_RELAXED);
+        return;
+    }
+    if (__atomic_add_fetch(&huge_slow_in_a_row, 1, __ATOMIC_RELAXED) >= PAGES_HUGE_SLOW_IN_A_ROW)
+        __atomic_store_n(&huge_refused, true, __ATOMIC_RELAXED);
+}
+
+bool pages_huge_refused(void)
+{
+    return __atomic_load_n(&huge_refused, __ATOMIC_RELAXED);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);   /* the vDSO's: no system call, safe in a signal handler */
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+bool pages_populate(void *p, size_t size, enum pages_kind kind)
+{
+#ifdef MADV_POPULATE_WRITE
+    uint64_t start = now_ns();
+    if (madvise(p, size, MADV_POPULATE_WRITE) != 0)
+        return false;
+    pages_note_populate(size, now_ns() - start, kind);
+    return true;
+#else
+    (void)p, (void)size, (void)kind;
+    return false;
+#endif
+}
+
 void *pages_alloc_huge(size_t size)
 {
     void *p = map(size, 0);
 #ifdef MADV_HUGEPAGE
-    if (p && size >= PAGES_HUGE_BYTES)
+    if (p && size >= PAGES_HUGE_BYTES && !pages_huge_refused())
         madvise(p, size, MADV_HUGEPAGE);   /* a refusal leaves 4 KiB pages: no harm */
 #endif
     return p;

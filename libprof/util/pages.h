@@ -17,6 +17,26 @@ void *pages_alloc_filled(size_t size);
  * random, where 4 KiB pages cost a TLB miss, a page walk through the
  * hypervisor's tables too, on nearly every access. */
 void *pages_alloc_huge(size_t size);
+/* Populate [p, p + size) now (MADV_POPULATE_WRITE; false without it),
+ * timed, so that huge pages are asked for only while they come cheap. A
+ * huge page's first touch clears 2 MiB at once; where the hypervisor gave
+ * those pages back to its host (free page reporting), it faults them in
+ * again one by one, and one huge page took 3-9 ms here where 512 small
+ * pages took 1.3. So ranges of small pages set the cost expected of 2 MiB
+ * (the fastest seen), and after PAGES_HUGE_SLOW_IN_A_ROW huge pages slower
+ * than that, pages_alloc_huge maps small pages for the rest of the process.
+ * Safe in a hook: no lock, no allocation. */
+enum pages_kind {
+    PAGES_SMALL,        /* a mapping not meant for huge pages: timed, per byte */
+    PAGES_HUGE_FIRST,   /* the start of a huge page in a mapping meant for them: timed, whole */
+    PAGES_HUGE_REST,    /* the rest of one (mapped already, if huge): not timed */
+};
+bool pages_populate(void *p, size_t size, enum pages_kind kind);
+#define PAGES_HUGE_SLOW_IN_A_ROW 2
+/* A timing as pages_populate takes it: for a test. */
+void pages_note_populate(size_t size, uint64_t ns, enum pages_kind kind);
+/* Huge pages refused after slow ones (pages_populate). */
+bool pages_huge_refused(void);
 /* A transparent huge page (x86-64's, and aarch64's with 4 KiB pages): a
  * range mapped for huge pages is one only where it covers one, aligned. */
 #define PAGES_HUGE_BYTES ((size_t)2 << 20)
