@@ -75,12 +75,13 @@ static void unlink_slab(struct slab **list, struct slab *s)
 
 /* A chunk of slabs, mapped larger and trimmed. From the second on, in huge
  * pages and aligned to them, so that both its halves can be one (a table
- * probed at random then misses the TLB less); the first, a small table's,
- * keeps 4 KiB pages, aligned to a slab. */
+ * probed at random then misses the TLB less), unless huge pages proved slow
+ * here (util/pages.h); the first, a small table's, keeps 4 KiB pages,
+ * aligned to a slab. */
 static bool map_chunk(struct block_pool *p)
 {
-    bool huge = p->chunk_end != NULL && !pages_huge_refused();   /* (util/pages.h: slow ones refused) */
-    size_t align = huge ? PAGES_HUGE_BYTES : SLAB_BYTES, span = CHUNK_BYTES + align;
+    bool later = p->chunk_end != NULL, huge = later && !pages_huge_refused();
+    size_t align = later ? PAGES_HUGE_BYTES : SLAB_BYTES, span = CHUNK_BYTES + align;
     char *raw = huge ? pages_alloc_huge(span) : pages_alloc(span);
     if (!raw)
         return false;
