@@ -12,7 +12,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define SECTION_MAPPED_FROM ((size_t)1 << 20)
 #define SECTION_POPULATED_FROM ((size_t)64 << 10)
 
 /* libdwarf reads the file through this interface rather than its own ELF
@@ -47,39 +46,24 @@ struct compressed {
     size_t mapped;                     /* data's mapping's length; 0: malloc'ed */
 };
 
-/* Room for an inflated section. A large one is mapped, its pages in huge
- * pages where the kernel has them and all mapped in one call: one fault a
- * page cost a first run more than a quarter of its inflating. */
+/* Room for an inflated section. One of 64 KiB or more is mapped, all its
+ * pages in one call: one fault a page cost a first run more than a quarter
+ * of its inflating. Small pages, not huge ones: on a VM whose host takes
+ * back idle memory (free page reporting), a huge page is faulted in again
+ * 4 KiB at a time: a first run after a rest took 30-99 ms (mean 48) with
+ * huge pages, 30-63 ms (mean 40) with small ones, the same when the memory
+ * is warm (doc/benchmarks.md, 2026-11-30, eighth). */
 static void *section_room(size_t size, size_t *mapped)
 {
     *mapped = 0;
     if (size < SECTION_POPULATED_FROM)
         return malloc(size);
-    if (size < SECTION_MAPPED_FROM) {
-        size_t length = (size + 4095) & ~(size_t)4095;
-        char *p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-        if (p == MAP_FAILED)
-            return NULL;
-        *mapped = length;
-        return p;
-    }
-    size_t huge = (size_t)2 << 20, length = (size + huge - 1) & ~(huge - 1);
-    char *p = mmap(NULL, length + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    size_t length = (size + 4095) & ~(size_t)4095;
+    char *p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-    /* Aligned to 2 MiB, the rest given back. */
-    char *start = (char *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
-    if (start > p)
-        munmap(p, (size_t)(start - p));
-    munmap(start + length, (size_t)(p + length + huge - (start + length)));
-#ifdef MADV_HUGEPAGE
-    madvise(start, length, MADV_HUGEPAGE);
-#endif
-#ifdef MADV_POPULATE_WRITE   /* (without it, or before Linux 5.14: faulted in as used) */
-    madvise(start, length, MADV_POPULATE_WRITE);
-#endif
     *mapped = length;
-    return start;
+    return p;
 }
 
 static void section_free(void *data, size_t mapped)
