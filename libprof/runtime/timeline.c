@@ -7,6 +7,7 @@
  * thread keeps the file in a descriptor table of its own (own_files.h) and
  * gives it its name when the exit asks. */
 #include "runtime.h"
+#include "../util/clock.h"
 #include "own_thread.h"
 #include "../objfile/object.h"
 #include "../trace/heap/heap.h"
@@ -44,13 +45,6 @@ static struct {
     struct out o;
 } tl = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 /* The site's id in the file, written there the first time ("s ID ADDRESS
  * OBJECT+OFFSET"); -1 when the table of names is full. */
 static long site_id(uintptr_t site)
@@ -83,7 +77,7 @@ static void sample(void)
     for (size_t i = 0; i < n; i++)
         ids[i] = site_id(top[i].site);
     out_str(&tl.o, "t ");
-    out_u64(&tl.o, (now_ns() - tl.start_ns) / 1000000);
+    out_u64(&tl.o, (clock_now_ns() - tl.start_ns) / 1000000);
     out_char(&tl.o, ' ');
     out_u64(&tl.o, total);
     for (size_t i = 0; i < n; i++) {
@@ -174,7 +168,7 @@ void timeline_init(unsigned long interval_ms)
     }
     tl.owner = getpid();
     tl.interval_ns = (uint64_t)interval_ms * 1000000ull;
-    tl.start_ns = now_ns();
+    tl.start_ns = clock_now_ns();
     out_init_fd(&tl.o, tl.file.fd, tl.buffer, sizeof tl.buffer);
     out_str(&tl.o, "# memprof timeline: live C heap bytes by call site over time\n# pid ");
     out_u64(&tl.o, (uint64_t)getpid());

@@ -1,7 +1,7 @@
 #include "pages.h"
+#include "clock.h"
 #include <stdint.h>
 #include <sys/mman.h>
-#include <time.h>
 
 uint64_t pages_generation;
 
@@ -60,20 +60,13 @@ bool pages_huge_refused(void)
     return __atomic_load_n(&huge_refused, __ATOMIC_RELAXED);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);   /* the vDSO's: no system call, safe in a signal handler */
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 bool pages_populate(void *p, size_t size, enum pages_kind kind)
 {
 #ifdef MADV_POPULATE_WRITE
-    uint64_t start = now_ns();
+    uint64_t start = clock_now_ns();
     if (madvise(p, size, MADV_POPULATE_WRITE) != 0)
         return false;
-    pages_note_populate(size, now_ns() - start, kind);
+    pages_note_populate(size, clock_now_ns() - start, kind);
     return true;
 #else
     (void)p, (void)size, (void)kind;

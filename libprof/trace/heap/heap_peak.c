@@ -3,6 +3,7 @@
  * snapshot. One try-lock guards them; a hook that finds it taken skips its
  * snapshot (the next 64 KiB of growth tries again), a reader answers busy. */
 #include "heap_peak.h"
+#include "../../util/clock.h"
 #include "heap.h"
 #include "heap_thread.h"
 #include "../../util/spinlock.h"
@@ -19,13 +20,6 @@ static struct {
     int published;                       /* index, -1: none yet */
     uint64_t bytes, generation;
 } peak = { .published = -1 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 static int64_t threshold_after(uint64_t bytes)
 {
@@ -59,7 +53,7 @@ static void snapshot(void)
             out_str(o, " bytes in ");
             out_u64(o, blocks);
             out_str(o, " blocks, ");
-            out_u64(o, (now_ns() - peak.start_ns) / 1000000);
+            out_u64(o, (clock_now_ns() - peak.start_ns) / 1000000);
             out_str(o, " ms after the start (within ");
             out_u64(o, peak.step);
             out_str(o, "% and 64 KiB a thread)\n");
@@ -85,7 +79,7 @@ enum memprof_status heap_peak_track(unsigned step_percent, int flags)
         return status;
     peak.step = step_percent;
     peak.flags = flags;
-    peak.start_ns = now_ns();
+    peak.start_ns = clock_now_ns();
     peak.live = (int64_t)bytes;
     peak.next_at = threshold_after(0);
     __atomic_store_n(&heap.peak_tracking, true, __ATOMIC_RELEASE);
