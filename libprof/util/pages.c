@@ -28,17 +28,18 @@ void *pages_alloc_filled(size_t size)
 }
 
 /* What pages_populate learnt (any thread's pool: relaxed atomics). */
-static uint64_t small_ns_per_huge = UINT64_MAX;   /* the fastest 2 MiB of small pages seen, scaled */
-static unsigned huge_slow_in_a_row;
+static uint64_t small_ns_per_huge = UINT64_MAX;   /* the least CPU time of 2 MiB of small pages seen, scaled */
+static unsigned huge_slow_in_a_row;               /* by the clock */
 static bool huge_refused;
 
-void pages_note_populate(size_t size, uint64_t ns, enum pages_kind kind)
+void pages_note_populate(size_t size, uint64_t wall_ns, uint64_t cpu_ns, enum pages_kind kind)
 {
     if (kind == PAGES_HUGE_REST)
         return;
     if (kind == PAGES_SMALL) {
         if (size < 4096)
             return;
+        uint64_t ns = cpu_ns ? cpu_ns : wall_ns;   /* 0: no thread CPU clock */
         uint64_t scaled = ns * (PAGES_HUGE_BYTES / 4096) / (size / 4096);
         uint64_t best = __atomic_load_n(&small_ns_per_huge, __ATOMIC_RELAXED);
         while (scaled < best &&
@@ -47,11 +48,12 @@ void pages_note_populate(size_t size, uint64_t ns, enum pages_kind kind)
         return;
     }
     uint64_t expected = __atomic_load_n(&small_ns_per_huge, __ATOMIC_RELAXED);
-    if (expected == UINT64_MAX || ns <= expected) {   /* nothing to compare with yet, or cheap */
+    if (expected == UINT64_MAX || wall_ns <= expected) {   /* nothing to compare with yet, or cheap */
         __atomic_store_n(&huge_slow_in_a_row, 0, __ATOMIC_RELAXED);
         return;
     }
-    if (__atomic_add_fetch(&huge_slow_in_a_row, 1, __ATOMIC_RELAXED) >= PAGES_HUGE_SLOW_IN_A_ROW)
+    if (cpu_ns > expected ||
+        __atomic_add_fetch(&huge_slow_in_a_row, 1, __ATOMIC_RELAXED) >= PAGES_HUGE_SLOW_IN_A_ROW)
         __atomic_store_n(&huge_refused, true, __ATOMIC_RELAXED);
 }
 
@@ -63,10 +65,12 @@ bool pages_huge_refused(void)
 bool pages_populate(void *p, size_t size, enum pages_kind kind)
 {
 #ifdef MADV_POPULATE_WRITE
-    uint64_t start = clock_now_ns();
+    if (kind == PAGES_HUGE_REST)
+        return madvise(p, size, MADV_POPULATE_WRITE) == 0;
+    uint64_t wall = clock_now_ns(), cpu = clock_thread_cpu_ns();
     if (madvise(p, size, MADV_POPULATE_WRITE) != 0)
         return false;
-    pages_note_populate(size, clock_now_ns() - start, kind);
+    pages_note_populate(size, clock_now_ns() - wall, clock_thread_cpu_ns() - cpu, kind);
     return true;
 #else
     (void)p, (void)size, (void)kind;

@@ -21,11 +21,15 @@ void *pages_alloc_huge(size_t size);
  * timed, so that huge pages are asked for only while they come cheap. A
  * huge page's first touch clears 2 MiB at once; where the hypervisor gave
  * those pages back to its host (free page reporting), it faults them in
- * again one by one, and one huge page took 3-9 ms here where 512 small
- * pages took 1.3. So ranges of small pages set the cost expected of 2 MiB
- * (the fastest seen), and after PAGES_HUGE_SLOW_IN_A_ROW huge pages slower
- * than that, pages_alloc_huge maps small pages for the rest of the process.
- * Safe in a hook: no lock, no allocation. */
+ * again one by one, and one huge page took 6-9 ms here where 512 small
+ * pages took 1. So ranges of small pages set the cost expected of 2 MiB
+ * (the least CPU time seen), and pages_alloc_huge maps small pages for the
+ * rest of the process once a huge page took more CPU time than that (the
+ * host's faults are the thread's CPU time here, and every huge page after
+ * the first such one was as slow), or PAGES_HUGE_SLOW_IN_A_ROW in a row
+ * took more wall time (a hypervisor that counts its faults as stolen
+ * time). A thread preempted while it populates is slow by the clock only:
+ * once is not enough. Safe in a hook: no lock, no allocation. */
 enum pages_kind {
     PAGES_SMALL,        /* a mapping not meant for huge pages: timed, per byte */
     PAGES_HUGE_FIRST,   /* the start of a huge page in a mapping meant for them: timed, whole */
@@ -33,8 +37,8 @@ enum pages_kind {
 };
 bool pages_populate(void *p, size_t size, enum pages_kind kind);
 #define PAGES_HUGE_SLOW_IN_A_ROW 2
-/* A timing as pages_populate takes it: for a test. */
-void pages_note_populate(size_t size, uint64_t ns, enum pages_kind kind);
+/* A populate's wall and CPU time as pages_populate takes them: for a test. */
+void pages_note_populate(size_t size, uint64_t wall_ns, uint64_t cpu_ns, enum pages_kind kind);
 /* Huge pages refused after slow ones (pages_populate). */
 bool pages_huge_refused(void);
 /* A transparent huge page (x86-64's, and aarch64's with 4 KiB pages): a

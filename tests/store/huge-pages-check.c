@@ -1,7 +1,8 @@
 /* util/pages.h's verdict on huge pages: a block table's pool asks for them
- * (its chunks past the first mapped MADV_HUGEPAGE) until huge pages prove
- * slower than small ones, PAGES_HUGE_SLOW_IN_A_ROW in a row; then its next
- * chunk is mapped for small pages. The timings are given (pages_note_populate):
+ * (its chunks past the first mapped MADV_HUGEPAGE) until a huge page takes
+ * more CPU time than small ones, or PAGES_HUGE_SLOW_IN_A_ROW in a row more
+ * wall time; then its next chunk is mapped for small pages. The timings
+ * are given (pages_note_populate):
  * whether this machine's huge pages are slow at the moment is not the
  * test's to decide. Whether a mapping is meant for huge pages is the
  * kernel's word: VmFlags "hg" in /proc/self/smaps. */
@@ -12,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* The VmFlags of the mapping holding `addr` carry "hg" (MADV_HUGEPAGE). */
 static bool advised_huge(const void *addr)
@@ -62,18 +65,29 @@ int main(void)
        "a pool's second chunk is mapped for huge pages (VmFlags hg) while they are not refused");
 
     /* Small pages: 100 us for 128 KiB, 1.6 ms expected of 2 MiB. */
-    pages_note_populate(128 << 10, 100000, PAGES_SMALL);
-    pages_note_populate(128 << 10, 0, PAGES_HUGE_FIRST);   /* whatever came before: none slow in a row */
-    uint64_t slow = 10000000000u;   /* 10 s */
-    pages_note_populate(128 << 10, slow, PAGES_HUGE_FIRST);
-    ok(!pages_huge_refused(), "one slow huge page refuses nothing");
-    pages_note_populate(128 << 10, 200000, PAGES_HUGE_FIRST);
-    pages_note_populate(128 << 10, slow, PAGES_HUGE_FIRST);
-    ok(!pages_huge_refused(), "a cheap huge page between two slow ones: still not refused");
-    pages_note_populate(128 << 10, slow, PAGES_HUGE_REST);
+    pages_note_populate(128 << 10, 100000, 100000, PAGES_SMALL);
+    pages_note_populate(128 << 10, 0, 0, PAGES_HUGE_FIRST);   /* whatever came before: none slow in a row */
+    uint64_t slow = 10000000000u, cheap = 200000;   /* 10 s, 200 us */
+    pages_note_populate(128 << 10, slow, cheap, PAGES_HUGE_FIRST);
+    ok(!pages_huge_refused(), "one huge page slow by the clock only (its thread preempted) refuses nothing");
+    pages_note_populate(128 << 10, cheap, cheap, PAGES_HUGE_FIRST);
+    pages_note_populate(128 << 10, slow, cheap, PAGES_HUGE_FIRST);
+    ok(!pages_huge_refused(), "a cheap huge page between two slow by the clock: still not refused");
+    pages_note_populate(128 << 10, slow, slow, PAGES_HUGE_REST);
     ok(!pages_huge_refused(), "the rest of a huge page is not timed");
-    pages_note_populate(128 << 10, slow, PAGES_HUGE_FIRST);
-    ok(pages_huge_refused(), "%d slow huge pages in a row: huge pages refused", PAGES_HUGE_SLOW_IN_A_ROW);
+    /* In a child, so that the parent's verdict comes from CPU time. */
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        pages_note_populate(128 << 10, slow, cheap, PAGES_HUGE_FIRST);
+        _exit(pages_huge_refused() ? 0 : 1);
+    }
+    int status = 0;
+    ok(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+       "%d huge pages in a row slow by the clock: huge pages refused", PAGES_HUGE_SLOW_IN_A_ROW);
+    pages_note_populate(128 << 10, cheap, cheap, PAGES_HUGE_FIRST);
+    pages_note_populate(128 << 10, slow, 5000000, PAGES_HUGE_FIRST);
+    ok(pages_huge_refused(), "one huge page that took more CPU time than 2 MiB of small pages: huge pages refused");
 
     chunk = second_chunk(&after, &after_spill, 0x7755550000);
     ok(chunk && !after.pool.chunk_huge && !advised_huge(chunk),
