@@ -99,7 +99,7 @@ void memprof_thread_event(const struct memprof_thread_event *event);
  * magic, the version and every size before it reads, and refuses a layout
  * it does not know with a reason. */
 #define MEMPROF_TABLES_MAGIC "memprof-tables\0"
-#define MEMPROF_TABLES_VERSION 8
+#define MEMPROF_TABLES_VERSION 9
 struct memprof_tables {
     char magic[16];               /* MEMPROF_TABLES_MAGIC */
     uint32_t version;             /* MEMPROF_TABLES_VERSION */
@@ -215,6 +215,17 @@ struct memprof_tables {
      * (char[thread_name_size]) at identity_name. */
     uint64_t heap_identities;
     uint32_t identity_max, identity_size, identity_tid, identity_exited, identity_name;
+
+    /* Version 9: an array of the older blocks' table whose bool at
+     * array_logged is set is a log: its room for capacity packed slots
+     * holds u64 entries, read in order up to the first 0. An entry with bit
+     * 0 set is a block: its address less the u64 at array_region_base,
+     * divided by 8, in the log_place_bits above bit 0, then its origin's
+     * index in log_origin_bits, then its size in log_size_bits. Its number
+     * is the array's base (array_number_base) before any number entry, and
+     * after one (bit 0 clear) the base + (entry >> 1) - 1. */
+    uint32_t array_logged, array_region_base;
+    uint32_t log_place_bits, log_origin_bits, log_size_bits;
 };
 extern const struct memprof_tables memprof_tables;
 

@@ -64,7 +64,8 @@ struct block_region *block_table_add_region(struct block_table *t, uint64_t key)
     if (earlier && earlier->key == *recent && t->start_class) {
         const struct block_array *e = earlier->array;
         size_t used = block_array_used(e);
-        if (e->logged ? e->size_class > 0 && used <= block_pool_capacity(e->size_class - 1u) : used < e->capacity / 4)
+        if (e->logged ? e->size_class > 0 && used <= block_log_entries(block_pool_capacity(e->size_class - 1u))
+                      : used < e->capacity / 4)
             t->start_class--;
     }
     *recent = key;
@@ -74,6 +75,8 @@ struct block_region *block_table_add_region(struct block_table *t, uint64_t key)
         return NULL;
     a->logged = block_table_packed(t) && size_class >= BLOCK_LOGGED_CLASS;
     a->room = block_array_room(a);
+    a->region_base = (key - 1) << BLOCK_REGION_SHIFT;
+    a->log_number = a->number_base;
     struct block_region *r = directory_slot(t->directory, key);
     r->capacity = (uint32_t)a->capacity;
     r->logged = a->logged;
@@ -85,7 +88,8 @@ struct block_region *block_table_add_region(struct block_table *t, uint64_t key)
 
 /* A block of the old array into `a`, which does not have its address; or
  * to the spill when it no longer packs (counted there then). A logged `a`
- * takes it next (the old one was logged: its granules are each once). */
+ * takes it next (the old one was logged: its granules are each once, and
+ * its blocks took log entries). */
 static void copy_block(struct block_table *t, struct block_array *a, const struct block_slot *b)
 {
     bool packed = block_table_packed(t);
@@ -99,7 +103,7 @@ static void copy_block(struct block_table *t, struct block_array *a, const struc
         return;
     }
     if (a->logged) {
-        block_array_append(a, b->addr, key, value);
+        block_log_append(a, b->addr, b->number, b->word);
         return;
     }
     uint64_t *twin = block_array_place(a, packed, b->addr, &place);   /* none: an address has one slot */
@@ -111,35 +115,83 @@ static void copy_block(struct block_table *t, struct block_array *a, const struc
         block_slot_fill_wide(place, b->addr, b->number, b->word);
 }
 
-/* block_table_rebuild, one size larger when more than `full` blocks live
- * (and the put to come) would be in the old size. */
+/* The old array's blocks, each once: a logged one's in order. */
+struct old_blocks {
+    const struct block_array *array;
+    bool packed;
+    size_t i, entries;
+    uint64_t number;
+};
+
+static bool next_old_block(struct old_blocks *o, struct block_slot *b)
+{
+    const struct block_array *a = o->array;
+    if (a->logged)
+        return block_log_next(a, o->entries, &o->i, &o->number, b);
+    for (; o->i < a->capacity; o->i++) {
+        const uint64_t *s = block_array_slot(a, o->packed, o->i);
+        if (BLOCK_IS_LIVE(*s)) {
+            *b = block_slot_decode(o->packed, a->number_base, *s, s);
+            o->i++;
+            return true;
+        }
+    }
+    return false;
+}
+
+static struct old_blocks old_blocks(const struct block_array *a, bool packed)
+{
+    return (struct old_blocks){ a, packed, 0, a->logged ? block_log_entries(a->capacity) : 0, a->number_base };
+}
+
+/* How full an array rebuilt may be: three quarters for puts to come,
+ * seven eighths for look-ups (block_table_unlog). */
+enum rebuild_for { FOR_PUTS, FOR_LOOKUPS };
+
+static size_t rebuilt_full(size_t room, enum rebuild_for why)
+{
+    return why == FOR_PUTS ? room / 4 * 3 : room / 8 * 7;
+}
+
+/* block_table_rebuild into the smallest size, from the old one's on, in
+ * which the blocks live (or, into a logged array, the old one's entries:
+ * as many again, the numbers' entries with the blocks') and the put to
+ * come are no more than rebuilt_full. */
 static struct block_array *rebuild_above(struct block_table *t, struct block_region *r, uint64_t number, bool logged,
-                                         size_t full)
+                                         enum rebuild_for why)
 {
     struct block_array *old = r->array;
     bool packed = block_table_packed(t);
     size_t live = 0;
-    for (size_t i = 0; i < old->capacity; i++)
-        live += BLOCK_IS_LIVE(*block_array_slot(old, packed, i));
-    unsigned size_class = old->size_class + (live + 1 > full);
+    struct block_slot b;
+    for (struct old_blocks o = old_blocks(old, packed); next_old_block(&o, &b);)
+        live++;
+    bool stays_logged = logged && old->logged;
+    size_t need = stays_logged ? block_array_used(old) + 2 : live + 1;
+    unsigned size_class = old->size_class;
+    for (;;) {
+        size_t capacity = block_pool_capacity(size_class);
+        bool logs = stays_logged && size_class >= BLOCK_LOGGED_CLASS;
+        if (rebuilt_full(logs ? block_log_entries(capacity) : capacity, why) >= need ||
+            size_class + 1 >= BLOCK_POOL_CLASSES)
+            break;
+        size_class++;
+    }
     if (size_class > old->size_class && size_class > t->start_class)
         t->start_class = size_class;
     struct block_array *a = block_pool_take(&t->pool, size_class, packed);
     if (!a)
         return NULL;
-    a->logged = logged && old->logged && size_class >= BLOCK_LOGGED_CLASS;
+    a->logged = stays_logged && size_class >= BLOCK_LOGGED_CLASS;
     a->room = block_array_room(a);
+    a->region_base = old->region_base;
     if (packed) {
         uint64_t base = number > PACKED_NUMBER_BEHIND ? number - PACKED_NUMBER_BEHIND : 0;
         a->number_base = old->number_base > base ? old->number_base : base;
     }
-    for (size_t i = 0; i < old->capacity; i++) {
-        const uint64_t *s = block_array_slot(old, packed, i);
-        if (BLOCK_IS_LIVE(*s)) {
-            struct block_slot b = block_slot_decode(packed, old->number_base, *s, s);
-            copy_block(t, a, &b);
-        }
-    }
+    a->log_number = a->number_base;
+    for (struct old_blocks o = old_blocks(old, packed); next_old_block(&o, &b);)
+        copy_block(t, a, &b);
     r->capacity = (uint32_t)a->capacity;
     r->logged = a->logged;
     __atomic_store_n(&r->array, a, __ATOMIC_SEQ_CST);   /* before the readers are counted (readers.h) */
@@ -151,7 +203,7 @@ static struct block_array *rebuild_above(struct block_table *t, struct block_reg
 struct block_array *block_table_rebuild(struct block_table *t, struct block_region *r, uint64_t number,
                                         bool logged)
 {
-    return rebuild_above(t, r, number, logged, r->array->capacity / 4 * 3);
+    return rebuild_above(t, r, number, logged, FOR_PUTS);
 }
 
 struct block_array *block_table_unlog(struct block_table *t, struct block_region *r)
@@ -162,7 +214,7 @@ struct block_array *block_table_unlog(struct block_table *t, struct block_region
      * that rebuild it are mostly frees (a heap let go at the end), which
      * would otherwise grow the tables half again as they empty. */
     struct block_array *a = r->array;
-    return rebuild_above(t, r, a->number_base + PACKED_NUMBER_BEHIND, false, a->capacity / 8 * 7);
+    return rebuild_above(t, r, a->number_base + PACKED_NUMBER_BEHIND, false, FOR_LOOKUPS);
 }
 
 /* `addr`'s block in t's own arrays removed: its word in *replaced. */

@@ -34,17 +34,23 @@
  * newest number (never below the old one's), and a block whose number is
  * older than that moves to the spill.
  *
- * A packed array of BLOCK_LOGGED_CLASS or more starts logged: its slots
- * are filled in order, with no hashing and no probe, while a bitmap of the
- * region's 16-byte granules (after the slots) marks those that have a
- * slot. A block whose granule is clear is not there; a put of it takes the
- * next slot. The first put whose granule is set, and the owner's first
- * look-up there, rebuild the array hashed (a block freed unseen and made
- * again must replace its older slot, never sit beside it). A heap that
- * grows and never frees its older blocks thus fills arrays in order, each
- * to the full (they have no tombstones: a removal follows a look-up). A
- * reader reads either kind's slots alike; its look-ups at rest ask
- * block_table_may_hold. */
+ * A packed array of BLOCK_LOGGED_CLASS or more starts logged: a log of
+ * 8-byte entries, filled in order, with no hashing and no probe, two in
+ * each packed slot's room (a block takes one: half a packed slot's memory,
+ * which a heap that grows pays for in time too), while a bitmap of the
+ * region's 16-byte granules (after the entries) marks those that have a
+ * block. A block entry holds the block's place in its region, its origin
+ * and its size; its number is the last number entry's before it (the
+ * array's base before any), and a number entry is written only when the
+ * number changed (a free seen since). A block whose granule is clear is
+ * not there; a put of it takes the next entry. The first put whose granule
+ * is set, and the owner's first look-up there, rebuild the array hashed (a
+ * block freed unseen and made again must replace its older slot, never sit
+ * beside it). A heap that grows and never frees its older blocks thus
+ * fills arrays in order, each to the full (they have no tombstones: a
+ * removal follows a look-up). A reader reads a logged array's entries in
+ * order, up to the first empty one (block_log_next); its look-ups at rest
+ * ask block_table_may_hold. */
 #ifndef MEMPROF_STORE_BLOCK_TABLE_H
 #define MEMPROF_STORE_BLOCK_TABLE_H
 #include "readers.h"
@@ -95,6 +101,18 @@ struct block_slot {
 
 /* The keys of a region: those equal above their low 16 bits. */
 #define BLOCK_REGION_SHIFT 16
+
+/* A logged array's entries (see the top). A block's: bit 0 set, then its
+ * address's 8-byte place in its region, its origin, its size. A number's:
+ * bit 0 clear, then the number's distance from the array's base + 1 (never
+ * 0: 0 ends the log). */
+#define LOG_BLOCK_BIT UINT64_C(1)
+#define LOG_PLACE_BITS (BLOCK_REGION_SHIFT - 3)
+#define LOG_ORIGIN_BITS 24
+#define LOG_SIZE_BITS (64 - 1 - LOG_PLACE_BITS - LOG_ORIGIN_BITS)
+#define LOG_ORIGIN_SHIFT (1 + LOG_PLACE_BITS)
+#define LOG_SIZE_SHIFT (LOG_ORIGIN_SHIFT + LOG_ORIGIN_BITS)
+_Static_assert(LOG_ORIGIN_BITS == 64 - BLOCK_SIZE_BITS, "a log entry holds any origin");
 /* A logged array's granules (see the top), and its first size (202 slots:
  * the bitmap, 512 bytes, a sixth of them or less). */
 #define BLOCK_GRANULE_SHIFT 4
@@ -102,13 +120,16 @@ struct block_slot {
 #define BLOCK_LOGGED_CLASS 8
 
 struct block_array {
-    size_t capacity;
+    size_t capacity;          /* slots; a logged array holds twice as many entries */
     uint64_t number_base;     /* packed: a slot's number is this plus its distance */
+    uint64_t region_base;     /* logged: its region's first address (an entry holds the rest) */
+    uint64_t log_number;      /* the owner's, logged: the number of the last entry's block, or base */
     int32_t room;             /* the owner's: its slots (seven eighths of them when hashed) less those live
                                  or tombstones (block_array_room); a put replaces it at 0 or less (a
                                  rebuild's copy may fill a hashed one to 0, and the put then takes one more) */
     uint16_t size_class;      /* the owner's: its size in the pool */
-    bool logged;              /* the owner's: filled in order, its granules' bitmap after the slots */
+    bool logged;              /* a log (see the top), its granules' bitmap after the entries: set before the
+                                 array is published, and never changed (a reader reads it too) */
     struct block_array *next; /* the owner's: in the pool's free or retired list */
     uint64_t slots[];         /* capacity slots of 2 (packed) or 3 (wide) words, the key first */
 };
@@ -215,14 +236,21 @@ static inline uint64_t *block_array_slot(const struct block_array *a, bool packe
     return (uint64_t *)a->slots + i * block_words(packed);
 }
 
-/* An empty array's room: an array is replaced when its live slots and
- * tombstones fill it, or seven eighths of it when hashed (probes stay short). */
-static inline int32_t block_array_room(const struct block_array *a)
+/* A logged array's entries, two in each slot's room. */
+static inline size_t block_log_entries(size_t capacity)
 {
-    return (int32_t)(a->logged ? a->capacity : a->capacity / 8 * 7);
+    return capacity * BLOCK_PACKED_WORDS;
 }
 
-/* Its live slots and tombstones. */
+/* An empty array's room: an array is replaced when its live slots and
+ * tombstones fill it, or seven eighths of it when hashed (probes stay
+ * short); a logged one when its entries do. */
+static inline int32_t block_array_room(const struct block_array *a)
+{
+    return (int32_t)(a->logged ? block_log_entries(a->capacity) : a->capacity / 8 * 7);
+}
+
+/* Its live slots and tombstones; a logged one's entries. */
 static inline size_t block_array_used(const struct block_array *a)
 {
     return (size_t)(block_array_room(a) - a->room);
@@ -458,14 +486,62 @@ static inline void block_slot_fill_packed(uint64_t *s, uint64_t key, uint64_t va
     __atomic_store_n(&s[0], key, __ATOMIC_RELEASE);
 }
 
-/* A block whose granule has no slot written to a logged array's next slot
- * (room left), its granule marked. */
-static inline void block_array_append(struct block_array *a, uintptr_t addr, uint64_t key, uint64_t value)
+/* Whether a logged array has room for a block of `number`: one entry, and
+ * one more when the number changed. */
+static inline bool block_log_has_room(const struct block_array *a, uint64_t number)
 {
-    uint64_t bit;
+    return a->room >= 1 + (number != a->log_number);
+}
+
+/* Whether a block that packs takes a log entry too (its size fits). */
+static inline bool block_log_takes(uint64_t word)
+{
+    return (BLOCK_WORD_SIZE(word) >> LOG_SIZE_BITS) == 0;
+}
+
+/* A block (it packs, block_log_takes, and its granule has no block)
+ * written to a logged array's next entries (block_log_has_room), its
+ * granule marked. Each entry whole for a reader in another thread, in
+ * order. */
+static inline void block_log_append(struct block_array *a, uintptr_t addr, uint64_t number, uint64_t word)
+{
+    uint64_t bit, *entries = (uint64_t *)a->slots;
+    size_t next = block_array_used(a);
     *block_array_granule(a, addr, &bit) |= bit;
-    block_slot_fill_packed(block_array_slot(a, true, block_array_used(a)), key, value);
+    if (__builtin_expect(number != a->log_number, 0)) {
+        __atomic_store_n(&entries[next++], (number - a->number_base + 1) << 1, __ATOMIC_RELEASE);
+        a->log_number = number;
+        a->room--;
+    }
+    uint64_t entry = LOG_BLOCK_BIT | ((uint64_t)addr & ((UINT64_C(1) << BLOCK_REGION_SHIFT) - 1)) >> 3 << 1 |
+                     (uint64_t)BLOCK_WORD_ORIGIN(word) << LOG_ORIGIN_SHIFT | BLOCK_WORD_SIZE(word) << LOG_SIZE_SHIFT;
+    __atomic_store_n(&entries[next], entry, __ATOMIC_RELEASE);
     a->room--;
+}
+
+/* A logged array's next block from entry *i on, its number from the
+ * entries before it (*number: the base before the first); false at the
+ * log's end (its first empty entry, or `entries`). `a` as a reader takes
+ * it: an entry whole, each before the ones after it. */
+static inline bool block_log_next(const struct block_array *a, size_t entries, size_t *i, uint64_t *number,
+                                  struct block_slot *b)
+{
+    const uint64_t *log = (const uint64_t *)a->slots;
+    while (*i < entries) {
+        uint64_t entry = __atomic_load_n(&log[*i], __ATOMIC_ACQUIRE);
+        if (entry == 0)
+            return false;
+        ++*i;
+        if (!(entry & LOG_BLOCK_BIT)) {
+            *number = a->number_base + (entry >> 1) - 1;
+            continue;
+        }
+        uint64_t place = (entry >> 1) & ((UINT64_C(1) << LOG_PLACE_BITS) - 1);
+        uint64_t origin = (entry >> LOG_ORIGIN_SHIFT) & ((UINT64_C(1) << LOG_ORIGIN_BITS) - 1);
+        *b = (struct block_slot){ a->region_base + place * 8, *number, BLOCK_WORD(entry >> LOG_SIZE_SHIFT, origin) };
+        return true;
+    }
+    return false;
 }
 
 /* The put of a block whose region `r` (block_table_near_region's or
@@ -479,10 +555,11 @@ static inline bool block_region_append_logged(struct block_table *t, const struc
 {
     uint64_t key, value;
     struct block_array *a = r->array;
-    if (!a->logged || a->room <= 0 || t->spill->count != 0 ||
-        !block_pack(a->number_base, addr, number, word, &key, &value) || block_array_granule_taken(a, addr))
+    if (!a->logged || !block_log_has_room(a, number) || t->spill->count != 0 ||
+        !block_pack(a->number_base, addr, number, word, &key, &value) || !block_log_takes(word) ||
+        block_array_granule_taken(a, addr))
         return false;
-    block_array_append(a, addr, key, value);
+    block_log_append(a, addr, number, word);
     t->count++;
     return true;
 }
@@ -507,7 +584,8 @@ block_table_put_as(struct block_table *t, bool packed, uintptr_t addr, uint64_t 
     if (!r && !(r = block_table_add_region(t, block_region_key(addr))))
         return BLOCK_PUT_NO_MEMORY;
     struct block_array *a = r->array;
-    if (a->room <= 0 && !(a = block_table_rebuild(t, r, number, a->logged)))
+    if ((a->logged ? !block_log_has_room(a, number) : a->room <= 0) &&
+        !(a = block_table_rebuild(t, r, number, a->logged)))
         return BLOCK_PUT_NO_MEMORY;
     uint64_t key = addr, value = 0, *place;
     if (packed && !block_pack(a->number_base, addr, number, word, &key, &value))
@@ -516,8 +594,8 @@ block_table_put_as(struct block_table *t, bool packed, uintptr_t addr, uint64_t 
     if (packed && __builtin_expect(t->spill->count != 0, 0) && block_table_take_spilled(t, addr, replaced))
         result = BLOCK_PUT_REPLACED;   /* its older block spilled: gone */
     if (packed && a->logged) {
-        if (!block_array_granule_taken(a, addr)) {   /* not there: the next slot */
-            block_array_append(a, addr, key, value);
+        if (block_log_takes(word) && !block_array_granule_taken(a, addr)) {   /* not there: the next entry */
+            block_log_append(a, addr, number, word);
             t->count++;
             t->logged_lately = true;
             return result;

@@ -129,7 +129,13 @@ EXPORT const struct memprof_tables memprof_tables = {
     .identity_tid = offsetof(struct heap_identity, tid),
     .identity_exited = offsetof(struct heap_identity, exited),
     .identity_name = offsetof(struct heap_identity, name),
+    .array_logged = offsetof(struct block_array, logged),
+    .array_region_base = offsetof(struct block_array, region_base),
+    .log_place_bits = LOG_PLACE_BITS,
+    .log_origin_bits = LOG_ORIGIN_BITS,
+    .log_size_bits = LOG_SIZE_BITS,
 };
+_Static_assert(sizeof ((struct block_array *)0)->logged == 1, "array_logged is a bool");
 _Static_assert(sizeof ((struct heap_identity *)0)->name == sizeof ((struct heap_thread *)0)->name,
                "an identity's name is thread_name_size bytes");
 _Static_assert(sizeof ((struct heap_identity *)0)->tid == 4, "identity_tid is an i32");

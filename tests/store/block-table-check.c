@@ -10,6 +10,7 @@
  * new base, its oldest blocks move to the spill); and the last two again
  * with regions that start logged (filled in order until a look-up). */
 #include "store/block_table.h"
+#include "store/readers.h"
 #include "../tap.h"
 #include <pthread.h>
 #include <stdbool.h>
@@ -34,7 +35,7 @@ static uint64_t model_word[ADDRESSES];   /* 0: not live */
 static bool model_live[ADDRESSES];
 static const struct run *run;
 static volatile bool reading;
-static unsigned long scans, misses;
+static unsigned long scans, misses, logged_read;
 
 /* In the packed run, one address in 7 is past 48 bits (a custom
  * allocator's key): it spills. */
@@ -61,12 +62,23 @@ static void scan(const struct block_table *t, bool seen[PINNED])
     const struct block_directory *d = block_table_directory(t);
     const struct block_array *a;
     bool packed = block_table_packed(t);
-    for (size_t i = 0; (a = block_directory_next(d, &i));)
+    for (size_t i = 0; (a = block_directory_next(d, &i));) {
+        if (packed && a->logged) {   /* its entries in order, as a report reads them */
+            struct block_slot b;
+            uint64_t number = a->number_base;
+            for (size_t e = 0; block_log_next(a, block_log_entries(a->capacity), &e, &number, &b);) {
+                logged_read++;
+                if (index_of(b.addr) < PINNED && b.addr == address_of(index_of(b.addr)))
+                    seen[index_of(b.addr)] = true;
+            }
+            continue;
+        }
         for (size_t s = 0; s < a->capacity; s++) {
             struct block_slot b = block_array_record(a, packed, block_array_slot(a, packed, s));
             if (BLOCK_IS_LIVE(b.addr) && index_of(b.addr) < PINNED && b.addr == address_of(index_of(b.addr)))
                 seen[index_of(b.addr)] = true;
         }
+    }
 }
 
 /* Over a table's arrays: the most slots one has, and the highest base. */
@@ -281,7 +293,89 @@ static void grow_in_order(void)
     ok(grown.replaced * 20 < grown.regions,
        "in order: %zu arrays of %zu regions were copied (new regions start at the size the others grew to)",
        grown.replaced, grown.regions);
-    ok(bytes <= 30, "in order: the table takes %.1f bytes a block at a million (at most 30)", bytes);
+    ok(bytes <= 16, "in order: the table takes %.1f bytes a block at a million (at most 16: a log entry of 8 bytes "
+       "a block, the logs about three quarters full)", bytes);
+}
+
+/* Logged arrays read while they are written: blocks put in order whose
+ * numbers change every third block (a number entry every third), read by
+ * another thread in order as a report reads them, each block it sees
+ * checked against what was put; then every block found (which rebuilds
+ * each region hashed from its log) with its number and word. */
+#define LOGGED_BLOCKS 300000
+static struct block_table logged_table, logged_spill;
+static volatile bool log_reading;
+static unsigned long log_read, log_wrong;
+
+static uintptr_t logged_address(size_t i)
+{
+    return 0x7000000000 + i * 40;
+}
+
+static uint64_t logged_number(size_t i)
+{
+    return 5 + i / 3;
+}
+
+static uint64_t logged_word(size_t i)
+{
+    return BLOCK_WORD(i % 5 == 0 ? (UINT64_C(1) << LOG_SIZE_BITS) - 1 - i : 8 + i % 200, i * 7 % BLOCK_ORIGIN_MAX);
+}
+
+static void *log_reader(void *unused)
+{
+    (void)unused;
+    while (__atomic_load_n(&log_reading, __ATOMIC_ACQUIRE)) {
+        readers_enter();
+        const struct block_directory *d = block_table_directory(&logged_table);
+        const struct block_array *a;
+        for (size_t i = 0; (a = block_directory_next(d, &i));) {
+            if (!a->logged)
+                continue;
+            struct block_slot b;
+            uint64_t number = a->number_base;
+            for (size_t e = 0; block_log_next(a, block_log_entries(a->capacity), &e, &number, &b);) {
+                size_t k = (size_t)((b.addr - logged_address(0)) / 40);
+                log_read++;
+                log_wrong += k >= LOGGED_BLOCKS || b.addr != logged_address(k) || b.number != logged_number(k) ||
+                             b.word != logged_word(k);
+            }
+        }
+        readers_leave();
+    }
+    return NULL;
+}
+
+static void log_in_order(void)
+{
+    packed_table(&logged_table, &logged_spill);
+    logged_table.start_class = BLOCK_LOGGED_CLASS + 2;
+    log_reading = true;
+    pthread_t thread;
+    pthread_create(&thread, NULL, log_reader, NULL);
+    uint64_t replaced;
+    size_t failed = 0;
+    for (size_t i = 0; i < LOGGED_BLOCKS; i++)
+        failed += block_table_put(&logged_table, logged_address(i), logged_number(i), logged_word(i), &replaced) !=
+                  BLOCK_PUT_NEW;
+    __atomic_store_n(&log_reading, false, __ATOMIC_RELEASE);
+    pthread_join(thread, NULL);
+    size_t logged = logged_arrays(&logged_table);
+    ok(failed == 0 && logged_table.count == LOGGED_BLOCKS && logged * 2 > logged_table.regions,
+       "logs: %d puts in order, all new, their regions still logged (%zu of %zu)", LOGGED_BLOCKS, logged,
+       logged_table.regions);
+    ok(log_read > 0 && log_wrong == 0,
+       "logs: a reader read the logs as they were written, every block with its number and word (%lu read, %lu "
+       "wrong)",
+       log_read, log_wrong);
+    size_t wrong = 0;
+    for (size_t i = 0; i < LOGGED_BLOCKS; i++) {
+        struct block_found f;
+        wrong += !block_table_find(&logged_table, logged_address(i), &f) || f.block.number != logged_number(i) ||
+                 f.block.word != logged_word(i);
+    }
+    ok(wrong == 0 && logged_arrays(&logged_table) == 0,
+       "logs: rebuilt hashed by look-ups, every block found with its number and word (%zu wrong)", wrong);
 }
 
 /* Past the first, the pool's chunks lie on huge pages' boundaries, so that
@@ -320,6 +414,7 @@ int main(void)
     for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
         check(&runs[k]);
     grow_in_order();
+    log_in_order();
     chunks_on_huge_pages();
     return tap_done();
 }

@@ -143,16 +143,53 @@ static bool read_slots(struct core_image *c, struct heap_read *h, uint64_t at, u
     return ok;
 }
 
-/* One region's array: its capacity and base, then its slots. */
+/* A logged array's entries (memprof_debugger.h, version 9) as events, in
+ * order up to the first empty one. */
+static bool read_log(struct core_image *c, struct heap_read *h, uint64_t at, uint64_t capacity, uint64_t region,
+                     uint32_t thread, uint64_t base)
+{
+    const struct memprof_tables *t = &c->tables;
+    if (capacity > MAX_CAPACITY)
+        return core_fail(c, "%s: a block log of %" PRIu64 " slots: damaged", c->path, capacity);
+    uint64_t count = capacity * t->packed_slot_size / 8;
+    uint64_t *entries = malloc(count * 8 + 1);
+    if (!entries)
+        return core_fail(c, "out of memory");
+    bool ok = core_read(c, at, entries, count * 8, "a block log");
+    uint64_t number = base;
+    uint64_t place_mask = (UINT64_C(1) << t->log_place_bits) - 1, origin_mask = (UINT64_C(1) << t->log_origin_bits) - 1;
+    for (uint64_t i = 0; ok && i < count && entries[i]; i++) {
+        uint64_t e = entries[i];
+        if (!(e & 1)) {
+            number = base + (e >> 1) - 1;
+            continue;
+        }
+        uint64_t origin = (e >> (1 + t->log_place_bits)) & origin_mask;
+        uint64_t size = e >> (1 + t->log_place_bits + t->log_origin_bits);
+        ok = add_event(c, h,
+                       (struct event){ region + ((e >> 1) & place_mask) * 8, number * 2,
+                                       size | origin << t->word_size_bits, thread, 0 });
+    }
+    free(entries);
+    return ok;
+}
+
+/* One region's array: its capacity and base, then its slots, or its log. */
 static bool read_array(struct core_image *c, struct heap_read *h, uint64_t array, uint32_t thread,
                        struct slot_format format)
 {
     const struct memprof_tables *t = &c->tables;
-    uint64_t capacity;
-    return core_read_u64(c, array + t->array_capacity, &capacity, "a block array's capacity") &&
-           (!format.packed ||
-            core_read_u64(c, array + t->array_number_base, &format.base, "a block array's number base")) &&
-           read_slots(c, h, array + t->array_slots, capacity, thread, format);
+    uint64_t capacity, region = 0;
+    uint8_t logged = 0;
+    if (!core_read_u64(c, array + t->array_capacity, &capacity, "a block array's capacity") ||
+        (format.packed &&
+         (!core_read_u64(c, array + t->array_number_base, &format.base, "a block array's number base") ||
+          !core_read(c, array + t->array_logged, &logged, 1, "a block array's kind"))))
+        return false;
+    if (logged)
+        return core_read_u64(c, array + t->array_region_base, &region, "a block log's region") &&
+               read_log(c, h, array + t->array_slots, capacity, region, thread, format.base);
+    return read_slots(c, h, array + t->array_slots, capacity, thread, format);
 }
 
 /* A block table: its directory's regions, each region's array. */

@@ -269,6 +269,12 @@ static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_
               t->packed_origin_high_bits + t->packed_size_bits + t->packed_number_bits == 64 &&
               64 - t->packed_addr_bits + t->packed_origin_high_bits == 64 - t->word_size_bits &&
               t->packed_size_bits <= t->word_size_bits;
+    /* The logs of the older blocks' table (version 9). */
+    ok = ok && t->array_logged < t->array_slots && t->array_region_base + 8 <= t->array_slots &&
+         t->log_place_bits >= 8 && t->log_place_bits <= t->region_shift &&
+         t->log_origin_bits == 64 - t->word_size_bits &&
+         1 + t->log_place_bits + t->log_origin_bits + t->log_size_bits == 64 &&
+         t->log_size_bits <= t->packed_size_bits;
     /* Who held each serial (version 8). */
     ok = ok && t->identity_max >= 1 && t->identity_max <= 65535 && t->identity_size >= 8 && t->identity_size <= 64 &&
          t->identity_tid + 4 <= t->identity_size && t->identity_exited < t->identity_size &&

@@ -85,9 +85,10 @@ static void bucket_add(struct bucket_counts *c, uintptr_t addr)
  * or one array of its tables. */
 struct table_part {
     const uint64_t *slots;
-    size_t count;
+    size_t count;                   /* slots, or a logged array's entries */
     bool packed, freed;
     uint64_t base;                  /* packed: the array's number base */
+    const struct block_array *log;  /* a logged array: its entries read in order (block_log_next) */
 };
 
 /* Slot i of a part as a block, read whole: false when it is empty or gone,
@@ -107,16 +108,41 @@ static inline __attribute__((always_inline)) bool part_block(const struct table_
     return false;
 }
 
+/* Where a reading of a part is: the next slot or entry, and in a logged
+ * array the number of the entries read so far. */
+struct part_cursor {
+    size_t i;
+    uint64_t number;
+};
+
+static struct part_cursor part_start(const struct table_part *p)
+{
+    return (struct part_cursor){ 0, p->base };
+}
+
+/* The part's next block, read whole; false at its end. */
+static inline __attribute__((always_inline)) bool part_next(const struct table_part *p, struct part_cursor *c,
+                                                            struct block_slot *b)
+{
+    if (p->log)
+        return block_log_next(p->log, p->count, &c->i, &c->number, b);
+    for (; c->i < p->count; c->i++)
+        if (part_block(p, c->i, b)) {
+            c->i++;
+            return true;
+        }
+    return false;
+}
+
 /* Copy a table's entries, each whole, counted by bucket. */
 static size_t read_slots(const struct table_part *p, struct bucket_counts *counts, struct event *out)
 {
     size_t n = 0;
     struct block_slot b;
-    for (size_t i = 0; i < p->count; i++)
-        if (part_block(p, i, &b)) {
-            out[n++] = (struct event){ b.addr, b.number * 2 + p->freed, b.word };
-            bucket_add(counts, b.addr);
-        }
+    for (struct part_cursor c = part_start(p); part_next(p, &c, &b);) {
+        out[n++] = (struct event){ b.addr, b.number * 2 + p->freed, b.word };
+        bucket_add(counts, b.addr);
+    }
     return n;
 }
 
@@ -143,12 +169,11 @@ static bool tables_at_rest(const struct heap_thread *newest)
 static void add_addresses(const struct table_part *p, struct bucket_counts *counts, struct block_table *big)
 {
     struct block_slot b;
-    for (size_t i = 0; i < p->count; i++)
-        if (part_block(p, i, &b)) {
+    for (struct part_cursor c = part_start(p); part_next(p, &c, &b);) {
+        bucket_add(counts, b.addr);
+        if (big && block_table_may_hold(big, b.addr))   /* or only may: its block then an event too */
             bucket_add(counts, b.addr);
-            if (big && block_table_may_hold(big, b.addr))   /* or only may: its block then an event too */
-                bucket_add(counts, b.addr);
-        }
+    }
 }
 
 /* The live blocks counted so far, by origin in each view's live[] and in all. */
@@ -178,7 +203,7 @@ static size_t count_or_copy(struct thread_view *v, const struct table_part *p, c
                             uint32_t *shared, size_t *shared_count)
 {
     size_t n = 0;
-    if (p->packed && !p->freed && !sum->sample) {
+    if (p->packed && !p->log && !p->freed && !sum->sample) {
         struct live_sum exact = { .sample = 0 };   /* in registers */
         for (size_t i = 0; i < p->count; i++) {
             const uint64_t *s = p->slots + i * BLOCK_PACKED_WORDS;
@@ -196,9 +221,7 @@ static size_t count_or_copy(struct thread_view *v, const struct table_part *p, c
         return n;
     }
     struct block_slot b;
-    for (size_t i = 0; i < p->count; i++) {
-        if (!part_block(p, i, &b))
-            continue;
+    for (struct part_cursor c = part_start(p); part_next(p, &c, &b);) {
         struct event ev = { b.addr, b.number * 2 + p->freed, b.word };
         if (bucket_count(counts, bucket_of(counts, b.addr)) == counted)
             count_live(v, &ev, sum);
@@ -208,10 +231,13 @@ static size_t count_or_copy(struct thread_view *v, const struct table_part *p, c
     return n;
 }
 
-/* One region array of a table as a part. */
+/* One region array of a table as a part. A logged array's flag and its
+ * region are set before it is published, and never change. */
 static struct table_part array_part(const struct block_array *a, bool packed, bool freed)
 {
-    return (struct table_part){ a->slots, a->capacity, packed, freed, packed ? a->number_base : 0 };
+    bool logged = packed && a->logged;
+    return (struct table_part){ a->slots, logged ? block_log_entries(a->capacity) : a->capacity, packed, freed,
+                                packed ? a->number_base : 0, logged ? a : NULL };
 }
 
 /* A row: the origins that differ only by thread, summed (the peak's sum is an
@@ -597,7 +623,7 @@ static size_t view_parts(const struct thread_view *v)
 /* A run of `count` wide slots (young, leaving, or the view's copy of these). */
 static struct table_part slots_part(const struct block_slot *slots, size_t count)
 {
-    return (struct table_part){ (const uint64_t *)slots, count, false, false, 0 };
+    return (struct table_part){ (const uint64_t *)slots, count, false, false, 0, NULL };
 }
 
 /* The leaving slots copied into the view, newest first (slot leaving_next
@@ -1080,8 +1106,8 @@ static bool holding_block(const struct table_part *p, uintptr_t addr, struct blo
 {
     bool found = false;
     struct block_slot b;
-    for (size_t i = 0; i < p->count; i++) {
-        if (!part_block(p, i, &b) || addr < b.addr)
+    for (struct part_cursor c = part_start(p); part_next(p, &c, &b);) {
+        if (addr < b.addr)
             continue;
         uint64_t size = BLOCK_WORD_SIZE(b.word);
         if (addr - b.addr < (size ? size : 1) && (!best->addr || b.number > best->number)) {
