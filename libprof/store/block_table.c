@@ -123,7 +123,7 @@ struct old_blocks {
     uint64_t number;
 };
 
-static bool next_old_block(struct old_blocks *o, struct block_slot *b)
+static inline __attribute__((always_inline)) bool next_old_block(struct old_blocks *o, struct block_slot *b)
 {
     const struct block_array *a = o->array;
     if (a->logged)
@@ -141,7 +141,22 @@ static bool next_old_block(struct old_blocks *o, struct block_slot *b)
 
 static struct old_blocks old_blocks(const struct block_array *a, bool packed)
 {
-    return (struct old_blocks){ a, packed, 0, a->logged ? block_log_entries(a->capacity) : 0, a->number_base };
+    return (struct old_blocks){ a, packed, 0, a->logged ? block_array_used(a) : 0, a->number_base };
+}
+
+/* The old array's live blocks, counted (a log's block entries: no decoding). */
+static size_t live_blocks(const struct block_array *a, bool packed)
+{
+    size_t live = 0;
+    if (a->logged) {
+        const uint64_t *entries = (const uint64_t *)a->slots;
+        for (size_t i = 0, used = block_array_used(a); i < used; i++)
+            live += entries[i] & LOG_BLOCK_BIT;
+        return live;
+    }
+    for (size_t i = 0; i < a->capacity; i++)
+        live += BLOCK_IS_LIVE(*block_array_slot(a, packed, i));
+    return live;
 }
 
 /* How full an array rebuilt may be: three quarters for puts to come,
@@ -162,10 +177,8 @@ static struct block_array *rebuild_above(struct block_table *t, struct block_reg
 {
     struct block_array *old = r->array;
     bool packed = block_table_packed(t);
-    size_t live = 0;
+    size_t live = live_blocks(old, packed);
     struct block_slot b;
-    for (struct old_blocks o = old_blocks(old, packed); next_old_block(&o, &b);)
-        live++;
     bool stays_logged = logged && old->logged;
     size_t need = stays_logged ? block_array_used(old) + 2 : live + 1;
     unsigned size_class = old->size_class;

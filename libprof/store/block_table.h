@@ -499,6 +499,15 @@ static inline bool block_log_takes(uint64_t word)
     return (BLOCK_WORD_SIZE(word) >> LOG_SIZE_BITS) == 0;
 }
 
+/* Whether a block packs against `a`'s base and takes a log entry: one
+ * test (block_pack's, with a log's smaller size). */
+static inline bool block_log_fits(const struct block_array *a, uintptr_t addr, uint64_t number, uint64_t word)
+{
+    uint64_t distance = number - a->number_base;
+    return ((addr & ~PACKED_ADDR_MASK) | (addr & 7) | (BLOCK_WORD_SIZE(word) >> LOG_SIZE_BITS) |
+            (distance >> PACKED_NUMBER_BITS)) == 0;
+}
+
 /* A block (it packs, block_log_takes, and its granule has no block)
  * written to a logged array's next entries (block_log_has_room), its
  * granule marked. Each entry whole for a reader in another thread, in
@@ -553,10 +562,8 @@ static inline bool block_log_next(const struct block_array *a, size_t entries, s
 static inline bool block_region_append_logged(struct block_table *t, const struct block_region *r, uintptr_t addr,
                                               uint64_t number, uint64_t word)
 {
-    uint64_t key, value;
     struct block_array *a = r->array;
-    if (!a->logged || !block_log_has_room(a, number) || t->spill->count != 0 ||
-        !block_pack(a->number_base, addr, number, word, &key, &value) || !block_log_takes(word) ||
+    if (!a->logged || !block_log_has_room(a, number) || t->spill->count != 0 || !block_log_fits(a, addr, number, word) ||
         block_array_granule_taken(a, addr))
         return false;
     block_log_append(a, addr, number, word);
