@@ -131,7 +131,7 @@ struct block_array {
     bool logged;              /* a log (see the top), its granules' bitmap after the entries: set before the
                                  array is published, and never changed (a reader reads it too) */
     struct block_array *next; /* the owner's: in the pool's free or retired list */
-    uint64_t slots[];         /* capacity slots of 2 (packed) or 3 (wide) words, the key first */
+    uint64_t slots[];         /* capacity slots of 2 (packed) or 3 (wide) words, the key first; or a log */
 };
 
 /* A directory entry. */
