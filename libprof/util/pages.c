@@ -57,6 +57,13 @@ void pages_note_populate(size_t size, uint64_t wall_ns, uint64_t cpu_ns, enum pa
         __atomic_store_n(&huge_refused, true, __ATOMIC_RELAXED);
 }
 
+void pages_forget_populates(void)
+{
+    __atomic_store_n(&small_ns_per_huge, UINT64_MAX, __ATOMIC_RELAXED);
+    __atomic_store_n(&huge_slow_in_a_row, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&huge_refused, false, __ATOMIC_RELAXED);
+}
+
 bool pages_huge_refused(void)
 {
     return __atomic_load_n(&huge_refused, __ATOMIC_RELAXED);

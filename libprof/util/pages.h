@@ -37,8 +37,11 @@ enum pages_kind {
 };
 bool pages_populate(void *p, size_t size, enum pages_kind kind);
 #define PAGES_HUGE_SLOW_IN_A_ROW 2
-/* A populate's wall and CPU time as pages_populate takes them: for a test. */
+/* A populate's wall and CPU time as pages_populate takes them, and what
+ * the populates so far taught forgotten: for a test (its own pools'
+ * populates are timed too, on a machine it does not choose). */
 void pages_note_populate(size_t size, uint64_t wall_ns, uint64_t cpu_ns, enum pages_kind kind);
+void pages_forget_populates(void);
 /* Huge pages refused after slow ones (pages_populate). */
 bool pages_huge_refused(void);
 /* A transparent huge page (x86-64's, and aarch64's with 4 KiB pages): a
