@@ -177,10 +177,10 @@ static struct block_array *rebuild_above(struct block_table *t, struct block_reg
 {
     struct block_array *old = r->array;
     bool packed = block_table_packed(t);
-    size_t live = live_blocks(old, packed);
     struct block_slot b;
     bool stays_logged = logged && old->logged;
-    size_t need = stays_logged ? block_array_used(old) + 2 : live + 1;
+    /* A log into a log: its entries; else its blocks, counted. */
+    size_t need = stays_logged ? block_array_used(old) + 2 : live_blocks(old, packed) + 1;
     unsigned size_class = old->size_class;
     for (;;) {
         size_t capacity = block_pool_capacity(size_class);

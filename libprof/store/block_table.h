@@ -292,19 +292,28 @@ static inline struct block_region *block_table_region(struct block_table *t, uin
     return r ? r : block_table_find_region(t, block_region_key(addr));
 }
 
-/* A block's packed key and value against an array's base; false when it
- * does not pack (wide then). */
+/* Whether a block fits a packed slot, or a log entry (`size_bits` the
+ * one's or the other's): an 8-aligned address below 2^48, a size below
+ * 2^size_bits, a number within 2^28 of the array's base (`distance`). One
+ * test, as the fields are ORed. */
+static inline bool block_fits(uintptr_t addr, uint64_t size, uint64_t distance, unsigned size_bits)
+{
+    return ((addr & ~PACKED_ADDR_MASK) | (addr & 7) | (size >> size_bits) | (distance >> PACKED_NUMBER_BITS)) == 0;
+}
+
 /* Whether a block's address and size pack (its number may still not). */
 static inline bool block_packs(uintptr_t addr, uint64_t word)
 {
-    return ((addr & ~PACKED_ADDR_MASK) | (addr & 7) | (BLOCK_WORD_SIZE(word) >> PACKED_SIZE_BITS)) == 0;
+    return block_fits(addr, BLOCK_WORD_SIZE(word), 0, PACKED_SIZE_BITS);
 }
 
+/* A block's packed key and value against an array's base; false when it
+ * does not pack (wide then). */
 static inline bool block_pack(uint64_t base, uintptr_t addr, uint64_t number, uint64_t word, uint64_t *key,
                               uint64_t *value)
 {
     uint64_t size = BLOCK_WORD_SIZE(word), origin = BLOCK_WORD_ORIGIN(word), distance = number - base;
-    if (((addr & ~PACKED_ADDR_MASK) | (addr & 7) | (size >> PACKED_SIZE_BITS) | (distance >> PACKED_NUMBER_BITS)) != 0)
+    if (!block_fits(addr, size, distance, PACKED_SIZE_BITS))
         return false;
     *key = addr | origin << PACKED_ADDR_BITS;
     *value = origin >> PACKED_ORIGIN_LOW_BITS | size << PACKED_SIZE_SHIFT | distance << PACKED_NUMBER_SHIFT;
@@ -499,13 +508,10 @@ static inline bool block_log_takes(uint64_t word)
     return (BLOCK_WORD_SIZE(word) >> LOG_SIZE_BITS) == 0;
 }
 
-/* Whether a block packs against `a`'s base and takes a log entry: one
- * test (block_pack's, with a log's smaller size). */
+/* Whether a block packs against `a`'s base and takes a log entry. */
 static inline bool block_log_fits(const struct block_array *a, uintptr_t addr, uint64_t number, uint64_t word)
 {
-    uint64_t distance = number - a->number_base;
-    return ((addr & ~PACKED_ADDR_MASK) | (addr & 7) | (BLOCK_WORD_SIZE(word) >> LOG_SIZE_BITS) |
-            (distance >> PACKED_NUMBER_BITS)) == 0;
+    return block_fits(addr, BLOCK_WORD_SIZE(word), number - a->number_base, LOG_SIZE_BITS);
 }
 
 /* A block (it packs, block_log_takes, and its granule has no block)

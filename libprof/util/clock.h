@@ -1,10 +1,11 @@
-/* The monotonic clock in nanoseconds: the vDSO's, no system call, no lock,
- * safe in a hook or a signal handler. */
+/* Clocks in nanoseconds, safe in a hook: no lock, no allocation. */
 #ifndef MEMPROF_UTIL_CLOCK_H
 #define MEMPROF_UTIL_CLOCK_H
 #include <stdint.h>
 #include <time.h>
 
+/* The monotonic clock: the vDSO's, no system call (safe in a signal
+ * handler too). */
 static inline uint64_t clock_now_ns(void)
 {
     struct timespec t;
