@@ -106,6 +106,17 @@ static void touch(struct block_pool *p, struct slab *s, size_t end)
     }
 }
 
+/* The pages of a slab's new array from its `touched` bytes to `end`,
+ * written before any probe reads them: a first read maps the zero page,
+ * and the write after it faults again and, in a process whose threads run
+ * on other CPUs, interrupts each of them to flush its TLB. Past `touched`
+ * nothing is handed out, so the zero written is what the page holds. */
+static void write_pages(struct slab *s, size_t end)
+{
+    for (size_t at = s->touched; at < end; at += PAGE)
+        ((volatile char *)s)[at] = 0;
+}
+
 /* A slab for arrays of `size_class`: an empty one, or one not used yet. */
 static struct slab *new_slab(struct block_pool *p, unsigned size_class)
 {
@@ -165,9 +176,11 @@ struct block_array *block_pool_take(struct block_pool *p, unsigned size_class, b
         } else {
             a = (struct block_array *)s->unused;
             s->unused += bytes;
-            touch(p, s, (size_t)(s->unused - (char *)s));
             if (s->written)
                 memset(a, 0, bytes);
+            else
+                write_pages(s, (size_t)(s->unused - (char *)s));
+            touch(p, s, (size_t)(s->unused - (char *)s));
         }
         s->arrays++;
         if (!slab_has_room(s, bytes)) {
