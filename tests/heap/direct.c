@@ -3,7 +3,9 @@
  * that way when its blocks start to be freed:
  *   (a) 200,000 blocks kept, and one in 128 of them freed unseen (libc's
  *       free called directly) and made again at its address at once (b):
- *       the new block must replace the old one in the table;
+ *       the new block must replace the old one in the table; another one
+ *       in 128 so right after it was made, while it may still wait in the
+ *       ring (its region hashed by then): the new one must follow it;
  *   (c) 100,000 blocks each freed at once, and half of (a) freed: the
  *       young slots again;
  *   (d) 100,000 more kept: straight to the table again.
@@ -51,8 +53,8 @@ int main(int argc, char **argv)
     int stop = argc > 2 && strcmp(argv[2], "grown") == 0;
     for (int i = 0; i < GROWN; i++) {
         kept[i] = make(0), kind[i] = 0;
-        if (i % UNSEEN_EVERY == UNSEEN_EVERY - 1) {
-            int j = i - UNSEEN_EVERY / 2;
+        if (i % UNSEEN_EVERY == UNSEEN_EVERY / 4 || i % UNSEEN_EVERY == UNSEEN_EVERY - 1) {
+            int j = i % UNSEEN_EVERY == UNSEEN_EVERY / 4 ? i : i - UNSEEN_EVERY / 2;
             void *old = kept[j];
             unseen_free(old), gone(kind[j]);
             if ((kept[j] = make(1)) != old)   /* the thread's cache hands the chunk back */
