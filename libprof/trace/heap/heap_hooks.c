@@ -394,10 +394,10 @@ COLD void settle_leaving(struct heap_thread *t)
  * (settle_leaving): a heap that grows again into the places it freed puts
  * each block in a line of its own, out of the cache (bench/dense.c, whose
  * two threads make again 500,000 blocks of 24 bytes each: 0.31 s put at
- * once, 0.26 s through the ring, 0.12 s plain). Only
- * those: a block waits in the ring only while its region is hashed, which
- * it stays, so a block made again at its address follows it there, never
- * into a log before it (record_direct). */
+ * once, 0.26 s through the ring, 0.12 s plain). Only those: a block waits
+ * in the ring only while its region is hashed, which it stays, so a block
+ * made again at its address follows it there, never into a log before it
+ * (record_direct). */
 HOT void put_direct(struct heap_thread *t, uintptr_t p, uint64_t number, uint64_t word)
 {
     const struct block_region *r = block_table_region(&t->blocks, p);
