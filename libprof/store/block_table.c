@@ -208,6 +208,7 @@ static struct block_array *rebuild_above(struct block_table *t, struct block_reg
     r->capacity = (uint32_t)a->capacity;
     r->logged = a->logged;
     __atomic_store_n(&r->array, a, __ATOMIC_SEQ_CST);   /* before the readers are counted (readers.h) */
+    t->cursor.key = 0;
     t->replaced++;
     block_pool_give_back(&t->pool, old);
     return a;
@@ -244,6 +245,7 @@ static bool take_here(struct block_table *t, uintptr_t addr, uint64_t *replaced)
 enum block_put block_table_put_spilled(struct block_table *t, struct block_region *r, uintptr_t addr,
                                        uint64_t number, uint64_t word, uint64_t *replaced)
 {
+    t->cursor.key = 0;
     /* Numbers moved past the window: a new array with a base of its own. */
     if (r && number - r->array->number_base >= (UINT64_C(1) << PACKED_NUMBER_BITS) &&
         number > r->array->number_base && block_table_rebuild(t, r, number, r->array->logged))

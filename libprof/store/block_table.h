@@ -171,8 +171,22 @@ struct block_pool {
     bool chunk_huge;              /* `chunk` was mapped for huge pages */
 };
 
+/* The owner's: the logged array its last append from a region's copies
+ * took (block_region_append_logged), whose next entries a heap that grows
+ * takes one after another (block_table_append_next: no look-up, no
+ * address worked out again). Key 0: none. Cleared when an array is
+ * replaced (it may be this one), and while the spill holds blocks (one may
+ * be an older block at the address appended). */
+struct block_cursor {
+    uint64_t key;               /* its region's */
+    struct block_array *array;
+    uint64_t *granules;         /* its bitmap */
+    uint64_t *entries_end;      /* past its last entry: the next one is `room` entries before */
+};
+
 struct block_table {
     struct block_directory *directory;   /* published; NULL until the first put */
+    struct block_cursor cursor;
     struct block_table *spill;   /* set before the first put: packed, the wide table for the rest; NULL: wide */
     struct block_region *near[NEAR_REGIONS];   /* the owner's: regions last looked up, in `directory`, or NULL */
     uint64_t recent[RECENT_REGIONS];   /* the owner's: the keys of the regions added last, by count */
@@ -514,15 +528,14 @@ static inline bool block_log_fits(const struct block_array *a, uintptr_t addr, u
     return block_fits(addr, BLOCK_WORD_SIZE(word), number - a->number_base, LOG_SIZE_BITS);
 }
 
-/* A block (it packs, block_log_takes, and its granule has no block)
- * written to a logged array's next entries (block_log_has_room), its
- * granule marked. Each entry whole for a reader in another thread, in
- * order. */
-static inline void block_log_append(struct block_array *a, uintptr_t addr, uint64_t number, uint64_t word)
+/* A block (it packs and block_log_takes) written to a logged array's next
+ * entries (block_log_has_room); its granule not marked. `capacity`:
+ * a->capacity. Each entry whole for a reader in another thread, in order. */
+static inline void block_log_write(struct block_array *a, size_t capacity, uintptr_t addr, uint64_t number,
+                                   uint64_t word)
 {
-    uint64_t bit, *entries = (uint64_t *)a->slots;
-    size_t next = block_array_used(a);
-    *block_array_granule(a, addr, &bit) |= bit;
+    uint64_t *entries = (uint64_t *)a->slots;
+    size_t next = block_log_entries(capacity) - (size_t)a->room;
     if (__builtin_expect(number != a->log_number, 0)) {
         __atomic_store_n(&entries[next++], (number - a->number_base + 1) << 1, __ATOMIC_RELEASE);
         a->log_number = number;
@@ -532,6 +545,14 @@ static inline void block_log_append(struct block_array *a, uintptr_t addr, uint6
                      (uint64_t)BLOCK_WORD_ORIGIN(word) << LOG_ORIGIN_SHIFT | BLOCK_WORD_SIZE(word) << LOG_SIZE_SHIFT;
     __atomic_store_n(&entries[next], entry, __ATOMIC_RELEASE);
     a->room--;
+}
+
+/* The same, its granule (which has no block) marked. */
+static inline void block_log_append(struct block_array *a, uintptr_t addr, uint64_t number, uint64_t word)
+{
+    uint64_t bit;
+    *block_array_granule(a, addr, &bit) |= bit;
+    block_log_write(a, a->capacity, addr, number, word);
 }
 
 /* A logged array's next block from entry *i on, its number from the
@@ -568,11 +589,45 @@ static inline bool block_log_next(const struct block_array *a, size_t entries, s
 static inline bool block_region_append_logged(struct block_table *t, const struct block_region *r, uintptr_t addr,
                                               uint64_t number, uint64_t word)
 {
+    /* From the region's copies of the array's capacity and kind, its
+     * granule's word read once: on a heap that grows, every allocation
+     * comes here (record_direct). */
     struct block_array *a = r->array;
-    if (!a->logged || !block_log_has_room(a, number) || t->spill->count != 0 || !block_log_fits(a, addr, number, word) ||
-        block_array_granule_taken(a, addr))
+    if (!r->logged || !block_log_has_room(a, number) || t->spill->count != 0 || !block_log_fits(a, addr, number, word))
         return false;
-    block_log_append(a, addr, number, word);
+    uint64_t bit, *granule = block_array_granule_at(a, r->capacity, addr, &bit), taken = *granule;
+    if (taken & bit)
+        return false;
+    *granule = taken | bit;
+    block_log_write(a, r->capacity, addr, number, word);
+    t->count++;
+    if (__builtin_expect(t->cursor.key != r->key, 0))
+        t->cursor = (struct block_cursor){ r->key, a, (uint64_t *)block_array_slot(a, true, r->capacity),
+                                           (uint64_t *)a->slots + block_log_entries(r->capacity) };
+    return true;
+}
+
+/* The same for a block in the cursor's region, at the number of its last
+ * entry: the next entry, from the cursor's addresses (the number's fit
+ * was tested when it was logged); else false, and nothing done. */
+static inline bool block_table_append_next(struct block_table *t, uintptr_t addr, uint64_t number, uint64_t word)
+{
+    const struct block_cursor *c = &t->cursor;
+    if (block_region_key(addr) != c->key)
+        return false;
+    struct block_array *a = c->array;
+    int32_t room = a->room;
+    if (number != a->log_number || room < 1 || !block_fits(addr, BLOCK_WORD_SIZE(word), 0, LOG_SIZE_BITS))
+        return false;
+    unsigned g = ((unsigned)addr >> BLOCK_GRANULE_SHIFT) & (BLOCK_GRANULES - 1);
+    uint64_t bit = UINT64_C(1) << (g % 64), *granule = &c->granules[g / 64], taken = *granule;
+    if (taken & bit)
+        return false;
+    *granule = taken | bit;
+    uint64_t entry = LOG_BLOCK_BIT | ((uint64_t)addr & ((UINT64_C(1) << BLOCK_REGION_SHIFT) - 1)) >> 3 << 1 |
+                     (uint64_t)BLOCK_WORD_ORIGIN(word) << LOG_ORIGIN_SHIFT | BLOCK_WORD_SIZE(word) << LOG_SIZE_SHIFT;
+    __atomic_store_n(c->entries_end - room, entry, __ATOMIC_RELEASE);
+    a->room = room - 1;
     t->count++;
     return true;
 }

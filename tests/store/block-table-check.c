@@ -29,6 +29,7 @@ struct run {
     bool packed;
     uint64_t number_step;    /* numbers go up this much a step */
     unsigned start_class;    /* the regions' first size: from BLOCK_LOGGED_CLASS on, logged */
+    bool all_pack;           /* packed, but no address or size that does not pack: the spill stays empty */
 };
 
 static struct block_table table, spill;
@@ -43,7 +44,7 @@ static unsigned long scans, misses, logged_read;
 static uintptr_t address_of(size_t i)
 {
     uintptr_t a = 0x100000 + (uintptr_t)i * 16;
-    return run->packed && i % 7 == 3 ? a | (uintptr_t)1 << 62 : a;
+    return run->packed && !run->all_pack && i % 7 == 3 ? a | (uintptr_t)1 << 62 : a;
 }
 
 static size_t index_of(uintptr_t a)
@@ -54,7 +55,7 @@ static size_t index_of(uintptr_t a)
 /* A word for step `step` of address i: one size in 11 past 28 bits. */
 static uint64_t word_of(size_t i, unsigned long step)
 {
-    uint64_t size = i % 11 == 5 ? (UINT64_C(1) << 30) + step % 1000 : 16 + step % 4096;
+    uint64_t size = i % 11 == 5 && !run->all_pack ? (UINT64_C(1) << 30) + step % 1000 : 16 + step % 4096;
     return BLOCK_WORD(size, (step * 7 + i) % BLOCK_ORIGIN_MAX);
 }
 
@@ -140,6 +141,24 @@ static bool find_word(size_t i, uint64_t *word, struct block_found *f)
     return f->block.addr == address_of(i);
 }
 
+/* A new block put as the heap hooks put one in direct mode
+ * (trace/heap/heap_hooks.c, record_direct): the next entry of the log
+ * appended to last, else its region's log, else the long way. */
+static unsigned long cursor_appends;
+
+static enum block_put put_direct(struct block_table *t, uintptr_t addr, uint64_t number, uint64_t word,
+                                 uint64_t *replaced)
+{
+    if (block_table_append_next(t, addr, number, word)) {
+        cursor_appends++;
+        return BLOCK_PUT_NEW;
+    }
+    const struct block_region *r = block_table_near_region(t, addr);
+    if (r && block_region_append_logged(t, r, addr, number, word))
+        return BLOCK_PUT_NEW;
+    return block_table_put(t, addr, number, word, replaced);
+}
+
 static void check(const struct run *r)
 {
     run = r;
@@ -147,7 +166,7 @@ static void check(const struct run *r)
     memset(&spill, 0, sizeof spill);
     memset(model_word, 0, sizeof model_word);
     memset(model_live, 0, sizeof model_live);
-    scans = misses = 0;
+    scans = misses = cursor_appends = 0;
     if (r->packed)
         table.spill = &spill;
     table.start_class = r->start_class;
@@ -173,11 +192,14 @@ static void check(const struct run *r)
         /* Live blocks grow to about 150,000, fall, and grow again. */
         bool growing = (step / FIRST_GROWTH) % 2 == 0;
         size_t i = PINNED + next_random() % (ADDRESSES - PINNED);
-        uint64_t word = word_of(i, step), number = step * r->number_step, found_word;
+        /* Logged regions: numbers in runs of 8, as a heap that grows frees
+         * little; its new blocks put as the hooks' direct mode puts them. */
+        bool logged = r->start_class >= BLOCK_LOGGED_CLASS;
+        uint64_t word = word_of(i, step), number = (logged ? step / 8 * 8 : step) * r->number_step, found_word;
         struct block_found f;
         int op = (int)(next_random() % 100);
         if (!model_live[i] && (growing ? op < 90 : op < 30)) {
-            if (block_table_put(&table, address_of(i), number, word, &replaced) != BLOCK_PUT_NEW)
+            if ((logged ? put_direct : block_table_put)(&table, address_of(i), number, word, &replaced) != BLOCK_PUT_NEW)
                 wrong++;
             model_live[i] = true;
             model_word[i] = word;
@@ -240,6 +262,10 @@ static void check(const struct run *r)
     ok(table.replaced >= 100 && most_slots < 8192,
        "%s: the table grew a region at a time (%zu arrays replaced; the largest has %zu slots, of %d addresses)",
        r->name, table.replaced, most_slots, ADDRESSES);
+    if (r->all_pack)
+        ok(cursor_appends > 0 && spill.count == 0,
+           "%s: new blocks took the next entry of the log appended to last (%lu), and the spill none (%zu)", r->name,
+           cursor_appends, spill.count);
     if (r->start_class >= BLOCK_LOGGED_CLASS)
         ok(logged_seen > 0 && logged_arrays(&table) < logged_seen,
            "%s: the regions started logged (%zu arrays at step 2000) and look-ups rebuilt them hashed (%zu left)",
@@ -247,7 +273,7 @@ static void check(const struct run *r)
     ok(scans > 0 && misses == 0,
        "%s: a reader scanning the regions' arrays never missed a block live all along (%lu scans, %lu misses)",
        r->name, scans, misses);
-    if (r->packed) {
+    if (r->packed && !r->all_pack) {
         /* What does not pack: 1 address in 7, 1 size in 11, and the pinned
          * blocks once their number fell behind the window. */
         ok(spill.count == spilled && (r->number_step > 1 ? spilled > live / 2 : spilled > live / 7 && spilled < live / 3),
@@ -296,6 +322,69 @@ static void grow_in_order(void)
        grown.replaced, grown.regions);
     ok(bytes <= 16, "in order: the table takes %.1f bytes a block at a million (at most 16: a log entry of 8 bytes "
        "a block, the logs about three quarters full)", bytes);
+}
+
+/* The same heap put as the hooks' direct mode puts it (put_direct), at
+ * one number: nearly every block takes the next entry of the log appended
+ * to last; then every block found with its word. */
+static void direct_in_order(void)
+{
+    static struct block_table grown, grown_spill;
+    packed_table(&grown, &grown_spill);
+    uint64_t replaced;
+    size_t blocks = 1000000, failed = 0, wrong = 0;
+    cursor_appends = 0;
+    for (size_t i = 0; i < blocks; i++)
+        failed += put_direct(&grown, 0x55550000 + i * 48, 7, BLOCK_WORD(16 + i % 32, i % 2000), &replaced) !=
+                  BLOCK_PUT_NEW;
+    for (size_t i = 0; i < blocks; i++) {
+        struct block_found f;
+        wrong += !block_table_find(&grown, 0x55550000 + i * 48, &f) || f.block.number != 7 ||
+                 f.block.word != BLOCK_WORD(16 + i % 32, i % 2000);
+    }
+    ok(failed == 0 && wrong == 0 && grown.count == blocks && cursor_appends * 10 > blocks * 9,
+       "in order, put direct: a million puts, %lu of them the next entry of the log appended to last; every block "
+       "found with its number and word (%zu wrong)",
+       cursor_appends, wrong);
+}
+
+/* The log appended to last, given up when its array is: blocks put
+ * direct into one region; one of them found (its log rebuilt hashed), more
+ * put direct there. Then blocks put direct into a second region, a block
+ * that does not pack put (to the spill), and more put direct there. Every
+ * block found with its number and word. */
+static void cursor_given_up(void)
+{
+    static struct block_table t, t_spill;
+    packed_table(&t, &t_spill);
+    t.start_class = BLOCK_LOGGED_CLASS + 2;
+    uint64_t replaced;
+    const uintptr_t first = 0x66660000, second = first + 0x10000;
+    size_t failed = 0, wrong = 0;
+    struct block_found f;
+    for (size_t i = 0; i < 300; i++)
+        failed += put_direct(&t, first + i * 48, 9, BLOCK_WORD(24, i), &replaced) != BLOCK_PUT_NEW;
+    unsigned long before = cursor_appends;
+    wrong += !block_table_find(&t, first + 150 * 48, &f);   /* the log rebuilt hashed */
+    for (size_t i = 300; i < 600; i++)
+        failed += put_direct(&t, first + i * 48, 9, BLOCK_WORD(24, i), &replaced) != BLOCK_PUT_NEW;
+    bool after_hashed = cursor_appends == before;
+    for (size_t i = 0; i < 300; i++)
+        failed += put_direct(&t, second + i * 48, 9, BLOCK_WORD(24, i), &replaced) != BLOCK_PUT_NEW;
+    bool second_logged = cursor_appends > before + 250;
+    failed += block_table_put(&t, (uintptr_t)1 << 62 | first, 9, BLOCK_WORD(24, 1), &replaced) != BLOCK_PUT_NEW;
+    before = cursor_appends;
+    for (size_t i = 300; i < 600; i++)
+        failed += put_direct(&t, second + i * 48, 9, BLOCK_WORD(24, i), &replaced) != BLOCK_PUT_NEW;
+    bool after_spill = cursor_appends == before;
+    for (size_t i = 0; i < 600; i++)
+        for (uintptr_t region = first; region <= second; region += 0x10000)
+            wrong += !block_table_find(&t, region + i * 48, &f) || f.block.number != 9 ||
+                     f.block.word != BLOCK_WORD(24, i);
+    ok(failed == 0 && wrong == 0 && after_hashed && second_logged && after_spill && t.count + t_spill.count == 1201,
+       "the log appended to last given up: once its array is rebuilt hashed (%s), while the spill holds a block "
+       "(%s); every block found (%zu wrong)",
+       after_hashed ? "given up" : "kept", after_spill ? "given up" : "kept", wrong);
 }
 
 /* Logged arrays read while they are written: blocks put in order whose
@@ -438,18 +527,23 @@ static void arrays_written_first(void)
 int main(void)
 {
     static const struct run runs[] = {
-        { "wide", false, 1, 0 },
+        { "wide", false, 1, 0, false },
         /* 1000 a step: 10^9 in all, the 2^28 window passed three times */
-        { "packed", true, 1, 0 },
-        { "rebased", true, 1000, 0 },
+        { "packed", true, 1, 0, false },
+        { "rebased", true, 1000, 0, false },
         /* regions logged from the start: a look-up or a put where a block
          * may be rebuilds one hashed (store/block_table.h) */
-        { "logged", true, 1, BLOCK_LOGGED_CLASS + 2 },
-        { "logged, rebased", true, 1000, BLOCK_LOGGED_CLASS + 2 },
+        { "logged", true, 1, BLOCK_LOGGED_CLASS + 2, false },
+        { "logged, rebased", true, 1000, BLOCK_LOGGED_CLASS + 2, false },
+        /* and with an empty spill, as most programs' (the hooks' direct
+         * mode then takes the next entry of a log: block_table_append_next) */
+        { "logged, all packing", true, 1, BLOCK_LOGGED_CLASS + 2, true },
     };
     for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
         check(&runs[k]);
     grow_in_order();
+    direct_in_order();
+    cursor_given_up();
     log_in_order();
     chunks_on_huge_pages();
     arrays_written_first();

@@ -797,21 +797,38 @@ COLD void *direct_put(struct heap_thread *t, void *p, uint64_t word)
     return p;
 }
 
-/* The block at `p` straight to the table (t->direct), counted first: its
- * region's logged array takes it in its next slot, else the put the long
- * way. Every call a tail call, as record_known_straight's. */
-COLD void *record_direct(struct heap_thread *t, void *p, size_t size, uint64_t origin_word, struct heap_origin *r)
+/* The end of a record whose block took a logged array's next slot. */
+HOT void *appended(struct heap_thread *t, void *p)
 {
-    uint64_t stored = stored_size(size);
-    count_block(r, 1, stored);
-    const struct block_region *region = block_table_near_region(&t->blocks, (uintptr_t)p);
-    if (__builtin_expect(!region, 0) ||
-        !block_region_append_logged(&t->blocks, region, (uintptr_t)p, read_number(), stored | origin_word))
-        return direct_put(t, p, stored | origin_word);
     if (grow_window_full(t, 1))
         return window_ended(t, p);
     reentry_leave();
     return p;
+}
+
+/* record_direct's block not in the cursor's region: its region's logged
+ * array takes it in its next slot (its cursor's then), else the put the
+ * long way. */
+COLD void *direct_to_region(struct heap_thread *t, void *p, uint64_t word)
+{
+    const struct block_region *region = block_table_near_region(&t->blocks, (uintptr_t)p);
+    if (__builtin_expect(!region, 0) ||
+        !block_region_append_logged(&t->blocks, region, (uintptr_t)p, read_number(), word))
+        return direct_put(t, p, word);
+    return appended(t, p);
+}
+
+/* The block at `p` straight to the table (t->direct), counted first: the
+ * next entry of the log the thread appended to last (a heap that grows
+ * puts 64 KiB of blocks in each region in turn), else its region's. Every
+ * call a tail call, as record_known_straight's. */
+COLD void *record_direct(struct heap_thread *t, void *p, size_t size, uint64_t origin_word, struct heap_origin *r)
+{
+    uint64_t stored = stored_size(size);
+    count_block(r, 1, stored);
+    if (__builtin_expect(!block_table_append_next(&t->blocks, (uintptr_t)p, read_number(), stored | origin_word), 0))
+        return direct_to_region(t, p, stored | origin_word);
+    return appended(t, p);
 }
 
 /* The same with the peak tracked. */
