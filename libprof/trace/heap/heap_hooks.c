@@ -182,7 +182,7 @@ HOT bool maybe_recorded(uintptr_t p)
 COLD void forget_sampled(struct heap_thread *t, uintptr_t p, uint64_t word)
 {
     t->grow_frees++;
-    owner_sub(&t->origins->records[BLOCK_WORD_ORIGIN(word)].live_bytes, counted_bytes(BLOCK_WORD_SIZE(word)));
+    owner_add(&t->origins->records[BLOCK_WORD_ORIGIN(word)].freed_bytes, counted_bytes(BLOCK_WORD_SIZE(word)));
     uint8_t *entry = filter_entry(p), n = __atomic_load_n(entry, __ATOMIC_RELAXED);
     while (n != SAMPLED_FILTER_STUCK && n != 0 &&
            !__atomic_compare_exchange_n(entry, &n, (uint8_t)(n - 1), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -192,8 +192,8 @@ COLD void forget_sampled(struct heap_thread *t, uintptr_t p, uint64_t word)
 HOT void forget_exact(struct heap_thread *t, uint64_t word)
 {
     struct heap_origin *r = &t->origins->records[BLOCK_WORD_ORIGIN(word)];
-    owner_sub(&r->live_bytes, BLOCK_WORD_SIZE(word));
-    owner_sub(&r->live_count, 1);
+    owner_add(&r->freed_bytes, BLOCK_WORD_SIZE(word));
+    owner_add(&r->freed_count, 1);
     t->grow_frees++;   /* (record_direct) */
 }
 
@@ -457,11 +457,10 @@ HOT void write_young(struct block_slot *y, uintptr_t p, uint64_t number, uint64_
 
 HOT void count_block(struct heap_origin *r, uint64_t blocks, uint64_t bytes)
 {
+    uint64_t made = r->total_bytes + bytes;   /* only the owner writes it */
     owner_add(&r->total_count, blocks);
-    owner_add(&r->total_bytes, bytes);
-    owner_add(&r->live_bytes, bytes);
-    owner_add(&r->live_count, blocks);
-    owner_raise(&r->peak_bytes, r->live_bytes);
+    __atomic_store_n(&r->total_bytes, made, __ATOMIC_RELAXED);
+    owner_raise(&r->peak_bytes, made - r->freed_bytes);
 }
 
 HOT void store_young(struct block_slot *y, uintptr_t p, uint64_t number, uint64_t stored, uint64_t origin_word,

@@ -807,11 +807,11 @@ static void owners_live(struct thread_view *view, size_t views, struct live_sum 
 {
     for (size_t i = 0; i < views; i++)
         for (size_t id = 0; id < view[i].origin_count; id++) {
-            const struct heap_origin *r = &view[i].origins[id];
-            view[i].live[id].live_count = r->live_count;
-            view[i].live[id].live_bytes = r->live_bytes;
-            sum->blocks += r->live_count;
-            sum->bytes += r->live_bytes;
+            struct heap_live live = heap_origin_live(&view[i].origins[id]);
+            view[i].live[id].live_count = live.count;
+            view[i].live[id].live_bytes = live.bytes;
+            sum->blocks += live.count;
+            sum->bytes += live.bytes;
         }
 }
 
@@ -1247,8 +1247,8 @@ size_t heap_tracer_site_bytes(struct heap_site_scratch *scratch, struct heap_sit
             const struct heap_origin *r = &a->records[i];
             if (!ORIGIN_THREAD(r->key))
                 continue;   /* a caller in a chain */
-            uint64_t live = __atomic_load_n(&r->live_bytes, __ATOMIC_RELAXED);
-            if ((int64_t)live <= 0)
+            uint64_t live = heap_origin_live(r).bytes;
+            if (!live)
                 continue;
             uintptr_t site = ORIGIN_SITE(r->key);
             size_t h = (site * 0x9E3779B97F4A7C15ull) & (capacity - 1);

@@ -42,17 +42,38 @@
 #define CACHE_LINE 64
 /* 64 bytes, one cache line: the record of a block's origin is found from
  * the origin's id shifted (a free's one computation), and an allocation's
- * four updates touch one line. */
+ * updates touch one line. What lives is what was made less what went
+ * (heap_origin_live): an allocation writes the made figures and the peak,
+ * a free the gone ones, two writes fewer a pair than live figures kept
+ * apart from the made ones. */
 struct heap_origin {
     uint64_t key, link;
-    uint64_t total_count, total_bytes;
-    uint64_t live_bytes, peak_bytes;   /* as the owner sees them (see the report) */
+    uint64_t total_count, total_bytes; /* made (bytes scaled with sampling) */
+    uint64_t freed_bytes, peak_bytes;  /* gone of those; the most live at once, as the owner saw (see the
+                                          report) */
     uint64_t alone;                    /* the owner's: the wrappers' generation + 1 in which the origin
                                           was its site alone (heap_site_origin); 0: never */
-    uint64_t live_count;               /* as live_bytes; not kept with sampling (a block's weight is
+    uint64_t freed_count;              /* as freed_bytes; not kept with sampling (a block's weight is
                                           drawn at random when it is made) */
 } __attribute__((aligned(CACHE_LINE)));
 _Static_assert(sizeof(struct heap_origin) == CACHE_LINE, "an origin's record is one cache line");
+
+/* An origin's live blocks and bytes, made less gone, for any thread: the
+ * gone read first, so that a reader never takes more gone than made from
+ * its owner's writes in order; 0, not less, from a weaker order's. */
+struct heap_live {
+    uint64_t count, bytes;
+};
+
+static inline struct heap_live heap_origin_live(const struct heap_origin *r)
+{
+    uint64_t freed_count = __atomic_load_n(&r->freed_count, __ATOMIC_ACQUIRE);
+    uint64_t freed_bytes = __atomic_load_n(&r->freed_bytes, __ATOMIC_ACQUIRE);
+    uint64_t count = __atomic_load_n(&r->total_count, __ATOMIC_RELAXED);
+    uint64_t bytes = __atomic_load_n(&r->total_bytes, __ATOMIC_RELAXED);
+    return (struct heap_live){ count > freed_count ? count - freed_count : 0,
+                               bytes > freed_bytes ? bytes - freed_bytes : 0 };
+}
 
 struct origin_array {
     size_t capacity;
