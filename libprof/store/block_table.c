@@ -86,6 +86,17 @@ struct block_region *block_table_add_region(struct block_table *t, uint64_t key)
     return t->near[key % NEAR_REGIONS] = r;
 }
 
+/* A block at `addr` about to be spilled: its region's bit set (the bits of
+ * blocks gone since the spill was last empty reset first), the cursor
+ * given up. */
+static void spill_mark(struct block_table *t, uintptr_t addr)
+{
+    if (t->spill->count == 0)
+        t->spill_regions = 0;
+    t->spill_regions |= block_spill_bit(addr);
+    t->cursor.key = 0;
+}
+
 /* A block of the old array into `a`, which does not have its address; or
  * to the spill when it no longer packs (counted there then). A logged `a`
  * takes it next (the old one was logged: its granules are each once, and
@@ -98,6 +109,7 @@ static void copy_block(struct block_table *t, struct block_array *a, const struc
         /* Written there before the new array is published: a reader finds
          * it once or twice, never not at all. Without memory it is lost,
          * as a put's would be. */
+        spill_mark(t, b->addr);
         block_table_put(t->spill, b->addr, b->number, b->word, &replaced);
         t->count--;
         return;
@@ -245,11 +257,11 @@ static bool take_here(struct block_table *t, uintptr_t addr, uint64_t *replaced)
 enum block_put block_table_put_spilled(struct block_table *t, struct block_region *r, uintptr_t addr,
                                        uint64_t number, uint64_t word, uint64_t *replaced)
 {
-    t->cursor.key = 0;
     /* Numbers moved past the window: a new array with a base of its own. */
     if (r && number - r->array->number_base >= (UINT64_C(1) << PACKED_NUMBER_BITS) &&
         number > r->array->number_base && block_table_rebuild(t, r, number, r->array->logged))
         return block_table_put(t, addr, number, word, replaced);
+    spill_mark(t, addr);
     enum block_put result = block_table_put(t->spill, addr, number, word, replaced);
     if (result == BLOCK_PUT_NEW && take_here(t, addr, replaced))   /* its older block packed: gone */
         result = BLOCK_PUT_REPLACED;

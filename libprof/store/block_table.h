@@ -175,8 +175,8 @@ struct block_pool {
  * took (block_region_append_logged), whose next entries a heap that grows
  * takes one after another (block_table_append_next: no look-up, no
  * address worked out again). Key 0: none. Cleared when an array is
- * replaced (it may be this one), and while the spill holds blocks (one may
- * be an older block at the address appended). */
+ * replaced (it may be this one) or a block spilled (one of its region's
+ * may be an older block at the address appended). */
 struct block_cursor {
     uint64_t key;               /* its region's */
     struct block_array *array;
@@ -187,6 +187,9 @@ struct block_cursor {
 struct block_table {
     struct block_directory *directory;   /* published; NULL until the first put */
     struct block_cursor cursor;
+    uint64_t spill_regions;      /* the owner's: a bit per 64th of the regions, set when a block of one
+                                    of them was spilled (block_spill_may_hold); reset when the spill is
+                                    empty at the next */
     struct block_table *spill;   /* set before the first put: packed, the wide table for the rest; NULL: wide */
     struct block_region *near[NEAR_REGIONS];   /* the owner's: regions last looked up, in `directory`, or NULL */
     uint64_t recent[RECENT_REGIONS];   /* the owner's: the keys of the regions added last, by count */
@@ -233,6 +236,21 @@ const struct block_array *block_directory_next(const struct block_directory *d, 
 static inline bool block_table_packed(const struct block_table *t)
 {
     return t->spill != NULL;
+}
+
+/* The bit of spill_regions of the region of `addr`. */
+static inline uint64_t block_spill_bit(uintptr_t addr)
+{
+    return UINT64_C(1) << ((((uint64_t)addr >> BLOCK_REGION_SHIFT) * UINT64_C(0x9E3779B97F4A7C15)) >> 58);
+}
+
+/* Whether a packed table's spill may hold a block at `addr`: it holds
+ * blocks, one of them of a region whose bit is addr's. Every thread but the
+ * first spills its stack (a custom block, its address tagged past 48 bits):
+ * a test of the spill's count alone sent every put to the spill's look-up. */
+static inline bool block_spill_may_hold(const struct block_table *t, uintptr_t addr)
+{
+    return t->spill->count != 0 && (t->spill_regions & block_spill_bit(addr)) != 0;
 }
 
 static inline size_t block_words(bool packed)
@@ -445,7 +463,7 @@ static inline bool block_table_may_hold(struct block_table *t, uintptr_t addr)
 static inline bool block_table_find(struct block_table *t, uintptr_t addr, struct block_found *f)
 {
     return block_table_find_here(t, addr, f) ||
-           (t->spill && t->spill->count && block_table_find_here(t->spill, addr, f));
+           (t->spill && block_spill_may_hold(t, addr) && block_table_find_here(t->spill, addr, f));
 }
 
 /* Bring the slots where a put of `addr` would look into the cache: its
@@ -593,7 +611,8 @@ static inline bool block_region_append_logged(struct block_table *t, const struc
      * granule's word read once: on a heap that grows, every allocation
      * comes here (record_direct). */
     struct block_array *a = r->array;
-    if (!r->logged || !block_log_has_room(a, number) || t->spill->count != 0 || !block_log_fits(a, addr, number, word))
+    if (!r->logged || !block_log_has_room(a, number) || block_spill_may_hold(t, addr) ||
+        !block_log_fits(a, addr, number, word))
         return false;
     uint64_t bit, *granule = block_array_granule_at(a, r->capacity, addr, &bit), taken = *granule;
     if (taken & bit)
@@ -659,7 +678,7 @@ block_table_put_as(struct block_table *t, bool packed, uintptr_t addr, uint64_t 
     if (packed && !block_pack(a->number_base, addr, number, word, &key, &value))
         return block_table_put_spilled(t, r, addr, number, word, replaced);
     enum block_put result = BLOCK_PUT_NEW;
-    if (packed && __builtin_expect(t->spill->count != 0, 0) && block_table_take_spilled(t, addr, replaced))
+    if (packed && __builtin_expect(block_spill_may_hold(t, addr), 0) && block_table_take_spilled(t, addr, replaced))
         result = BLOCK_PUT_REPLACED;   /* its older block spilled: gone */
     if (packed && a->logged) {
         if (block_log_takes(word) && !block_array_granule_taken(a, addr)) {   /* not there: the next entry */

@@ -350,16 +350,20 @@ static void direct_in_order(void)
 
 /* The log appended to last, given up when its array is: blocks put
  * direct into one region; one of them found (its log rebuilt hashed), more
- * put direct there. Then blocks put direct into a second region, a block
- * that does not pack put (to the spill), and more put direct there. Every
- * block found with its number and word. */
+ * put direct there. Then blocks put direct into a second region; a block
+ * of another region spilled (a thread's stack, tagged past 48 bits), and
+ * more put direct into the second, still the log's next entries; a block of
+ * the second region that does not pack spilled, and a block made again at
+ * its address put direct (it replaces the spilled one), more put direct
+ * there, none the log's next entry now. Every block found with its number
+ * and word. */
 static void cursor_given_up(void)
 {
     static struct block_table t, t_spill;
     packed_table(&t, &t_spill);
     t.start_class = BLOCK_LOGGED_CLASS + 2;
     uint64_t replaced;
-    const uintptr_t first = 0x66660000, second = first + 0x10000;
+    const uintptr_t first = 0x66660000, second = first + 0x10000, again = second + 900 * 48;
     size_t failed = 0, wrong = 0;
     struct block_found f;
     for (size_t i = 0; i < 300; i++)
@@ -372,19 +376,35 @@ static void cursor_given_up(void)
     for (size_t i = 0; i < 300; i++)
         failed += put_direct(&t, second + i * 48, 9, BLOCK_WORD(24, i), &replaced) != BLOCK_PUT_NEW;
     bool second_logged = cursor_appends > before + 250;
-    failed += block_table_put(&t, (uintptr_t)1 << 62 | first, 9, BLOCK_WORD(24, 1), &replaced) != BLOCK_PUT_NEW;
+    /* A region of its own bit in block_spill_may_hold's filter. */
+    uintptr_t elsewhere = (uintptr_t)1 << 62 | first;
+    while (block_spill_bit(elsewhere) == block_spill_bit(second))
+        elsewhere += 0x10000;
+    failed += block_table_put(&t, elsewhere, 9, BLOCK_WORD(24, 1), &replaced) != BLOCK_PUT_NEW;
     before = cursor_appends;
     for (size_t i = 300; i < 600; i++)
         failed += put_direct(&t, second + i * 48, 9, BLOCK_WORD(24, i), &replaced) != BLOCK_PUT_NEW;
-    bool after_spill = cursor_appends == before;
-    for (size_t i = 0; i < 600; i++)
+    bool spill_elsewhere = cursor_appends > before + 250;
+    failed += block_table_put(&t, again, 9, BLOCK_WORD((uint64_t)1 << 30, 5), &replaced) != BLOCK_PUT_NEW;
+    bool spilled_here = t_spill.count == 2;
+    before = cursor_appends;
+    bool made_again = put_direct(&t, again, 9, BLOCK_WORD(24, 900), &replaced) == BLOCK_PUT_REPLACED &&
+                      replaced == BLOCK_WORD((uint64_t)1 << 30, 5) && t_spill.count == 1;
+    for (size_t i = 600; i < 900; i++)
+        failed += put_direct(&t, second + i * 48, 9, BLOCK_WORD(24, i), &replaced) != BLOCK_PUT_NEW;
+    bool spill_here = cursor_appends == before;
+    for (size_t i = 0; i < 901; i++)
         for (uintptr_t region = first; region <= second; region += 0x10000)
-            wrong += !block_table_find(&t, region + i * 48, &f) || f.block.number != 9 ||
-                     f.block.word != BLOCK_WORD(24, i);
-    ok(failed == 0 && wrong == 0 && after_hashed && second_logged && after_spill && t.count + t_spill.count == 1201,
-       "the log appended to last given up: once its array is rebuilt hashed (%s), while the spill holds a block "
-       "(%s); every block found (%zu wrong)",
-       after_hashed ? "given up" : "kept", after_spill ? "given up" : "kept", wrong);
+            if (region == second || i < 600)
+                wrong += !block_table_find(&t, region + i * 48, &f) || f.block.number != 9 ||
+                         f.block.word != BLOCK_WORD(24, i);
+    ok(failed == 0 && wrong == 0 && after_hashed && second_logged && spill_elsewhere && spilled_here && made_again &&
+           spill_here && t.count + t_spill.count == 600 + 901 + 1,
+       "the log appended to last: given up once its array is rebuilt hashed (%s); kept while the spill holds a "
+       "block of another region (%s); given up while it holds one of its own (%s), and a block made again at that "
+       "one's address replaces it (%s); every block found (%zu wrong)",
+       after_hashed ? "yes" : "no", spill_elsewhere ? "yes" : "no", spill_here ? "yes" : "no",
+       made_again ? "yes" : "no", wrong);
 }
 
 /* Logged arrays read while they are written: blocks put in order whose
