@@ -188,8 +188,8 @@ struct block_table {
     struct block_directory *directory;   /* published; NULL until the first put */
     struct block_cursor cursor;
     uint64_t spill_regions;      /* the owner's: a bit per 64th of the regions, set when a block of one
-                                    of them was spilled (block_spill_may_hold); reset when the spill is
-                                    empty at the next */
+                                    of them is spilled (block_spill_may_hold); reset by a spill that
+                                    finds the spill empty */
     struct block_table *spill;   /* set before the first put: packed, the wide table for the rest; NULL: wide */
     struct block_region *near[NEAR_REGIONS];   /* the owner's: regions last looked up, in `directory`, or NULL */
     uint64_t recent[RECENT_REGIONS];   /* the owner's: the keys of the regions added last, by count */
@@ -288,14 +288,19 @@ static inline size_t block_array_used(const struct block_array *a)
     return (size_t)(block_array_room(a) - a->room);
 }
 
+/* The word and bit of `bitmap` (a logged array's) for the granule of `addr`. */
+static inline uint64_t *block_granule_in(uint64_t *bitmap, uintptr_t addr, uint64_t *bit)
+{
+    unsigned g = ((unsigned)addr >> BLOCK_GRANULE_SHIFT) & (BLOCK_GRANULES - 1);
+    *bit = UINT64_C(1) << (g % 64);
+    return &bitmap[g / 64];
+}
+
 /* A logged array's bitmap word and bit for the granule of `addr`; `capacity`: a->capacity. */
 static inline uint64_t *block_array_granule_at(const struct block_array *a, size_t capacity, uintptr_t addr,
                                                uint64_t *bit)
 {
-    uint64_t *bitmap = (uint64_t *)block_array_slot(a, true, capacity);
-    unsigned g = ((unsigned)addr >> BLOCK_GRANULE_SHIFT) & (BLOCK_GRANULES - 1);
-    *bit = UINT64_C(1) << (g % 64);
-    return &bitmap[g / 64];
+    return block_granule_in((uint64_t *)block_array_slot(a, true, capacity), addr, bit);
 }
 
 static inline uint64_t *block_array_granule(const struct block_array *a, uintptr_t addr, uint64_t *bit)
@@ -546,6 +551,13 @@ static inline bool block_log_fits(const struct block_array *a, uintptr_t addr, u
     return block_fits(addr, BLOCK_WORD_SIZE(word), number - a->number_base, LOG_SIZE_BITS);
 }
 
+/* A block's log entry (it packs and block_log_takes). */
+static inline uint64_t block_log_entry(uintptr_t addr, uint64_t word)
+{
+    return LOG_BLOCK_BIT | ((uint64_t)addr & ((UINT64_C(1) << BLOCK_REGION_SHIFT) - 1)) >> 3 << 1 |
+           (uint64_t)BLOCK_WORD_ORIGIN(word) << LOG_ORIGIN_SHIFT | BLOCK_WORD_SIZE(word) << LOG_SIZE_SHIFT;
+}
+
 /* A block (it packs and block_log_takes) written to a logged array's next
  * entries (block_log_has_room); its granule not marked. `capacity`:
  * a->capacity. Each entry whole for a reader in another thread, in order. */
@@ -559,9 +571,7 @@ static inline void block_log_write(struct block_array *a, size_t capacity, uintp
         a->log_number = number;
         a->room--;
     }
-    uint64_t entry = LOG_BLOCK_BIT | ((uint64_t)addr & ((UINT64_C(1) << BLOCK_REGION_SHIFT) - 1)) >> 3 << 1 |
-                     (uint64_t)BLOCK_WORD_ORIGIN(word) << LOG_ORIGIN_SHIFT | BLOCK_WORD_SIZE(word) << LOG_SIZE_SHIFT;
-    __atomic_store_n(&entries[next], entry, __ATOMIC_RELEASE);
+    __atomic_store_n(&entries[next], block_log_entry(addr, word), __ATOMIC_RELEASE);
     a->room--;
 }
 
@@ -608,8 +618,8 @@ static inline bool block_region_append_logged(struct block_table *t, const struc
                                               uint64_t number, uint64_t word)
 {
     /* From the region's copies of the array's capacity and kind, its
-     * granule's word read once: on a heap that grows, every allocation
-     * comes here (record_direct). */
+     * granule's word read once: a heap that grows comes here for each
+     * region's first block (record_direct), and the cursor takes the rest. */
     struct block_array *a = r->array;
     if (!r->logged || !block_log_has_room(a, number) || block_spill_may_hold(t, addr) ||
         !block_log_fits(a, addr, number, word))
@@ -638,14 +648,11 @@ static inline bool block_table_append_next(struct block_table *t, uintptr_t addr
     int32_t room = a->room;
     if (number != a->log_number || room < 1 || !block_fits(addr, BLOCK_WORD_SIZE(word), 0, LOG_SIZE_BITS))
         return false;
-    unsigned g = ((unsigned)addr >> BLOCK_GRANULE_SHIFT) & (BLOCK_GRANULES - 1);
-    uint64_t bit = UINT64_C(1) << (g % 64), *granule = &c->granules[g / 64], taken = *granule;
+    uint64_t bit, *granule = block_granule_in(c->granules, addr, &bit), taken = *granule;
     if (taken & bit)
         return false;
     *granule = taken | bit;
-    uint64_t entry = LOG_BLOCK_BIT | ((uint64_t)addr & ((UINT64_C(1) << BLOCK_REGION_SHIFT) - 1)) >> 3 << 1 |
-                     (uint64_t)BLOCK_WORD_ORIGIN(word) << LOG_ORIGIN_SHIFT | BLOCK_WORD_SIZE(word) << LOG_SIZE_SHIFT;
-    __atomic_store_n(c->entries_end - room, entry, __ATOMIC_RELEASE);
+    __atomic_store_n(c->entries_end - room, block_log_entry(addr, word), __ATOMIC_RELEASE);
     a->room = room - 1;
     t->count++;
     return true;
