@@ -4,11 +4,15 @@
  * every growth one region's array (no put copies more than the slots of a
  * region); and a reader thread that scans the regions the whole time, as a
  * report does, never missing a block that was live all through its scan.
- * Five times: a wide table; a packed one with its spill, where some blocks
+ * Six times: a wide table; a packed one with its spill, where some blocks
  * do not pack (an address past 48 bits, a size past 28); one whose numbers
  * run past the packed window several times (a region's new array takes a
- * new base, its oldest blocks move to the spill); and the last two again
- * with regions that start logged (filled in order until a look-up). */
+ * new base, its oldest blocks move to the spill); the last two again with
+ * regions that start logged (filled in order until a look-up), their new
+ * blocks put as the heap hooks' direct mode puts them; and a logged one
+ * whose blocks all pack (its spill stays empty). Then heaps that grow in
+ * order, the log appended to last given up, logs read while written, and
+ * the pool's pages. */
 #include "store/block_table.h"
 #include "store/readers.h"
 #include "../tap.h"
