@@ -792,15 +792,86 @@ static bool young_held_twice(struct heap_thread *t)
     return false;
 }
 
-/* At rest and exact, the owner's own live figures are the report's when
- * the program has one thread (no free can have been of another thread's
- * block, nor a block made again by another thread), every look-up found
- * what it looked for, and no block is held twice (young_held_twice). Then a
- * report of a heap of millions of blocks reads their origins, not each
- * block. */
-static bool owners_exact(const struct thread_view *view, size_t views)
+/* A region, and which thread's tables or young and leaving slots have
+ * blocks in it (a directory keeps its regions: had), and which freed blocks
+ * there it did not hold (NONE, a view's index, or MANY). */
+struct region_use {
+    uint64_t key;
+    uint32_t holder, freer;
+};
+
+enum { NONE = UINT32_MAX, MANY = UINT32_MAX - 1 };
+
+/* Region `key` used by view `i`, holding or freeing: false when another
+ * view holds blocks there too. */
+static bool use_region(struct region_use *map, size_t mask, uint64_t key, uint32_t i, bool freed)
 {
-    return views == 1 && !view[0].thread->blocks.lookups_failed && !young_held_twice(view[0].thread);
+    size_t h = (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & mask;
+    while (map[h].key && map[h].key != key)
+        h = (h + 1) & mask;
+    struct region_use *u = &map[h];
+    if (!u->key)
+        *u = (struct region_use){ key, NONE, NONE };
+    if (freed) {
+        u->freer = u->freer == NONE || u->freer == i ? i : MANY;
+        return true;
+    }
+    if (u->holder != NONE && u->holder != i)
+        return false;
+    u->holder = i;
+    return true;
+}
+
+/* Whether the threads' blocks keep apart, at rest: no region in the tables
+ * or young slots of two threads, and none where a thread freed a block it
+ * did not hold while another holds blocks there. Then no thread's block was
+ * freed by another, nor made again by another after a free unseen, and
+ * each owner's figures stand alone. glibc gives each of a few threads an
+ * arena of its own: heap.c's two threads keep apart. */
+static bool threads_apart(const struct thread_view *view, size_t views, struct report_memory *mem)
+{
+    size_t uses = 0, capacity = 64;
+    for (size_t i = 0; i < views; i++)
+        uses += view_regions(&view[i]) + YOUNG_HELD;
+    while (capacity < uses * 2)
+        capacity *= 2;
+    struct region_use *map = report_alloc(mem, capacity * sizeof *map);
+    if (!map)
+        return false;
+    memset(map, 0, capacity * sizeof *map);
+    for (uint32_t i = 0; i < views; i++) {
+        for (size_t k = 0; k < TABLES; k++) {
+            const struct block_directory *d = block_table_directory(thread_table(view[i].thread, k));
+            for (size_t r = 0; d && r < d->capacity; r++) {
+                uint64_t key = __atomic_load_n(&d->regions[r].key, __ATOMIC_ACQUIRE);
+                if (key && !use_region(map, capacity - 1, key, i, k == FREED))
+                    return false;
+            }
+        }
+        for (size_t s = 0; s < YOUNG_HELD; s++) {
+            uintptr_t addr = view[i].thread->young[s].addr;
+            if (BLOCK_IS_LIVE(addr) && !use_region(map, capacity - 1, block_region_key(addr), i, false))
+                return false;
+        }
+    }
+    for (size_t h = 0; h < capacity; h++)
+        if (map[h].key && map[h].holder != NONE && map[h].freer != NONE && map[h].freer != map[h].holder)
+            return false;
+    return true;
+}
+
+/* At rest and exact, the owners' own live figures are the report's when
+ * every thread's blocks keep apart from the others' (one thread, or
+ * threads_apart: no free can have been of another thread's block, nor a
+ * block made again by another thread), every look-up found what it looked
+ * for, and no block is held twice (young_held_twice). Then a report of a
+ * heap of millions of blocks reads their origins, not each block. */
+static bool owners_exact(const struct thread_view *view, size_t views, struct report_memory *mem)
+{
+    for (size_t i = 0; i < views; i++)
+        if (view[i].thread->blocks.lookups_failed || young_held_twice(view[i].thread))
+            return false;
+    return views == 1 || threads_apart(view, views, mem);
 }
 
 static void owners_live(struct thread_view *view, size_t views, struct live_sum *sum)
@@ -819,7 +890,7 @@ static void owners_live(struct thread_view *view, size_t views, struct live_sum 
  * *view[views] with each origin's live count and bytes, *live_blocks and
  * *live_bytes in all. */
 static enum memprof_status read_live(struct report_memory *mem, struct thread_view **view_out, size_t *views_out,
-                                     size_t *live_blocks_out, uint64_t *live_bytes_out)
+                                     size_t *live_blocks_out, uint64_t *live_bytes_out, bool *owners_out)
 {
     /* The threads, oldest first; what each had published. */
     size_t views = 0;
@@ -870,7 +941,8 @@ static enum memprof_status read_live(struct report_memory *mem, struct thread_vi
     *views_out = views;
     struct live_sum sum = { .sample = heap_tracer_sample_bytes() };
     bool at_rest = tables_at_rest(newest);
-    if (at_rest && !sum.sample && owners_exact(view, views)) {
+    *owners_out = at_rest && !sum.sample && owners_exact(view, views, mem);
+    if (*owners_out) {
         owners_live(view, views, &sum);
         *live_blocks_out = sum.blocks;
         *live_bytes_out = sum.bytes;
@@ -917,7 +989,8 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
     struct thread_view *view;
     size_t views, live_blocks, i;
     uint64_t live_bytes;
-    enum memprof_status status = read_live(mem, &view, &views, &live_blocks, &live_bytes);
+    bool owners;
+    enum memprof_status status = read_live(mem, &view, &views, &live_blocks, &live_bytes, &owners);
     if (status != MEMPROF_OK)
         return status;
     *live_bytes_out = live_bytes;
@@ -1022,6 +1095,11 @@ static enum memprof_status report_locked(struct out *o, unsigned long top, bool 
         out_u64(o, grown);
         out_str(o, " (blocks put straight in the older table, past the young slots, in windows of 8192: a heap that grew)\n");
     }
+    if (owners) {
+        out_str(o, "# owners ");
+        out_u64(o, views);
+        out_str(o, " (the live figures are the threads' own records, read at rest: no block read)\n");
+    }
     for (uint32_t serial = 1; serial <= serials; serial++)
         if (by_serial[serial].total_count)
             write_thread(o, serial, &by_serial[serial]);
@@ -1087,7 +1165,8 @@ enum memprof_status heap_tracer_live(uint64_t *bytes, size_t *blocks)
     struct report_memory mem = { 0 };
     struct thread_view *view;
     size_t views;
-    enum memprof_status status = read_live(&mem, &view, &views, blocks, bytes);
+    bool owners;
+    enum memprof_status status = read_live(&mem, &view, &views, blocks, bytes, &owners);
     end_reading();
     report_free(&mem);
     return status;
