@@ -803,7 +803,8 @@ struct region_use {
 enum { NONE = UINT32_MAX, MANY = UINT32_MAX - 1 };
 
 /* Region `key` used by view `i`, holding or freeing: false when another
- * view holds blocks there too. */
+ * view holds blocks there too. `map` has room: a quarter of it at most is
+ * taken. */
 static bool use_region(struct region_use *map, size_t mask, uint64_t key, uint32_t i, bool freed)
 {
     size_t h = (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & mask;
@@ -830,10 +831,10 @@ static bool use_region(struct region_use *map, size_t mask, uint64_t key, uint32
  * arena of its own: heap.c's two threads keep apart. */
 static bool threads_apart(const struct thread_view *view, size_t views, struct report_memory *mem)
 {
-    size_t uses = 0, capacity = 64;
+    size_t uses = 0, capacity = 64, used = 0;
     for (size_t i = 0; i < views; i++)
         uses += view_regions(&view[i]) + YOUNG_HELD;
-    while (capacity < uses * 2)
+    while (capacity < uses * 4)
         capacity *= 2;
     struct region_use *map = report_alloc(mem, capacity * sizeof *map);
     if (!map)
@@ -844,13 +845,15 @@ static bool threads_apart(const struct thread_view *view, size_t views, struct r
             const struct block_directory *d = block_table_directory(thread_table(view[i].thread, k));
             for (size_t r = 0; d && r < d->capacity; r++) {
                 uint64_t key = __atomic_load_n(&d->regions[r].key, __ATOMIC_ACQUIRE);
-                if (key && !use_region(map, capacity - 1, key, i, k == FREED))
+                /* (more regions than counted: a table that changed after all) */
+                if (key && (++used > uses || !use_region(map, capacity - 1, key, i, k == FREED)))
                     return false;
             }
         }
         for (size_t s = 0; s < YOUNG_HELD; s++) {
             uintptr_t addr = view[i].thread->young[s].addr;
-            if (BLOCK_IS_LIVE(addr) && !use_region(map, capacity - 1, block_region_key(addr), i, false))
+            if (BLOCK_IS_LIVE(addr) &&
+                (++used > uses || !use_region(map, capacity - 1, block_region_key(addr), i, false)))
                 return false;
         }
     }
