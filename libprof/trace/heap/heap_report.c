@@ -802,17 +802,21 @@ struct region_use {
 
 enum { NONE = UINT32_MAX, MANY = UINT32_MAX - 1 };
 
-/* Region `key` used by view `i`, holding or freeing: false when another
- * view holds blocks there too. `map` has room: a quarter of it at most is
- * taken. */
-static bool use_region(struct region_use *map, size_t mask, uint64_t key, uint32_t i, bool freed)
+/* Region `key` used by view `i`, holding or freeing, in `map` (mask + 1
+ * entries, *distinct of them taken): false when another view holds blocks
+ * there too, or the map is a quarter full (then the caller reads block by
+ * block). */
+static bool use_region(struct region_use *map, size_t mask, size_t *distinct, uint64_t key, uint32_t i, bool freed)
 {
     size_t h = (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & mask;
     while (map[h].key && map[h].key != key)
         h = (h + 1) & mask;
     struct region_use *u = &map[h];
-    if (!u->key)
+    if (!u->key) {
+        if (++*distinct > (mask + 1) / 4)
+            return false;
         *u = (struct region_use){ key, NONE, NONE };
+    }
     if (freed) {
         u->freer = u->freer == NONE || u->freer == i ? i : MANY;
         return true;
@@ -828,13 +832,15 @@ static bool use_region(struct region_use *map, size_t mask, uint64_t key, uint32
  * did not hold while another holds blocks there. Then no thread's block was
  * freed by another, nor made again by another after a free unseen, and
  * each owner's figures stand alone. glibc gives each of a few threads an
- * arena of its own: heap.c's two threads keep apart. */
+ * arena of its own: heap.c's two threads keep apart. The map is sized by
+ * the tables' regions (a thread's young blocks are mostly in its tables'
+ * regions too): 16 bytes a region, four times over. */
 static bool threads_apart(const struct thread_view *view, size_t views, struct report_memory *mem)
 {
-    size_t uses = 0, capacity = 64, used = 0;
+    size_t regions = 0, capacity = 4096, distinct = 0;
     for (size_t i = 0; i < views; i++)
-        uses += view_regions(&view[i]) + YOUNG_HELD;
-    while (capacity < uses * 4)
+        regions += view_regions(&view[i]);
+    while (capacity < regions * 4)
         capacity *= 2;
     struct region_use *map = report_alloc(mem, capacity * sizeof *map);
     if (!map)
@@ -845,15 +851,13 @@ static bool threads_apart(const struct thread_view *view, size_t views, struct r
             const struct block_directory *d = block_table_directory(thread_table(view[i].thread, k));
             for (size_t r = 0; d && r < d->capacity; r++) {
                 uint64_t key = __atomic_load_n(&d->regions[r].key, __ATOMIC_ACQUIRE);
-                /* (more regions than counted: a table that changed after all) */
-                if (key && (++used > uses || !use_region(map, capacity - 1, key, i, k == FREED)))
+                if (key && !use_region(map, capacity - 1, &distinct, key, i, k == FREED))
                     return false;
             }
         }
         for (size_t s = 0; s < YOUNG_HELD; s++) {
             uintptr_t addr = view[i].thread->young[s].addr;
-            if (BLOCK_IS_LIVE(addr) &&
-                (++used > uses || !use_region(map, capacity - 1, block_region_key(addr), i, false)))
+            if (BLOCK_IS_LIVE(addr) && !use_region(map, capacity - 1, &distinct, block_region_key(addr), i, false))
                 return false;
         }
     }
