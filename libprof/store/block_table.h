@@ -296,6 +296,17 @@ static inline uint64_t *block_granule_in(uint64_t *bitmap, uintptr_t addr, uint6
     return &bitmap[g / 64];
 }
 
+/* The granule of `addr` marked in `bitmap`: false, and nothing done, when
+ * it was (an address has one slot: the put goes the long way). */
+static inline bool block_granule_claim(uint64_t *bitmap, uintptr_t addr)
+{
+    uint64_t bit, *granule = block_granule_in(bitmap, addr, &bit), taken = *granule;
+    if (taken & bit)
+        return false;
+    *granule = taken | bit;
+    return true;
+}
+
 /* A logged array's bitmap word and bit for the granule of `addr`; `capacity`: a->capacity. */
 static inline uint64_t *block_array_granule_at(const struct block_array *a, size_t capacity, uintptr_t addr,
                                                uint64_t *bit)
@@ -624,15 +635,13 @@ static inline bool block_region_append_logged(struct block_table *t, const struc
     if (!r->logged || !block_log_has_room(a, number) || block_spill_may_hold(t, addr) ||
         !block_log_fits(a, addr, number, word))
         return false;
-    uint64_t bit, *granule = block_array_granule_at(a, r->capacity, addr, &bit), taken = *granule;
-    if (taken & bit)
+    uint64_t *bitmap = (uint64_t *)block_array_slot(a, true, r->capacity);
+    if (!block_granule_claim(bitmap, addr))
         return false;
-    *granule = taken | bit;
     block_log_write(a, r->capacity, addr, number, word);
     t->count++;
     if (__builtin_expect(t->cursor.key != r->key, 0))
-        t->cursor = (struct block_cursor){ r->key, a, (uint64_t *)block_array_slot(a, true, r->capacity),
-                                           (uint64_t *)a->slots + block_log_entries(r->capacity) };
+        t->cursor = (struct block_cursor){ r->key, a, bitmap, (uint64_t *)a->slots + block_log_entries(r->capacity) };
     return true;
 }
 
@@ -648,10 +657,8 @@ static inline bool block_table_append_next(struct block_table *t, uintptr_t addr
     int32_t room = a->room;
     if (number != a->log_number || room < 1 || !block_fits(addr, BLOCK_WORD_SIZE(word), 0, LOG_SIZE_BITS))
         return false;
-    uint64_t bit, *granule = block_granule_in(c->granules, addr, &bit), taken = *granule;
-    if (taken & bit)
+    if (!block_granule_claim(c->granules, addr))
         return false;
-    *granule = taken | bit;
     __atomic_store_n(c->entries_end - room, block_log_entry(addr, word), __ATOMIC_RELEASE);
     a->room = room - 1;
     t->count++;
