@@ -99,7 +99,7 @@ void memprof_thread_event(const struct memprof_thread_event *event);
  * magic, the version and every size before it reads, and refuses a layout
  * it does not know with a reason. */
 #define MEMPROF_TABLES_MAGIC "memprof-tables\0"
-#define MEMPROF_TABLES_VERSION 9
+#define MEMPROF_TABLES_VERSION 10
 struct memprof_tables {
     char magic[16];               /* MEMPROF_TABLES_MAGIC */
     uint32_t version;             /* MEMPROF_TABLES_VERSION */
@@ -226,6 +226,14 @@ struct memprof_tables {
      * after one (bit 0 clear) the base + (entry >> 1) - 1. */
     uint32_t array_logged, array_region_base;
     uint32_t log_place_bits, log_origin_bits, log_size_bits;
+
+    /* Version 10: an array's u64 at array_stamp is odd while the array is
+     * a region's, and never the same twice: a reader of a running process
+     * reads it, then the region's pointer, then the array, then the stamp
+     * again, and takes the array only if the pointer was the array and
+     * the stamp did not change. An array replaced no longer changes
+     * tables_generation. */
+    uint32_t array_stamp;
 };
 extern const struct memprof_tables memprof_tables;
 

@@ -8,11 +8,20 @@
  * leave no more than a partly used slab of each size behind. Arrays larger
  * than half a slab are mapped alone: each mapping takes the memory map's
  * lock from the program's threads (two threads keeping 1M blocks of 24
- * bytes each mapped 1060 arrays alone at a quarter, 79 at half). */
+ * bytes each mapped 1060 arrays alone at a quarter, 79 at half).
+ *
+ * A reader in another process (memprof top) cannot be waited for: it checks
+ * each array's stamp instead (block_table.h), which changes when the array
+ * is given back, unmapped or handed out again. So an array replaced leaves
+ * the tables' generation (util/pages.h) alone: a heap under load replaces
+ * dozens a second, and a reader of the whole tables would never finish a
+ * read between two of them. */
 #include "block_table.h"
 #include "../util/pages.h"
 #include <string.h>
 #include <sys/mman.h>
+
+static uint64_t stamps;   /* every pool's: a stamp is never handed out twice */
 
 #define MIN_CAPACITY 8
 #define SLAB_BYTES ((size_t)128 << 10)
@@ -194,6 +203,7 @@ struct block_array *block_pool_take(struct block_pool *p, unsigned size_class, b
     }
     a->capacity = block_pool_capacity(size_class);
     a->size_class = (uint16_t)size_class;
+    a->stamp = __atomic_add_fetch(&stamps, 2, __ATOMIC_RELAXED) - 1;
     return a;
 }
 
@@ -211,7 +221,7 @@ static void release(struct block_pool *p, struct block_array *a)
 {
     size_t bytes = array_bytes(a->size_class, p->packed);
     if (bytes > SLAB_ARRAY_MAX) {
-        pages_free(a, bytes);
+        pages_free_quiet(a, bytes);
         p->bytes -= bytes;
         return;
     }
@@ -237,7 +247,8 @@ static void release(struct block_pool *p, struct block_array *a)
 
 void block_pool_give_back(struct block_pool *p, struct block_array *a)
 {
-    a->next = p->retired;
+    a->next = p->retired;   /* its stamp gone (a link is even) before anything else is written in it */
+    __atomic_thread_fence(__ATOMIC_RELEASE);
     p->retired = a;
     if (!readers_none())
         return;
@@ -245,5 +256,4 @@ void block_pool_give_back(struct block_pool *p, struct block_array *a)
         p->retired = a->next;
         release(p, a);
     }
-    pages_changed();   /* a reader in another process (memprof top) reads again */
 }

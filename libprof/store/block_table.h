@@ -130,7 +130,14 @@ struct block_array {
     uint16_t size_class;      /* the owner's: its size in the pool */
     bool logged;              /* a log (see the top), its granules' bitmap after the entries: set before the
                                  array is published, and never changed (a reader reads it too) */
-    struct block_array *next; /* the owner's: in the pool's free or retired list */
+    /* In the pool's free or retired list, the owner's link; handed out, the
+     * array's stamp: odd and never the same twice (block_pool.c), so that a
+     * reader of a running process that reads it unchanged before and after
+     * the array knows the array was not given back meanwhile. */
+    union {
+        struct block_array *next;
+        uint64_t stamp;
+    };
     uint64_t slots[];         /* capacity slots of 2 (packed) or 3 (wide) words, the key first; or a log */
 };
 

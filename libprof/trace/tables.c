@@ -134,8 +134,10 @@ EXPORT const struct memprof_tables memprof_tables = {
     .log_place_bits = LOG_PLACE_BITS,
     .log_origin_bits = LOG_ORIGIN_BITS,
     .log_size_bits = LOG_SIZE_BITS,
+    .array_stamp = offsetof(struct block_array, stamp),
 };
 _Static_assert(sizeof ((struct block_array *)0)->logged == 1, "array_logged is a bool");
+_Static_assert(sizeof ((struct block_array *)0)->stamp == 8, "array_stamp is a u64");
 _Static_assert(sizeof ((struct heap_identity *)0)->name == sizeof ((struct heap_thread *)0)->name,
                "an identity's name is thread_name_size bytes");
 _Static_assert(sizeof ((struct heap_identity *)0)->tid == 4, "identity_tid is an i32");

@@ -6,7 +6,7 @@
 uint64_t pages_generation;
 
 /* Memory a reader in another process may be reading goes away. */
-void pages_changed(void)
+static void pages_changed(void)
 {
     __atomic_add_fetch(&pages_generation, 1, __ATOMIC_RELEASE);
 }
@@ -141,4 +141,10 @@ void pages_free(void *p, size_t size)
         pages_changed();
         munmap(p, size);
     }
+}
+
+void pages_free_quiet(void *p, size_t size)
+{
+    if (p)
+        munmap(p, size);
 }

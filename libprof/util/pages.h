@@ -56,11 +56,12 @@ void *pages_resize(void *p, size_t old_size, size_t new_size); /* keeps contents
  * memory (the array is left as it was). */
 bool pages_grow(void **p, size_t *bytes, size_t need, size_t first);
 void pages_free(void *p, size_t size);
+/* Unmapped with no change of pages_generation: memory no reader in another
+ * process reads (an owner's index), or whose reader checks each piece of it
+ * itself (a block array's stamp). */
+void pages_free_quiet(void *p, size_t size);
 /* Counts every unmapping and move of these pages: a reader in another
  * process (memprof top) that finds it changed while it read reads again. */
 extern uint64_t pages_generation;
-/* Count a change of the same kind made without unmapping (memory handed
- * out again for another use). */
-void pages_changed(void);
 
 #endif

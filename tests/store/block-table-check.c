@@ -548,6 +548,50 @@ static void arrays_written_first(void)
     array_written_first(&pool, (size_t)200 << 10, "mapped alone");
 }
 
+/* The stamps a reader in another process checks an array by (memprof
+ * top, doc/tables.md): odd while handed out and never the same twice; gone
+ * (even) once given back, though its memory still reads; and another when
+ * the same memory is handed out again. */
+static void stamps_checked(void)
+{
+    static struct block_pool pool;
+    enum { TAKEN = 64 };
+    struct block_array *a[TAKEN];
+    uint64_t stamp[TAKEN];
+    bool odd = true, distinct = true;
+    for (int i = 0; i < TAKEN; i++) {
+        a[i] = block_pool_take(&pool, (unsigned)i % 4, true);
+        stamp[i] = a[i] ? a[i]->stamp : 0;
+        odd = odd && (stamp[i] & 1);
+        for (int j = 0; j < i; j++)
+            distinct = distinct && stamp[j] != stamp[i];
+    }
+    ok(odd && distinct, "64 arrays handed out: each stamp odd, no two the same");
+    struct block_array *given = a[TAKEN - 1];
+    block_pool_give_back(&pool, given);
+    ok(!(given->stamp & 1), "an array given back: its stamp gone (0x%llx, even)", (unsigned long long)given->stamp);
+    struct block_array *again = block_pool_take(&pool, (unsigned)(TAKEN - 1) % 4, true);
+    bool fresh = again && (again->stamp & 1);
+    for (int i = 0; fresh && i < TAKEN; i++)
+        fresh = again->stamp != stamp[i];
+    ok(again == given && fresh, "... its memory handed out again: a stamp it never held (%s)",
+       again == given ? "the same array" : "another array");
+
+    /* A region's array replaced by the table: the old one's stamp gone. */
+    static struct block_table t, t_spill;
+    packed_table(&t, &t_spill);
+    uint64_t replaced;
+    for (uintptr_t i = 0; i < 1000; i++)   /* an array cut from a slab: it stays mapped, given back */
+        block_table_put(&t, 0x7f0000100000 + i * 48, i, BLOCK_WORD(16, 0), &replaced);
+    struct block_region *r = block_table_find_region(&t, block_region_key(0x7f0000100000));
+    struct block_array *before = r ? r->array : NULL;
+    uint64_t before_stamp = before ? before->stamp : 0;
+    struct block_array *after = r ? block_table_rebuild(&t, r, 1000, false) : NULL;
+    ok(before && after && after != before && (before_stamp & 1) && (after->stamp & 1) &&
+           after->stamp != before_stamp && !(before->stamp & 1),
+       "a region's array rebuilt: the new one stamped anew, the old one's stamp gone");
+}
+
 int main(void)
 {
     static const struct run runs[] = {
@@ -571,5 +615,6 @@ int main(void)
     log_in_order();
     chunks_on_huge_pages();
     arrays_written_first();
+    stamps_checked();
     return tap_done();
 }

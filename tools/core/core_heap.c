@@ -12,6 +12,7 @@
 #define MAX_CAPACITY (UINT64_C(1) << 28)
 #define MAX_ORIGINS (UINT64_C(1) << 24)
 #define MAX_FRAMES 64     /* HEAP_MAX_FRAMES: callers in a chain */
+#define ARRAY_TRIES 16    /* an array replaced while read, read again (read_table) */
 
 /* A block slot as an event at an address: a hold (order even) or a free
  * (odd), ordered by the block's number. */
@@ -117,18 +118,13 @@ static struct event unpack_slot(const struct memprof_tables *t, uint64_t key, ui
     return (struct event){ key & addr_mask, number * 2, size | origin << t->word_size_bits, thread, 0 };
 }
 
-/* A table's slots as events. */
-static bool read_slots(struct core_image *c, struct heap_read *h, uint64_t at, uint64_t count, uint32_t thread,
-                       struct slot_format format)
+/* Slots copied out (count of them) as events. */
+static bool add_slots(struct core_image *c, struct heap_read *h, const unsigned char *slots, uint64_t count,
+                      uint32_t thread, struct slot_format format)
 {
     const struct memprof_tables *t = &c->tables;
-    if (count > MAX_CAPACITY)
-        return core_fail(c, "%s: a block table of %" PRIu64 " slots: damaged", c->path, count);
     size_t size = format.packed ? t->packed_slot_size : t->slot_size;
-    unsigned char *slots = malloc(count * size + 1);
-    if (!slots)
-        return core_fail(c, "out of memory");
-    bool ok = core_read(c, at, slots, count * size, "a block table");
+    bool ok = true;
     for (uint64_t i = 0; ok && i < count; i++) {
         const unsigned char *slot = slots + i * size;
         uint64_t key = core_field_u64(slot, format.packed ? 0 : t->slot_addr);
@@ -139,25 +135,32 @@ static bool read_slots(struct core_image *c, struct heap_read *h, uint64_t at, u
                                                              core_field_u64(slot, t->slot_word), thread,
                                                              format.young ? young_age(t, i, format.leaving_next) : 0 });
     }
+    return ok;
+}
+
+/* A thread's young slots as events. */
+static bool read_young(struct core_image *c, struct heap_read *h, uint64_t at, uint32_t thread, uint32_t leaving_next)
+{
+    const struct memprof_tables *t = &c->tables;
+    unsigned char *slots = malloc((size_t)t->young_slots * t->slot_size);
+    if (!slots)
+        return core_fail(c, "out of memory");
+    bool ok = core_read(c, at, slots, (size_t)t->young_slots * t->slot_size, "a heap thread's young slots") &&
+              add_slots(c, h, slots, t->young_slots, thread,
+                        (struct slot_format){ .young = true, .leaving_next = leaving_next });
     free(slots);
     return ok;
 }
 
-/* A logged array's entries (memprof_debugger.h, version 9) as events, in
- * order up to the first empty one. */
-static bool read_log(struct core_image *c, struct heap_read *h, uint64_t at, uint64_t capacity, uint64_t region,
-                     uint32_t thread, uint64_t base)
+/* A logged array's entries (memprof_debugger.h, version 9), copied out, as
+ * events, in order up to the first empty one. */
+static bool add_log(struct core_image *c, struct heap_read *h, const uint64_t *entries, uint64_t count,
+                    uint64_t region, uint32_t thread, uint64_t base)
 {
     const struct memprof_tables *t = &c->tables;
-    if (capacity > MAX_CAPACITY)
-        return core_fail(c, "%s: a block log of %" PRIu64 " slots: damaged", c->path, capacity);
-    uint64_t count = capacity * t->packed_slot_size / 8;
-    uint64_t *entries = malloc(count * 8 + 1);
-    if (!entries)
-        return core_fail(c, "out of memory");
-    bool ok = core_read(c, at, entries, count * 8, "a block log");
     uint64_t number = base;
     uint64_t place_mask = (UINT64_C(1) << t->log_place_bits) - 1, origin_mask = (UINT64_C(1) << t->log_origin_bits) - 1;
+    bool ok = true;
     for (uint64_t i = 0; ok && i < count && entries[i]; i++) {
         uint64_t e = entries[i];
         if (!(e & 1)) {
@@ -170,29 +173,95 @@ static bool read_log(struct core_image *c, struct heap_read *h, uint64_t at, uin
                        (struct event){ region + ((e >> 1) & place_mask) * 8, number * 2,
                                        size | origin << t->word_size_bits, thread, 0 });
     }
-    free(entries);
     return ok;
 }
 
-/* One region's array: its capacity and base, then its slots, or its log. */
-static bool read_array(struct core_image *c, struct heap_read *h, uint64_t array, uint32_t thread,
-                       struct slot_format format)
+/* A region's array as copied out: its head, then its slots or its log. */
+struct array_copy {
+    unsigned char *head;   /* t->array_slots bytes */
+    unsigned char *body;
+    uint64_t capacity;
+    size_t body_bytes;
+};
+
+/* Part of an array copied out. In a running process, memory that cannot be
+ * read is an array unmapped meanwhile (*changed stays set); in a core, a
+ * failure to say. */
+static bool array_part(struct core_image *c, uint64_t at, void *out, size_t len, const char *what, bool *changed)
 {
-    const struct memprof_tables *t = &c->tables;
-    uint64_t capacity, region = 0;
-    uint8_t logged = 0;
-    if (!core_read_u64(c, array + t->array_capacity, &capacity, "a block array's capacity") ||
-        (format.packed &&
-         (!core_read_u64(c, array + t->array_number_base, &format.base, "a block array's number base") ||
-          !core_read(c, array + t->array_logged, &logged, 1, "a block array's kind"))))
+    if (c->pid > 0)
+        return core_peek(c, at, out, len);
+    *changed = false;
+    if (!core_read(c, at, out, len, what))
         return false;
-    if (logged)
-        return core_read_u64(c, array + t->array_region_base, &region, "a block log's region") &&
-               read_log(c, h, array + t->array_slots, capacity, region, thread, format.base);
-    return read_slots(c, h, array + t->array_slots, capacity, thread, format);
+    *changed = true;
+    return true;
 }
 
-/* A block table: its directory's regions, each region's array. */
+/* One region's array, whose pointer is at `pointer_at` in its directory,
+ * copied out as its owner may replace it meanwhile (memprof_debugger.h,
+ * version 10): its stamp, the pointer still to it, the array, the stamp
+ * again. False with *changed when it was given back meanwhile: its memory
+ * then proves nothing, though it may read as an array. */
+static bool copy_array(struct core_image *c, uint64_t pointer_at, uint64_t array, struct slot_format format,
+                       struct array_copy *a, bool *changed)
+{
+    const struct memprof_tables *t = &c->tables;
+    uint64_t stamp = 0, pointer = 0, stamp_after = 0;
+    *changed = true;
+    if (!array_part(c, array + t->array_stamp, &stamp, 8, "a block array's stamp", changed) ||
+        !array_part(c, pointer_at, &pointer, 8, "a block table's directory", changed) ||
+        !array_part(c, array, a->head, t->array_slots, "a block array", changed))
+        return false;
+    if (c->pid <= 0 && !(stamp & 1)) {
+        *changed = false;
+        return core_fail(c, "%s: a block array whose stamp is even (not handed out): damaged", c->path);
+    }
+    if (!(stamp & 1) || pointer != array)
+        return false;
+    memcpy(&a->capacity, a->head + t->array_capacity, 8);
+    if (a->capacity > MAX_CAPACITY) {
+        *changed = false;
+        return core_fail(c, "%s: a block array of %" PRIu64 " slots: damaged", c->path, a->capacity);
+    }
+    size_t bytes = a->capacity * (format.packed ? t->packed_slot_size : t->slot_size);
+    if (bytes > a->body_bytes) {
+        unsigned char *grown = realloc(a->body, bytes);
+        if (!grown) {
+            *changed = false;
+            return core_fail(c, "out of memory");
+        }
+        a->body = grown;
+        a->body_bytes = bytes;
+    }
+    if (!array_part(c, array + t->array_slots, a->body, bytes, "a block array", changed) ||
+        !array_part(c, array + t->array_stamp, &stamp_after, 8, "a block array's stamp", changed) ||
+        stamp_after != stamp)
+        return false;
+    *changed = false;
+    return true;
+}
+
+/* The array copied out as events. */
+static bool add_array(struct core_image *c, struct heap_read *h, const struct array_copy *a, uint32_t thread,
+                      struct slot_format format)
+{
+    const struct memprof_tables *t = &c->tables;
+    if (format.packed) {
+        memcpy(&format.base, a->head + t->array_number_base, 8);
+        if (a->head[t->array_logged]) {
+            uint64_t region;
+            memcpy(&region, a->head + t->array_region_base, 8);
+            return add_log(c, h, (const uint64_t *)(void *)a->body, a->capacity * t->packed_slot_size / 8, region,
+                           thread, format.base);
+        }
+    }
+    return add_slots(c, h, a->body, a->capacity, thread, format);
+}
+
+/* A block table: its directory's regions, each region's array. A region
+ * whose array was replaced while read is read again, up to ARRAY_TRIES
+ * times; past them, the read fails as the tables having changed. */
 static bool read_table(struct core_image *c, struct heap_read *h, uint64_t directory, uint32_t thread,
                        struct slot_format format)
 {
@@ -205,17 +274,37 @@ static bool read_table(struct core_image *c, struct heap_read *h, uint64_t direc
     if (capacity > MAX_CAPACITY)
         return core_fail(c, "%s: a block directory of %" PRIu64 " regions: damaged", c->path, capacity);
     unsigned char *regions = malloc(capacity * t->region_size + 1);
-    if (!regions)
+    struct array_copy a = { .head = malloc(t->array_slots) };
+    if (!regions || !a.head) {
+        free(regions);
+        free(a.head);
         return core_fail(c, "out of memory");
+    }
     bool ok = core_read(c, directory + t->directory_regions, regions, capacity * t->region_size,
                         "a block table's directory");
     for (uint64_t i = 0; ok && i < capacity; i++) {
-        const unsigned char *region = regions + i * t->region_size;
-        uint64_t array = core_field_u64(region, t->region_array);
-        if (core_field_u64(region, t->region_key) && array)
-            ok = read_array(c, h, array, thread, format);
+        uint64_t pointer_at = directory + t->directory_regions + i * t->region_size + t->region_array;
+        uint64_t array = core_field_u64(regions + i * t->region_size, t->region_array);
+        if (!core_field_u64(regions + i * t->region_size, t->region_key) || !array)
+            continue;
+        bool changed = true;
+        for (unsigned try = 0; changed && try < ARRAY_TRIES; try++) {
+            if (try > 0)
+                ok = core_read_u64(c, pointer_at, &array, "a block table's directory");
+            if (ok && copy_array(c, pointer_at, array, format, &a, &changed))
+                ok = add_array(c, h, &a, thread, format);
+            else if (!changed)
+                ok = false;
+            if (!ok)
+                break;
+        }
+        if (ok && changed)
+            ok = core_fail(c, "%s: a block array replaced %d times while read (it changed while read)", c->path,
+                           ARRAY_TRIES);
     }
     free(regions);
+    free(a.head);
+    free(a.body);
     return ok;
 }
 
@@ -346,8 +435,7 @@ static bool read_threads(struct core_image *c, struct heap_read *h)
                            leaving_next, t->young_slots - t->young_direct);
             break;
         }
-        ok = read_slots(c, h, next + t->thread_young, t->young_slots, view,
-                        (struct slot_format){ .young = true, .leaving_next = leaving_next });
+        ok = read_young(c, h, next + t->thread_young, view, leaving_next);
         /* blocks (packed), their spill, freed */
         const uint32_t tables[] = { t->thread_blocks, t->thread_spill, t->thread_freed };
         for (int k = 0; ok && k < 3; k++)

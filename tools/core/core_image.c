@@ -275,6 +275,8 @@ static bool read_descriptor(struct core_image *c, uint64_t addr, struct memprof_
          t->log_origin_bits == 64 - t->word_size_bits &&
          1 + t->log_place_bits + t->log_origin_bits + t->log_size_bits == 64 &&
          t->log_size_bits <= t->packed_size_bits;
+    /* An array's stamp (version 10). */
+    ok = ok && t->array_stamp + 8 <= t->array_slots;
     /* Who held each serial (version 8). */
     ok = ok && t->identity_max >= 1 && t->identity_max <= 65535 && t->identity_size >= 8 && t->identity_size <= 64 &&
          t->identity_tid + 4 <= t->identity_size && t->identity_exited < t->identity_size &&

@@ -63,7 +63,7 @@ static bool origins_make_room(struct heap_thread *t)
             return false;
         for (uint32_t id = 0; id < n; id++)
             index_insert(index, capacity, a->records, id);
-        pages_free(t->origin_index, t->origin_index_capacity * sizeof *index);
+        pages_free_quiet(t->origin_index, t->origin_index_capacity * sizeof *index);   /* the owner's alone */
         t->origin_index = index;
         t->origin_index_capacity = capacity;
     }
