@@ -131,6 +131,22 @@ done_testing() {
     [ "$tap_failed" -eq 0 ]
 }
 
+# gdb_calls: the path of a GDB script, run before a process starts, that
+# lets GDB call into it (print f()) without memprof.gdbinit, for a test's
+# own calls: on a CPU with AMX, GDB before 14 can only with x86-64's
+# registers up to SSE, as memprof.gdbinit gives it (memprof--amx-registers).
+# Empty elsewhere.
+gdb_calls() {
+    if [ ! -f "$TMP/gdb-calls.gdb" ]; then
+        : > "$TMP/gdb-calls.gdb"
+        major=$("$GDB" -nx -batch -ex 'print $_gdb_major' 2> /dev/null | sed -n 's/^\$1 = //p')
+        if [ "$(uname -m)" = x86_64 ] && grep -qw amx_tile /proc/cpuinfo && [ "${major:-0}" -lt 14 ]; then
+            echo "set tdesc filename $srcdir/../gdbinit/memprof-amd64-sse.xml" > "$TMP/gdb-calls.gdb"
+        fi
+    fi
+    echo "$TMP/gdb-calls.gdb"
+}
+
 # Label for a GDB binary in test names: gdb or gdb-minimal.
 gdb_name() {
     if [ "$1" = "$GDB" ]; then echo gdb; else echo gdb-minimal; fi

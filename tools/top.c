@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #define READ_TRIES 5
-#define FIRST_SNAPSHOT_WAITS 40   /* 50 ms apart: 2 s */
+#define FIRST_SNAPSHOT_SECONDS 5  /* tried again, 50 ms apart, for so long */
 #define TREND_POINTS 40
 
 enum { TOP_INTERVAL, TOP_ROWS, TOP_BATCH, TOP_ITERATIONS, TOP_SORT, TOP_FILTER };
@@ -613,8 +613,9 @@ int cmd_top(int argc, char **argv)
     /* A busy process may change its tables through a whole refresh's tries:
      * the first snapshot is tried again for a while, as later ones are at
      * each refresh. */
+    double give_up = now_seconds() + FIRST_SNAPSHOT_SECONDS;
     bool first = take_snapshot(&v, &now, why, sizeof why, &no_runtime, &gone);
-    for (int wait = 0; !first && now.changed && wait < FIRST_SNAPSHOT_WAITS; wait++) {
+    while (!first && now.changed && now_seconds() < give_up) {
         nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
         first = take_snapshot(&v, &now, why, sizeof why, &no_runtime, &gone);
     }
