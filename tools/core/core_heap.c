@@ -191,11 +191,10 @@ static bool array_part(struct core_image *c, uint64_t at, void *out, size_t len,
 {
     if (c->pid > 0)
         return core_peek(c, at, out, len);
+    if (core_read(c, at, out, len, what))
+        return true;
     *changed = false;
-    if (!core_read(c, at, out, len, what))
-        return false;
-    *changed = true;
-    return true;
+    return false;
 }
 
 /* One region's array, whose pointer is at `pointer_at` in its directory,
@@ -288,15 +287,13 @@ static bool read_table(struct core_image *c, struct heap_read *h, uint64_t direc
         if (!core_field_u64(regions + i * t->region_size, t->region_key) || !array)
             continue;
         bool changed = true;
-        for (unsigned try = 0; changed && try < ARRAY_TRIES; try++) {
-            if (try > 0)
-                ok = core_read_u64(c, pointer_at, &array, "a block table's directory");
-            if (ok && copy_array(c, pointer_at, array, format, &a, &changed))
+        for (unsigned try = 0; ok && changed && try < ARRAY_TRIES; try++) {
+            if (try > 0 && !(ok = core_read_u64(c, pointer_at, &array, "a block table's directory")))
+                break;
+            if (copy_array(c, pointer_at, array, format, &a, &changed))
                 ok = add_array(c, h, &a, thread, format);
             else if (!changed)
                 ok = false;
-            if (!ok)
-                break;
         }
         if (ok && changed)
             ok = core_fail(c, "%s: a block array replaced %d times while read (it changed while read)", c->path,
