@@ -885,13 +885,12 @@ COLD void *record_known_vacating(struct heap_thread *t, struct block_slot *y, vo
 
 /* The short path of an exact record (heap.short_paths): the origin known
  * before the call (the thread's last site again, or the stack its last walk
- * found), every block recorded. The record tail-calls when the young slot
- * is taken or the peak tracked, so that it saves no register for those. */
-HOT void *record_known_here(struct heap_thread *t, void *p, size_t size, uint64_t origin_word,
-                           struct heap_origin *r, bool peak)
+ * found), every block recorded, the reentry flag set by the caller. The
+ * record tail-calls when the young slot is taken or the peak tracked, so
+ * that it saves no register for those. */
+HOT void *record_known_entered(struct heap_thread *t, void *p, size_t size, uint64_t origin_word,
+                              struct heap_origin *r, bool peak)
 {
-    if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
-        return unrecorded(p);
     if (__builtin_expect(t->direct, 0))
         return peak ? record_direct_peak(t, p, size, origin_word, r) : record_direct(t, p, size, origin_word, r);
     struct block_slot *y = heap_young_slot(t, (uintptr_t)p);
@@ -902,7 +901,11 @@ HOT void *record_known_here(struct heap_thread *t, void *p, size_t size, uint64_
 
 COLD void *record_known(struct heap_thread *t, void *p, size_t size, uint32_t origin)
 {
-    return record_known_here(t, p, size, BLOCK_WORD(0, origin), &t->origins->records[origin], heap.peak_tracking);
+    if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
+        return unrecorded(p);
+    /* The record's place under the flag: a handler's hook may move the origins. */
+    return record_known_entered(t, p, size, BLOCK_WORD(0, origin), &t->origins->records[origin],
+                                heap.peak_tracking);
 }
 
 COLD void *malloc_known(struct heap_thread *t, size_t size, uint32_t origin)
@@ -925,13 +928,36 @@ COLD void *malloc_remembered(struct heap_thread *t, size_t size, void *site, uin
  * hook_free (the long paths) are installed, and the GOT slots are pointed
  * at the mode's. */
 
-/* The thread's last site's block (heap_remember_last_site said which),
- * read after the call as malloc_sites_with's. */
+/* The thread's last site changed while the real malloc ran: a signal
+ * handler allocated elsewhere meanwhile. The block's origin found again
+ * from its own site, the long way (the reentry flag set). */
+COLD void *record_site_again(struct heap_thread *t, void *p, size_t size, void *site)
+{
+    record_alloc(t, p, size, site, 0, 0, 0);
+    reentry_leave();
+    return p;
+}
+
+/* After the real malloc, the block at `p` of the thread's last site
+ * `site`: the last site and its origin read under the reentry flag, so
+ * that a signal handler's hook cannot change them between the check and
+ * the reads. */
+HOT void *record_at_last_site(void *p, size_t size, void *site, bool peak)
+{
+    struct heap_thread *t = short_path_thread;
+    if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
+        return unrecorded(p);
+    if (__builtin_expect(t->last_site != (uintptr_t)site, 0))
+        return record_site_again(t, p, size, site);
+    return record_known_entered(t, p, size, t->last_origin_word, t->last_record, peak);
+}
+
+/* The thread's last site's block (heap_remember_last_site said which). */
 COLD void *malloc_last_site(size_t size)
 {
     void *p = next_malloc(size);
-    struct heap_thread *t = short_path_thread;
-    return record_known_here(t, p, size, t->last_origin_word, t->last_record, heap.peak_tracking);
+    /* malloc_short's site: it tail-called this. */
+    return record_at_last_site(p, size, __builtin_return_address(0), heap.peak_tracking);
 }
 
 /* Every block recorded, no Ruby line: the short path when the origin is
@@ -968,11 +994,12 @@ HOT void *malloc_sites_with(size_t size, void *site, bool peak)
         !((heap.short_paths & SHORT_SITES) && !t->charge_site && heap_site_origin(t, (uintptr_t)site) != UINT32_MAX))
         return malloc_short(size);
     /* Only the size kept across the call (one saved register, and the
-     * stack aligned without more): the thread and its origin read again
-     * after it cost fewer instructions than saving them. */
+     * stack aligned without more): the thread, its last site (read again
+     * from the stack) and its origin read again after it cost fewer
+     * instructions than saving them. A signal handler that allocated
+     * elsewhere during the call made another site the last. */
     void *p = next_malloc(size);
-    t = short_path_thread;
-    return record_known_here(t, p, size, t->last_origin_word, t->last_record, peak);
+    return record_at_last_site(p, size, __builtin_return_address(0), peak);
 }
 
 static void *malloc_sites(size_t size)
@@ -1127,9 +1154,15 @@ static __attribute__((cold, noinline)) void free_elsewhere(void *p)
 HOT void free_short_with(void *p, bool peak)
 {
     struct heap_thread *t = short_path_thread;
-    struct block_slot *y = young_unnumbered_short(t, p);
-    if (__builtin_expect(!y, 0) || __builtin_expect(!reentry_enter(), 0))
+    /* The flag first: a signal handler's hook that ran between the slot's
+     * check and its drop could have put another block there. */
+    if (__builtin_expect(!reentry_enter(), 0))
         return free_elsewhere(p);
+    struct block_slot *y = young_unnumbered_short(t, p);
+    if (__builtin_expect(!y, 0)) {
+        reentry_leave();
+        return free_elsewhere(p);
+    }
     if (peak)
         return free_young_peak(t, y, p);
     drop_young_exact(t, y);

@@ -8,6 +8,7 @@
 #include "heap_wrappers.h"
 #include "../../hook/got.h"
 #include "../../unwind/backtrace.h"
+#include "../../util/reentry.h"
 
 /* The origin of an allocation at `site` (UINT32_MAX when out of memory).
  * `entry_cfa`, if not 0: malloc's hook's CFA, with its return address
@@ -45,7 +46,12 @@ static inline __attribute__((always_inline)) uint32_t heap_site_origin(struct he
     const struct heap_origin *r = &t->origins->records[at - 1];
     if (r->key != ((uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT) || r->alone != heap_wrappers_generation() + 1)
         return UINT32_MAX;
+    /* Its four words under the reentry flag: a signal handler's hook that
+     * ran between them would leave another site's origin with this site. */
+    if (!reentry_enter())
+        return UINT32_MAX;
     heap_remember_last_site(t, site, at - 1);
+    reentry_leave();
     return at - 1;
 }
 /* memprof's own code and, for more than one frame, libunwind: found before
