@@ -17,11 +17,13 @@
 #include "store/readers.h"
 #include "../tap.h"
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #define ADDRESSES 200000
 #define STEPS 1000000
@@ -236,6 +238,9 @@ static void check(const struct run *r)
             most_bytes = bytes > most_bytes ? bytes : most_bytes;
         }
     }
+    /* At least one whole scan, whenever the reader was scheduled. */
+    for (int waited = 0; !__atomic_load_n(&scans, __ATOMIC_RELAXED) && waited < 10000; waited++)
+        usleep(1000);
     __atomic_store_n(&reading, false, __ATOMIC_RELEASE);
     pthread_join(thread, NULL);
 
@@ -436,9 +441,12 @@ static uint64_t logged_word(size_t i)
     return BLOCK_WORD(i % 5 == 0 ? (UINT64_C(1) << LOG_SIZE_BITS) - 1 - i : 8 + i % 200, i * 7 % BLOCK_ORIGIN_MAX);
 }
 
+static volatile bool log_reader_started;
+
 static void *log_reader(void *unused)
 {
     (void)unused;
+    __atomic_store_n(&log_reader_started, true, __ATOMIC_RELEASE);
     while (__atomic_load_n(&log_reading, __ATOMIC_ACQUIRE)) {
         readers_enter();
         const struct block_directory *d = block_table_directory(&logged_table);
@@ -467,11 +475,18 @@ static void log_in_order(void)
     log_reading = true;
     pthread_t thread;
     pthread_create(&thread, NULL, log_reader, NULL);
+    /* The reader running before the puts start, and reading until it has
+     * read something: on a loaded machine it may be scheduled only after
+     * the writer is done (0 read, as a CI run once saw). */
+    while (!__atomic_load_n(&log_reader_started, __ATOMIC_ACQUIRE))
+        sched_yield();
     uint64_t replaced;
     size_t failed = 0;
     for (size_t i = 0; i < LOGGED_BLOCKS; i++)
         failed += block_table_put(&logged_table, logged_address(i), logged_number(i), logged_word(i), &replaced) !=
                   BLOCK_PUT_NEW;
+    for (int waited = 0; !__atomic_load_n(&log_read, __ATOMIC_RELAXED) && waited < 10000; waited++)
+        usleep(1000);
     __atomic_store_n(&log_reading, false, __ATOMIC_RELEASE);
     pthread_join(thread, NULL);
     size_t logged = logged_arrays(&logged_table);
