@@ -2,8 +2,8 @@
 #include "fault.h"
 #include "../arch/cpu.h"
 #include "out.h"
+#include "own_code.h"
 #include "reentry.h"
-#include <link.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -15,8 +15,7 @@ static const int guarded[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE };
 #define GUARDED (sizeof guarded / sizeof *guarded)
 static struct sigaction previous[GUARDED];
 
-/* memprof's own code: the executable segment of the object this file is in. */
-static uintptr_t text_start, text_end, load_base;
+static const struct own_code *own;
 /* A fault inside the guard itself goes straight to the default action. Per
  * thread, and cleared before the next handler runs: Ruby's leaves by a
  * longjmp on a stack overflow (SystemStackError), and the program goes on. */
@@ -36,9 +35,9 @@ static void say_fault(int sig, const siginfo_t *info, uintptr_t pc)
     out_str(&o, "memprof: ");
     out_str(&o, signal_word(sig));
     out_str(&o, " inside memprof (pc ");
-    if (pc >= text_start && pc < text_end) {
+    if (own_code_holds(own, pc)) {
         out_str(&o, "libmemprof.so+");
-        out_hex(&o, pc - load_base);
+        out_hex(&o, pc - own->base);
     } else {
         out_hex(&o, pc);
     }
@@ -59,7 +58,7 @@ static void on_fault(int sig, siginfo_t *info, void *context)
     }
     faulting = 1;
     uintptr_t pc = cpu_fault_pc(context);
-    if (((pc >= text_start && pc < text_end) || reentry_inside()) && !__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
+    if ((own_code_holds(own, pc) || reentry_inside()) && !__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
         say_fault(sig, info, pc);
     /* What would have happened without memprof. */
     struct sigaction *p = &previous[i];
@@ -79,27 +78,9 @@ static void on_fault(int sig, siginfo_t *info, void *context)
     }
 }
 
-static int find_text(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    uintptr_t self = (uintptr_t)data;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && self >= start && self < start + ph->p_memsz) {
-            load_base = info->dlpi_addr;
-            text_start = start;
-            text_end = start + ph->p_memsz;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 void fault_guard_install(void)
 {
-    if (!text_end)
-        dl_iterate_phdr(find_text, (void *)(uintptr_t)on_fault);
+    own = own_code_find();
     for (size_t i = 0; i < GUARDED; i++) {
         struct sigaction now;
         if (sigaction(guarded[i], NULL, &now) != 0)

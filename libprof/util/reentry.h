@@ -40,6 +40,13 @@ static inline bool reentry_enter(void)
     return true;
 }
 
+/* The flag set by a path that found it clear already. */
+static inline void reentry_mark(void)
+{
+    memprof_thread_words.in_runtime = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
 static inline void reentry_leave(void)
 {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);

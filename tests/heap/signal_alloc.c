@@ -4,7 +4,10 @@
  * another, whenever the thread it interrupted is not inside the allocator
  * (tests/heap/safe_alloc.c, the process's malloc). Each site's figures, as
  * the program counts them, go to FILE (figures.h), then "signals N": the
- * handler's runs that allocated. Arguments: FILE [ROUNDS]. */
+ * handler's runs that allocated. Arguments: FILE [ROUNDS]. Exit status 3
+ * when a handler was not called as set, or sigaction or signal answered
+ * with another handler than the program set (memprof stands in front of
+ * every handler: hook/signal_guard.c). */
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -22,6 +25,20 @@ static void *handler_ring[HANDLER_RING];
 static size_t handler_ring_size[HANDLER_RING];
 static unsigned handler_next;
 static uint64_t handler_seed = 7;
+
+static volatile int queued_value, queued_signo;
+
+static void on_queued(int sig, siginfo_t *info, void *context)
+{
+    (void)context;
+    queued_signo = sig == info->si_signo ? sig : -1;
+    queued_value = info->si_value.sival_int;
+}
+
+static void on_usr2(int sig)
+{
+    (void)sig;
+}
 
 static void on_alarm(int sig)
 {
@@ -56,6 +73,20 @@ int main(int argc, char **argv)
     act.sa_flags = SA_RESTART;
     if (sigaction(SIGALRM, &act, NULL) != 0)
         return 1;
+    /* What the program set is what it is told, whoever stands in front. */
+    struct sigaction now;
+    int wrong = sigaction(SIGALRM, NULL, &now) != 0 || now.sa_handler != on_alarm ||
+                (now.sa_flags & (SA_SIGINFO | SA_RESTART)) != SA_RESTART;
+    wrong |= signal(SIGUSR2, on_usr2) != SIG_DFL;
+    wrong |= signal(SIGUSR2, SIG_IGN) != on_usr2;
+    /* A three-argument handler gets its signal's information. */
+    struct sigaction queued;
+    memset(&queued, 0, sizeof queued);
+    queued.sa_sigaction = on_queued;
+    queued.sa_flags = SA_SIGINFO;
+    sigaction(SIGUSR1, &queued, NULL);
+    sigqueue(getpid(), SIGUSR1, (union sigval){ .sival_int = 42 });
+    wrong |= queued_signo != SIGUSR1 || queued_value != 42;
 
     struct itimerval every = { { 0, 20 }, { 0, 20 } };
     setitimer(ITIMER_REAL, &every, NULL);
@@ -92,5 +123,5 @@ int main(int argc, char **argv)
     fprintf(out, "signals %ld\n", signals_allocating);
     if (fclose(out) != 0)
         return 1;
-    return 0;
+    return wrong ? 3 : 0;
 }

@@ -28,6 +28,7 @@
 #include "heap_sample_sites.h"
 #include "heap_origins.h"
 #include "../../hook/got.h"
+#include "../../hook/signal_guard.h"
 #include "../../util/pages.h"
 #include "../../util/reentry.h"
 #include "../../unwind/backtrace.h"
@@ -61,6 +62,26 @@ static inline __attribute__((always_inline)) struct heap_thread *short_path_thre
                      : "=r"(t) : "i"(offsetof(struct thread_words, heap_short_path)));
     return t;
 #else
+    return short_path_thread;
+#endif
+}
+/* The same after malloc's call, with the reentry flag's test by the same
+ * offset: in C, GCC loaded the offset before the call and kept it in a
+ * saved register (one more saved register, a stack adjustment). */
+static inline __attribute__((always_inline)) struct heap_thread *short_path_thread_inside(bool *inside)
+{
+#if defined(__x86_64__)
+    struct heap_thread *t;
+    uintptr_t offset;
+    __asm__ volatile("movq memprof_thread_words@gottpoff(%%rip), %0\n\t"
+                     "movq %%fs:%c3(%0), %1\n\t"
+                     "cmpl $0, %%fs:%c4(%0)"
+                     : "=&r"(offset), "=r"(t), "=@ccne"(*inside)
+                     : "i"(offsetof(struct thread_words, heap_short_path)),
+                       "i"(offsetof(struct thread_words, in_runtime)));
+    return t;
+#else
+    *inside = reentry_inside();
     return short_path_thread;
 #endif
 }
@@ -720,9 +741,10 @@ HOT void *record_known_in(struct heap_thread *t, struct block_slot *y, void *p, 
                           struct heap_origin *r, bool peak)
 {
     store_young(y, (uintptr_t)p, read_number(), stored_size(size), origin_word, r, 1, stored_size(size));
-    if (peak)
+    if (peak) {
+        reentry_mark();   /* the peak's count may call out of memprof's code */
         return known_peak_grew(t, p, size);
-    reentry_leave();
+    }
     return p;
 }
 
@@ -885,25 +907,32 @@ COLD void *record_known_vacating(struct heap_thread *t, struct block_slot *y, vo
 
 /* The short path of an exact record (heap.short_paths): the origin known
  * before the call (the thread's last site again, or the stack its last walk
- * found), every block recorded, the reentry flag set by the caller. The
- * record tail-calls when the young slot is taken or the peak tracked, so
- * that it saves no register for those. */
+ * found), every block recorded, the reentry flag found clear by the caller.
+ * No flag is set for the record itself: a signal handler that runs meanwhile
+ * is behind hook/signal_guard.c's trampoline, which sets it for a pc in
+ * memprof's code. The table's work, out of line, may call out of memprof's
+ * code: the flag for it. The record tail-calls when the young slot is taken
+ * or the peak tracked, so that it saves no register for those. */
 HOT void *record_known_entered(struct heap_thread *t, void *p, size_t size, uint64_t origin_word,
                               struct heap_origin *r, bool peak)
 {
-    if (__builtin_expect(t->direct, 0))
+    if (__builtin_expect(t->direct, 0)) {
+        reentry_mark();
         return peak ? record_direct_peak(t, p, size, origin_word, r) : record_direct(t, p, size, origin_word, r);
+    }
     struct block_slot *y = heap_young_slot(t, (uintptr_t)p);
-    if (__builtin_expect(y->addr != BLOCK_EMPTY, 0))
+    if (__builtin_expect(y->addr != BLOCK_EMPTY, 0)) {
+        reentry_mark();
         return record_known_vacating(t, y, p, size, origin_word, r);
+    }
     return record_known_in(t, y, p, size, origin_word, r, peak);
 }
 
 COLD void *record_known(struct heap_thread *t, void *p, size_t size, uint32_t origin)
 {
-    if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
+    if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || reentry_inside())
         return unrecorded(p);
-    /* The record's place under the flag: a handler's hook may move the origins. */
+    /* The record's place found now: a handler's hook may have moved the origins. */
     return record_known_entered(t, p, size, BLOCK_WORD(0, origin), &t->origins->records[origin],
                                 heap.peak_tracking);
 }
@@ -933,19 +962,23 @@ COLD void *malloc_remembered(struct heap_thread *t, size_t size, void *site, uin
  * from its own site, the long way (the reentry flag set). */
 COLD void *record_site_again(struct heap_thread *t, void *p, size_t size, void *site)
 {
+    reentry_mark();
     record_alloc(t, p, size, site, 0, 0, 0);
     reentry_leave();
     return p;
 }
 
 /* After the real malloc, the block at `p` of the thread's last site
- * `site`: the last site and its origin read under the reentry flag, so
- * that a signal handler's hook cannot change them between the check and
- * the reads. */
+ * `site`: checked again, as a signal handler may have allocated elsewhere
+ * during the call; from here on the signal guard keeps handlers' hooks
+ * out. */
 HOT void *record_at_last_site(void *p, size_t size, void *site, bool peak)
 {
-    struct heap_thread *t = short_path_thread;
-    if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || !reentry_enter())
+    if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0))
+        return unrecorded(p);
+    bool inside;
+    struct heap_thread *t = short_path_thread_inside(&inside);   /* its test used at once */
+    if (__builtin_expect(inside, 0))
         return unrecorded(p);
     if (__builtin_expect(t->last_site != (uintptr_t)site, 0))
         return record_site_again(t, p, size, site);
@@ -1154,19 +1187,16 @@ static __attribute__((cold, noinline)) void free_elsewhere(void *p)
 HOT void free_short_with(void *p, bool peak)
 {
     struct heap_thread *t = short_path_thread;
-    /* The flag first: a signal handler's hook that ran between the slot's
-     * check and its drop could have put another block there. */
-    if (__builtin_expect(!reentry_enter(), 0))
-        return free_elsewhere(p);
+    /* No flag set: from the slot's check to its drop the signal guard keeps
+     * a handler's hooks from putting another block there. */
     struct block_slot *y = young_unnumbered_short(t, p);
-    if (__builtin_expect(!y, 0)) {
-        reentry_leave();
+    if (__builtin_expect(!y, 0) || __builtin_expect(reentry_inside(), 0))
         return free_elsewhere(p);
-    }
-    if (peak)
+    if (peak) {
+        reentry_mark();
         return free_young_peak(t, y, p);
+    }
     drop_young_exact(t, y);
-    reentry_leave();
     next_free(p);
 }
 
@@ -1329,12 +1359,20 @@ void heap_short_paths_refresh(void)
     pthread_mutex_unlock(&choosing);
 }
 
+/* The signal guard with them: the short paths set no reentry flag. */
 int heap_hooks_install(void)
 {
-    return got_hooks_install(hooks, HOOK_COUNT);
+    if (got_hooks_install(hooks, HOOK_COUNT) != 0)
+        return -1;
+    if (signal_guard_install() != 0) {
+        got_hooks_remove(hooks, HOOK_COUNT);
+        return -1;
+    }
+    return 0;
 }
 
 void heap_hooks_remove(void)
 {
     got_hooks_remove(hooks, HOOK_COUNT);
+    signal_guard_remove();
 }

@@ -46,12 +46,11 @@ static inline __attribute__((always_inline)) uint32_t heap_site_origin(struct he
     const struct heap_origin *r = &t->origins->records[at - 1];
     if (r->key != ((uint64_t)site | (uint64_t)t->serial << THREAD_SHIFT) || r->alone != heap_wrappers_generation() + 1)
         return UINT32_MAX;
-    /* Its four words under the reentry flag: a signal handler's hook that
-     * ran between them would leave another site's origin with this site. */
-    if (!reentry_enter())
+    /* Not from a hook inside memprof (a signal handler's, behind the signal
+     * guard): its four words would tear those of the hook it interrupted. */
+    if (reentry_inside())
         return UINT32_MAX;
     heap_remember_last_site(t, site, at - 1);
-    reentry_leave();
     return at - 1;
 }
 /* memprof's own code and, for more than one frame, libunwind: found before
