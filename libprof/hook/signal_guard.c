@@ -171,11 +171,13 @@ int signal_guard_install(void)
     own = own_code_find();
     if (got_hooks_install(hooks, HOOK_COUNT) != 0)
         return -1;
-    /* The handlers set before. */
+    /* The handlers set before: most signals have none, and are read once. */
     for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction now;
+        if (sigaction(sig, NULL, &now) != 0 || !guarded((uintptr_t)now.sa_handler))
+            continue;
         sigset_t was_mask;
         lock(&was_mask);
-        struct sigaction now;
         if (sigaction(sig, NULL, &now) == 0 && guarded((uintptr_t)now.sa_handler) &&
             (uintptr_t)now.sa_sigaction != (uintptr_t)trampoline)
             put_behind(sig, &now);
@@ -188,9 +190,11 @@ void signal_guard_remove(void)
 {
     got_hooks_remove(hooks, HOOK_COUNT);
     for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction now;
+        if (sigaction(sig, NULL, &now) != 0 || (uintptr_t)now.sa_sigaction != (uintptr_t)trampoline)
+            continue;
         sigset_t was_mask;
         lock(&was_mask);
-        struct sigaction now;
         if (sigaction(sig, NULL, &now) == 0 && (uintptr_t)now.sa_sigaction == (uintptr_t)trampoline) {
             now.sa_handler = (sighandler_t)programs[sig].handler;
             now.sa_flags = programs[sig].flags;
