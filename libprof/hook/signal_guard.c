@@ -70,14 +70,20 @@ static void unlock(const sigset_t *was)
     pthread_sigmask(SIG_SETMASK, was, NULL);
 }
 
-/* `act` (the kernel's action for `sig`, read back) put behind the
- * trampoline, the program's handler kept for it first. */
-static void put_behind(int sig, struct sigaction *act)
+/* `act`, the program's action for `sig`, made the trampoline's: the
+ * program's handler kept for it first (the kernel may deliver at once). */
+static void behind_trampoline(int sig, struct sigaction *act)
 {
     __atomic_store_n(&programs[sig].flags, act->sa_flags, __ATOMIC_RELAXED);
     __atomic_store_n(&programs[sig].handler, (uintptr_t)act->sa_handler, __ATOMIC_RELEASE);
     act->sa_sigaction = trampoline;
     act->sa_flags |= SA_SIGINFO;
+}
+
+/* The kernel's action for `sig`, read back, put behind the trampoline. */
+static void put_behind(int sig, struct sigaction *act)
+{
+    behind_trampoline(sig, act);
     sigaction(sig, act, NULL);
 }
 
@@ -101,10 +107,7 @@ static int guard_sigaction(int sig, const struct sigaction *act, struct sigactio
     const struct sigaction *given = act;
     if (act && guarded((uintptr_t)act->sa_handler)) {
         behind = *act;
-        __atomic_store_n(&programs[sig].flags, act->sa_flags, __ATOMIC_RELAXED);
-        __atomic_store_n(&programs[sig].handler, (uintptr_t)act->sa_handler, __ATOMIC_RELEASE);
-        behind.sa_sigaction = trampoline;
-        behind.sa_flags |= SA_SIGINFO;
+        behind_trampoline(sig, &behind);
         given = &behind;
     }
     int rc = next_sigaction(sig, given, old);

@@ -913,7 +913,7 @@ COLD void *record_known_vacating(struct heap_thread *t, struct block_slot *y, vo
  * memprof's code. The table's work, out of line, may call out of memprof's
  * code: the flag for it. The record tail-calls when the young slot is taken
  * or the peak tracked, so that it saves no register for those. */
-HOT void *record_known_entered(struct heap_thread *t, void *p, size_t size, uint64_t origin_word,
+HOT void *record_known_checked(struct heap_thread *t, void *p, size_t size, uint64_t origin_word,
                               struct heap_origin *r, bool peak)
 {
     if (__builtin_expect(t->direct, 0)) {
@@ -933,7 +933,7 @@ COLD void *record_known(struct heap_thread *t, void *p, size_t size, uint32_t or
     if (__builtin_expect(!p || ((uintptr_t)p & BLOCK_GONE_BIT), 0) || reentry_inside())
         return unrecorded(p);
     /* The record's place found now: a handler's hook may have moved the origins. */
-    return record_known_entered(t, p, size, BLOCK_WORD(0, origin), &t->origins->records[origin],
+    return record_known_checked(t, p, size, BLOCK_WORD(0, origin), &t->origins->records[origin],
                                 heap.peak_tracking);
 }
 
@@ -982,7 +982,7 @@ HOT void *record_at_last_site(void *p, size_t size, void *site, bool peak)
         return unrecorded(p);
     if (__builtin_expect(t->last_site != (uintptr_t)site, 0))
         return record_site_again(t, p, size, site);
-    return record_known_entered(t, p, size, t->last_origin_word, t->last_record, peak);
+    return record_known_checked(t, p, size, t->last_origin_word, t->last_record, peak);
 }
 
 /* The thread's last site's block (heap_remember_last_site said which). */
