@@ -15,6 +15,7 @@
 #include "util/atomic_file.h"
 #include <errno.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <dirent.h>
 #include <time.h>
@@ -326,45 +327,68 @@ static int take_signals(const char *value)
     return 0;
 }
 
-/* COMMAND as a child that owns the report paths (MEMPROF_OWNER_PID): other
- * profiled processes it starts write their own reports beside them. Waits
- * for it with Ctrl-C going to COMMAND, as the shell does for a foreground
- * job; its wait status in *status. Its pid; 0 when it could not be run (the
- * child said why), -1 after a message. */
+/* Where execvp would find `name`: itself when it names a path, else the
+ * first executable file of that name in PATH. */
+static bool find_in_path(const char *name, char *path, size_t size)
+{
+    if (strchr(name, '/'))
+        return snprintf(path, size, "%s", name) < (int)size;
+    const char *dirs = getenv("PATH");
+    const char *d = dirs && *dirs ? dirs : "/bin:/usr/bin";
+    for (;;) {
+        size_t len = strcspn(d, ":");   /* an empty entry is the current directory */
+        if (snprintf(path, size, "%.*s/%s", (int)(len ? len : 1), len ? d : ".", name) < (int)size &&
+            access(path, X_OK) == 0)
+            return true;
+        if (!d[len])
+            return false;
+        d += len + 1;
+    }
+}
+
+/* COMMAND as a child that owns the report paths (MEMPROF_OWNER_PARENT is
+ * memprof: COMMAND's pid is not known before it runs): other profiled
+ * processes it starts write their own reports beside them. Spawned, not
+ * forked: memprof's pages are neither copied nor written twice. Waits for
+ * it with Ctrl-C going to COMMAND, as the shell does for a foreground job;
+ * its wait status in *status. Its pid; 0 when it could not be run (said,
+ * and *status as a shell's: 127 not found, 126 not runnable). */
 static int run_child(char **argv, int *status)
 {
-    /* The child says through this pipe (closed by a successful exec) why
-     * COMMAND could not be run: that is memprof's message, not a report's. */
-    int report[2];
-    if (pipe2(report, O_CLOEXEC) != 0)
-        return fail("cannot make a pipe: %s", strerror(errno)), -1;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
-        return fail("cannot fork: %s", strerror(errno)), -1;
-    if (pid == 0) {
-        char own[24];
-        snprintf(own, sizeof own, "%ld", (long)getpid());
-        setenv("MEMPROF_OWNER_PID", own, 1);
-        execvp(argv[0], argv);
-        int err = errno;
-        fprintf(stderr, "memprof: cannot run %s: %s\n", argv[0],
-                err == ENOENT ? "command not found" : strerror(err));
-        if (write(report[1], &err, sizeof err) < 0)
-            _exit(EXIT_CANNOT_EXEC);
-        _exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
+    char parent[24];
+    snprintf(parent, sizeof parent, "%ld", (long)getpid());
+    unsetenv("MEMPROF_OWNER_PID");
+    setenv("MEMPROF_OWNER_PARENT", parent, 1);
+    pid_t pid;
+    int err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+    if (err == ENOEXEC) {
+        /* No #! line: a shell script, run as execvp runs one. */
+        char path[PATH_MAX];
+        size_t n = 0;
+        while (argv[n])
+            n++;
+        char **with_sh = calloc(n + 2, sizeof *with_sh);
+        if (!with_sh)
+            return fail("out of memory"), -1;
+        with_sh[0] = "sh";
+        for (size_t i = 0; i < n; i++)
+            with_sh[i + 1] = argv[i];
+        if (find_in_path(argv[0], path, sizeof path)) {
+            with_sh[1] = path;
+            err = posix_spawn(&pid, "/bin/sh", NULL, NULL, with_sh, environ);
+        }
+        free(with_sh);
     }
-    close(report[1]);
+    if (err) {
+        fprintf(stderr, "memprof: cannot run %s: %s\n", argv[0], err == ENOENT ? "command not found" : strerror(err));
+        *status = W_EXITCODE(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC, 0);
+        return 0;
+    }
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
-    int err = 0;
-    ssize_t got;
-    while ((got = read(report[0], &err, sizeof err)) < 0 && errno == EINTR)
-        ;
-    close(report[0]);
     while (waitpid(pid, status, 0) < 0 && errno == EINTR)
         ;
-    return got > 0 ? 0 : pid;
+    return pid;
 }
 
 /* COMMAND's exit status passed on, or its death by a signal, as with exec. */

@@ -21,18 +21,26 @@ static bool ruby_report_wanted;
 static int ruby_report_flags;
 static unsigned long ruby_report_top;
 
-void exit_reports_init(unsigned long owner)
+void exit_reports_init(unsigned long owner, unsigned long owner_parent)
 {
-    /* The first profiled process of a tree owns the report paths. */
-    owner_pid = owner ? (pid_t)owner : getpid();
-    if (!owner) {
-        char text[24];
-        struct out o;
-        out_init_fd(&o, -1, text, sizeof text);
-        out_u64(&o, (uint64_t)owner_pid);
-        out_finish(&o);
-        env_set_for_children("MEMPROF_OWNER_PID", text);
+    if (owner) {
+        owner_pid = (pid_t)owner;
+        return;
     }
+    /* memprof run gives its own pid (it spawns COMMAND before it knows
+     * COMMAND's): its child owns the paths, and no other process does. */
+    if (owner_parent && (unsigned long)getppid() != owner_parent) {
+        owner_pid = 0;
+        return;
+    }
+    /* Else the first profiled process of a tree owns them. */
+    owner_pid = getpid();
+    char text[24];
+    struct out o;
+    out_init_fd(&o, -1, text, sizeof text);
+    out_u64(&o, (uint64_t)owner_pid);
+    out_finish(&o);
+    env_set_for_children("MEMPROF_OWNER_PID", text);
 }
 
 bool exit_reports_owner(void)

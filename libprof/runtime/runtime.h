@@ -63,8 +63,9 @@ int tracers_start(int tracers);
 
 /* --- exit.c ------------------------------------------------------------------ */
 /* `owner`: the process owning the report paths (MEMPROF_OWNER_PID), 0 if
- * none yet: this one, and its children are told. */
-void exit_reports_init(unsigned long owner);
+ * none yet: this one, and its children are told; but when `owner_parent`
+ * (MEMPROF_OWNER_PARENT) is not 0, only a child of that process. */
+void exit_reports_init(unsigned long owner, unsigned long owner_parent);
 /* The Ruby tracer's end-of-program report (MEMPROF_OUTPUT, MEMPROF_DUMP). */
 void ruby_report_at_exit(void);
 /* Whether a Ruby process reports at exit, and how: MEMPROF_SORT, MEMPROF_TOP,
