@@ -4,10 +4,13 @@
 #include "../util/own_code.h"
 #include "../util/reentry.h"
 #include "../util/spinlock.h"
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The program's handler behind the trampoline, by signal: what sigaction
  * would have given the kernel. Kept after the guard is removed: a handler
@@ -169,15 +172,42 @@ static struct got_hook hooks[] = {
 };
 #define HOOK_COUNT (sizeof hooks / sizeof *hooks)
 
+/* The signals that have a handler, bit sig - 1, as the kernel shows them
+ * (SigCgt in /proc/self/status): one read rather than a sigaction for each
+ * of 64 signals. Every signal when /proc cannot be read. */
+static uint64_t signals_caught(void)
+{
+    char text[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return ~0ull;
+    text[n] = '\0';
+    const char *at = strstr(text, "\nSigCgt:\t");
+    if (!at)
+        return ~0ull;
+    char *end;
+    uint64_t mask = strtoull(at + 9, &end, 16);
+    return end == at + 9 ? ~0ull : mask;
+}
+
+static bool caught(uint64_t mask, int sig)
+{
+    return sig > 64 || (mask >> (sig - 1) & 1);
+}
+
 int signal_guard_install(void)
 {
     own = own_code_find();
     if (got_hooks_install(hooks, HOOK_COUNT) != 0)
         return -1;
-    /* The handlers set before: most signals have none, and are read once. */
+    /* The handlers set before: most signals have none, and are not read. */
+    uint64_t with_handler = signals_caught();
     for (int sig = 1; sig < NSIG; sig++) {
         struct sigaction now;
-        if (sigaction(sig, NULL, &now) != 0 || !guarded((uintptr_t)now.sa_handler))
+        if (!caught(with_handler, sig) || sigaction(sig, NULL, &now) != 0 || !guarded((uintptr_t)now.sa_handler))
             continue;
         sigset_t was_mask;
         lock(&was_mask);
@@ -192,9 +222,11 @@ int signal_guard_install(void)
 void signal_guard_remove(void)
 {
     got_hooks_remove(hooks, HOOK_COUNT);
+    uint64_t with_handler = signals_caught();   /* the trampoline is a handler */
     for (int sig = 1; sig < NSIG; sig++) {
         struct sigaction now;
-        if (sigaction(sig, NULL, &now) != 0 || (uintptr_t)now.sa_sigaction != (uintptr_t)trampoline)
+        if (!caught(with_handler, sig) || sigaction(sig, NULL, &now) != 0 ||
+            (uintptr_t)now.sa_sigaction != (uintptr_t)trampoline)
             continue;
         sigset_t was_mask;
         lock(&was_mask);
