@@ -23,8 +23,9 @@ struct row {
 struct rows {
     struct row *rows;
     size_t count, bytes;
-    uint32_t *index;  /* open-addressed set of (row + 1) */
-    size_t mask, index_bytes;
+    uint32_t *index;  /* open-addressed set of (row + 1), at most half full */
+    size_t mask, index_bytes, most_mask;
+    bool failed;      /* the index could not grow: the report is out of memory */
     struct out names;
     /* Rows of one class apart by type too (as a core's reader keys them);
      * not with allocated counts, whose origins keep no type. */
@@ -118,19 +119,49 @@ static uint64_t row_hash(uint32_t site, uint32_t type, VALUE klass)
     return ((uint64_t)site * 0x9E3779B97F4A7C15ull) ^ (klass * 0xC2B2AE3D27D4EB4Full) ^ type;
 }
 
+/* Room for `max_rows` rows (a page is touched only when a row is put in
+ * it); the index starts small and grows with the rows, not with the objects:
+ * a sparse index as large as a million objects touches every page of it. */
 static bool rows_init(struct rows *r, size_t max_rows)
 {
     *r = (struct rows){ 0 };
-    size_t cap = 16;
-    while (cap < max_rows * 2)
-        cap *= 2;
+    size_t most = 16;
+    while (most < max_rows * 2)
+        most *= 2;
+    size_t cap = most < 4096 ? most : 4096;
     r->bytes = (max_rows ? max_rows : 1) * sizeof *r->rows;
     r->index_bytes = cap * sizeof *r->index;
     r->mask = cap - 1;
+    r->most_mask = most - 1;
     r->rows = pages_alloc(r->bytes);
     r->index = pages_alloc(r->index_bytes);
     out_init_mem(&r->names);
     return r->rows && r->index && !r->names.error;
+}
+
+static uint64_t row_hash(uint32_t site, uint32_t type, VALUE klass);
+static uint32_t key_type(const struct rows *r, uint32_t type, VALUE klass);
+
+/* The index four times as large, every row put in it again; false when
+ * there is no memory for it (the old one is kept). */
+static bool rows_grow_index(struct rows *r)
+{
+    size_t cap = (r->mask + 1) * 4 < r->most_mask + 1 ? (r->mask + 1) * 4 : r->most_mask + 1;
+    uint32_t *index = pages_alloc(cap * sizeof *index);
+    if (!index)
+        return false;
+    for (size_t n = 0; n < r->count; n++) {
+        const struct row *row = &r->rows[n];
+        size_t i = (size_t)row_hash(row->site, key_type(r, row->type, row->klass), row->klass) & (cap - 1);
+        while (index[i])
+            i = (i + 1) & (cap - 1);
+        index[i] = (uint32_t)n + 1;
+    }
+    pages_free(r->index, r->index_bytes);
+    r->index = index;
+    r->index_bytes = cap * sizeof *index;
+    r->mask = cap - 1;
+    return true;
 }
 
 static void rows_free(struct rows *r)
@@ -156,6 +187,15 @@ static struct row *rows_add(struct rows *r, uint32_t site, uint32_t type, VALUE 
         struct row *row = &r->rows[r->index[i] - 1];
         if (row->site == site && key_type(r, row->type, row->klass) == key && row->klass == klass)
             return row;
+    }
+    if ((r->count + 1) * 2 > r->mask + 1 && r->mask < r->most_mask) {
+        if (rows_grow_index(r))
+            return rows_add(r, site, type, klass);   /* its place in the new index */
+        if (r->count + 2 > r->mask + 1) {
+            static struct row nowhere;   /* counts dropped: the report says out of memory */
+            r->failed = true;
+            return &nowhere;
+        }
     }
     struct row *row = &r->rows[r->count++];
     *row = (struct row){ .site = site, .type = type, .klass = klass };
@@ -514,7 +554,7 @@ enum memprof_status ruby_tracer_report(struct out *o, const struct ruby_report_o
         ruby_class_name(&t->api, &maps, rows.rows[i].klass, rows.rows[i].type, &rows.names);
         out_char(&rows.names, '\0');
     }
-    if (rows.names.error) {
+    if (rows.names.error || rows.failed) {
         status = MEMPROF_NO_MEMORY;
     } else {
         unsigned scale = t->config.sample;
