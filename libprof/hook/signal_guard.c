@@ -193,9 +193,11 @@ static uint64_t signals_caught(void)
     return end == at + 9 ? ~0ull : mask;
 }
 
+_Static_assert(NSIG <= 65, "SigCgt has a bit for each signal");
+
 static bool caught(uint64_t mask, int sig)
 {
-    return sig > 64 || (mask >> (sig - 1) & 1);
+    return mask >> (sig - 1) & 1;
 }
 
 int signal_guard_install(void)

@@ -95,7 +95,8 @@ static void hooks_from_environment(void)
 
 static void start_from_environment(void)
 {
-    exit_reports_init(env_number("MEMPROF_OWNER_PID", 1, INT_MAX, 0), env_number("MEMPROF_OWNER_PARENT", 1, INT_MAX, 0));
+    exit_reports_init(env_number("MEMPROF_OWNER_PID", 1, INT_MAX, 0),
+                      env_number("MEMPROF_OWNER_PARENT", 1, INT_MAX, 0));
     int heap_frames = (int)env_number("MEMPROF_HEAP_FRAMES", 1, 16, 1);
     heap_tracer_set_frames(heap_frames);
     heap_tracer_set_sample(env_number("MEMPROF_SAMPLE_BYTES", 0, HEAP_SAMPLE_MAX, 0),

@@ -119,6 +119,14 @@ static uint64_t row_hash(uint32_t site, uint32_t type, VALUE klass)
     return ((uint64_t)site * 0x9E3779B97F4A7C15ull) ^ (klass * 0xC2B2AE3D27D4EB4Full) ^ type;
 }
 
+/* A row's key: its site, its class, and its type (with allocated counts,
+ * only where the class does not say it: hidden objects, and a singleton
+ * class against its class's class). */
+static uint32_t key_type(const struct rows *r, uint32_t type, VALUE klass)
+{
+    return klass && !r->by_type ? type & ROW_SINGLETON_CLASS : type;
+}
+
 /* Room for `max_rows` rows (a page is touched only when a row is put in
  * it); the index starts small and grows with the rows, not with the objects:
  * a sparse index as large as a million objects touches every page of it. */
@@ -138,9 +146,6 @@ static bool rows_init(struct rows *r, size_t max_rows)
     out_init_mem(&r->names);
     return r->rows && r->index && !r->names.error;
 }
-
-static uint64_t row_hash(uint32_t site, uint32_t type, VALUE klass);
-static uint32_t key_type(const struct rows *r, uint32_t type, VALUE klass);
 
 /* The index four times as large, every row put in it again; false when
  * there is no memory for it (the old one is kept). */
@@ -169,14 +174,6 @@ static void rows_free(struct rows *r)
     pages_free(r->rows, r->bytes);
     pages_free(r->index, r->index_bytes);
     out_release_mem(&r->names);
-}
-
-/* A row's key: its site, its class, and its type (with allocated counts,
- * only where the class does not say it: hidden objects, and a singleton
- * class against its class's class). */
-static uint32_t key_type(const struct rows *r, uint32_t type, VALUE klass)
-{
-    return klass && !r->by_type ? type & ROW_SINGLETON_CLASS : type;
 }
 
 static struct row *rows_add(struct rows *r, uint32_t site, uint32_t type, VALUE klass)
