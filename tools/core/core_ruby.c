@@ -15,6 +15,7 @@
 #define MAX_SLOTS_PER_PAGE 65536
 #define MAX_DEPTH 64                      /* RUBY_MAX_FRAMES */
 #define SINGLETON_ROW 0x100u              /* a row of singleton classes */
+#define REAL_CLASSES 1024                 /* real_class's answers kept, a power of two */
 
 
 /* The tracer's tables, copied out of the core and checked. */
@@ -33,6 +34,7 @@ struct ruby_tables {
     uint64_t *epoch_gc;                   /* [epoch]: the GC generation it began in */
     uint64_t epoch_count;
     uint64_t page_size, slot_size, slots_per_page, pages, page_mask, count;
+    struct core_pair *real_classes;       /* [REAL_CLASSES]: (klass, its real class), each chain read once */
 };
 
 struct live {
@@ -46,6 +48,11 @@ struct row {
     char *text;                           /* "file:line:Class" */
 };
 
+static size_t real_class_slot(uint64_t klass)
+{
+    return (size_t)((klass >> 3) * UINT64_C(0x9E3779B97F4A7C15) >> 54) & (REAL_CLASSES - 1);
+}
+
 static void free_tables(struct ruby_tables *r)
 {
     core_sites_free(&r->sites);
@@ -55,6 +62,7 @@ static void free_tables(struct ruby_tables *r)
     free(r->origin_names);
     free(r->named);
     free(r->epoch_gc);
+    free(r->real_classes);
 }
 
 static int by_class(const void *x, const void *y)
@@ -100,8 +108,10 @@ static bool read_tables(struct core_image *c, struct ruby_tables *r)
     const struct memprof_tables *t = &c->tables;
     memset(r, 0, sizeof *r);
     unsigned char *tracer = malloc(t->ruby_tracer_size);
-    if (!tracer)
+    if (!tracer || !(r->real_classes = calloc(REAL_CLASSES, sizeof *r->real_classes))) {
+        free(tracer);
         return core_fail(c, "out of memory");
+    }
     bool ok = core_read(c, t->ruby_tracer, tracer, t->ruby_tracer_size, "the Ruby tracer");
     if (ok) {
         const unsigned char *map = tracer + t->ruby_objects;
@@ -155,30 +165,47 @@ bool core_has_ruby(struct core_image *c)
 }
 
 /* The class an object's klass word stands for: past singleton classes and
- * included modules, as rb_class_real; 0 when the chain cannot be read. */
-static uint64_t real_class(struct core_image *c, uint64_t klass)
+ * included modules, as rb_class_real; 0 when the chain cannot be read.
+ * Every class on the way keeps the answer: a class's singleton class leads
+ * to its superclass's, which the others share. */
+static uint64_t real_class(struct core_image *c, const struct ruby_tables *r, uint64_t klass)
 {
-    for (int depth = 0; klass && depth < 64; depth++) {
+    uint64_t walked[MAX_DEPTH], real = 0;
+    int depth = 0;
+    while (klass && depth < MAX_DEPTH) {
+        const struct core_pair *kept = &r->real_classes[real_class_slot(klass)];
+        if (kept->a == klass) {
+            real = kept->b;
+            break;
+        }
+        walked[depth++] = klass;
         struct ruby_basic b;
         if ((klass & 7) || !core_peek(c, klass, &b, sizeof b))
-            return 0;
+            break;
         unsigned type = (unsigned)(b.flags & RUBY_T_MASK);
-        if (type != RUBY_T_ICLASS && !(type == RUBY_T_CLASS && (b.flags & RUBY_FL_SINGLETON)))
-            return klass;
+        if (type != RUBY_T_ICLASS && !(type == RUBY_T_CLASS && (b.flags & RUBY_FL_SINGLETON))) {
+            real = klass;
+            break;
+        }
         if (!core_peek(c, klass + RUBY_CLASS_SUPER_OFFSET, &klass, sizeof klass))
-            return 0;
+            break;
     }
-    return 0;
+    for (int i = 0; i < depth; i++)
+        r->real_classes[real_class_slot(walked[i])] = (struct core_pair){ walked[i], real };
+    return real;
 }
 
-/* Is the object recorded at `addr` still there? Its row's key if so. */
-static bool object_live(struct core_image *c, const struct ruby_tables *r, uint64_t addr, uint32_t origin,
-                        uint32_t aux, struct live *out)
+/* Is the object recorded at `addr` still there? Its row's key if so.
+ * `basic`: its header as read with its page, or NULL to read it here. */
+static bool object_live(struct core_image *c, const struct ruby_tables *r, uint64_t addr,
+                        const struct ruby_basic *basic, uint32_t origin, uint32_t aux, struct live *out)
 {
     const struct memprof_tables *t = &c->tables;
     struct ruby_basic b;
     unsigned type = aux & t->aux_type_mask;
-    if (!core_peek(c, addr, &b, sizeof b))
+    if (basic)
+        b = *basic;
+    else if (!core_peek(c, addr, &b, sizeof b))
         return false;   /* not dumped: not counted */
     if ((b.flags & RUBY_T_MASK) != type)
         return false;
@@ -186,7 +213,7 @@ static bool object_live(struct core_image *c, const struct ruby_tables *r, uint6
     if (type == RUBY_T_IMEMO) {
         klass = 0;
     } else if (klass != recorded && klass != 0) {
-        klass = real_class(c, klass);
+        klass = real_class(c, r, klass);
         if (!klass || (recorded && klass != recorded))
             return false;
     }
@@ -207,18 +234,24 @@ static uint64_t slot_address(const struct ruby_tables *r, uint64_t base, uint64_
     return lo + (r->slot_size - lo % r->slot_size) % r->slot_size;
 }
 
-/* Call `fn` for each record: its address, origin and aux. */
-static bool each_record(struct core_image *c, const struct ruby_tables *r,
-                        bool (*fn)(struct core_image *c, const struct ruby_tables *r, uint64_t addr, uint32_t origin,
-                                   uint32_t aux, void *ctx),
-                        void *ctx)
+typedef bool record_fn(struct core_image *c, const struct ruby_tables *r, uint64_t addr,
+                       const struct ruby_basic *basic, uint32_t origin, uint32_t aux, void *ctx);
+
+/* Call `fn` for each record: its address, its object's header (NULL when it
+ * must be read alone), origin and aux. A page's objects are read at once: a
+ * running process is read a system call a page, not one an object. */
+static bool each_record(struct core_image *c, const struct ruby_tables *r, record_fn *fn, void *ctx)
 {
     const struct memprof_tables *t = &c->tables;
     if (!r->pages)
         return true;
     uint64_t buckets = r->page_mask + 1;
+    /* From the first slot to the end of the last one's header, or of the
+     * page (whose alignment leaves room for one slot fewer). */
+    uint64_t span = r->slots_per_page ? (r->slots_per_page - 1) * r->slot_size + sizeof(struct ruby_basic) : 0;
     unsigned char *pages = malloc(buckets * t->page_size);
     unsigned char *records = malloc(r->slots_per_page * t->record_size + 1);
+    unsigned char *objects = span && span <= 2 * r->page_size ? malloc(span) : NULL;
     bool ok = pages && records ? core_read(c, r->pages, pages, buckets * t->page_size, "the Ruby heap pages")
                                : core_fail(c, "out of memory");
     for (uint64_t p = 0; ok && p < buckets; p++) {
@@ -228,6 +261,10 @@ static bool each_record(struct core_image *c, const struct ruby_tables *r,
         uint64_t at = core_field_u64(pages + p * t->page_size, t->page_records);
         if (!(ok = core_read(c, at, records, r->slots_per_page * t->record_size, "a Ruby page's records")))
             break;
+        uint64_t first = slot_address(r, base, 0);
+        uint64_t held = first - base < r->page_size && span > r->page_size - (first - base)
+                            ? r->page_size - (first - base) : span;
+        bool read = objects && core_peek(c, first, objects, held);
         for (uint64_t s = 0; ok && s < r->slots_per_page; s++) {
             uint32_t origin_plus_one, aux;
             memcpy(&origin_plus_one, records + s * t->record_size + t->record_origin, 4);
@@ -237,12 +274,19 @@ static bool each_record(struct core_image *c, const struct ruby_tables *r,
             if (origin_plus_one - 1 >= r->origin_count)
                 ok = core_fail(c, "%s: a Ruby record names origin %u of %" PRIu64 ": damaged", c->path,
                                origin_plus_one - 1, r->origin_count);
-            else
-                ok = fn(c, r, slot_address(r, base, s), origin_plus_one - 1, aux, ctx);
+            else {
+                uint64_t addr = slot_address(r, base, s);
+                struct ruby_basic b;
+                bool in_read = read && addr - first + sizeof b <= held;
+                if (in_read)
+                    memcpy(&b, objects + (addr - first), sizeof b);
+                ok = fn(c, r, addr, in_read ? &b : NULL, origin_plus_one - 1, aux, ctx);
+            }
         }
     }
     free(pages);
     free(records);
+    free(objects);
     return ok;
 }
 
@@ -251,12 +295,12 @@ struct tally {
     size_t count, cap;
 };
 
-static bool tally_one(struct core_image *c, const struct ruby_tables *r, uint64_t addr, uint32_t origin, uint32_t aux,
-                      void *ctx)
+static bool tally_one(struct core_image *c, const struct ruby_tables *r, uint64_t addr,
+                      const struct ruby_basic *basic, uint32_t origin, uint32_t aux, void *ctx)
 {
     struct tally *y = ctx;
     struct live l;
-    if (!object_live(c, r, addr, origin, aux, &l))
+    if (!object_live(c, r, addr, basic, origin, aux, &l))
         return true;
     if (y->count == y->cap) {
         y->cap = y->cap ? y->cap * 2 : 4096;
@@ -450,10 +494,10 @@ struct lookup {
     uint32_t origin, aux;
 };
 
-static bool match_one(struct core_image *c, const struct ruby_tables *r, uint64_t addr, uint32_t origin, uint32_t aux,
-                      void *ctx)
+static bool match_one(struct core_image *c, const struct ruby_tables *r, uint64_t addr,
+                      const struct ruby_basic *basic, uint32_t origin, uint32_t aux, void *ctx)
 {
-    (void)c, (void)r;
+    (void)c, (void)r, (void)basic;
     struct lookup *k = ctx;
     if (addr == k->addr)
         *k = (struct lookup){ addr, true, origin, aux };
@@ -468,7 +512,7 @@ bool core_ruby_where(struct core_image *c, uint64_t addr, FILE *out, bool *found
     bool ok = read_tables(c, &r) && each_record(c, &r, match_one, &k);
     if (ok && k.found) {
         struct live l;
-        bool live = object_live(c, &r, addr, k.origin, k.aux, &l);
+        bool live = object_live(c, &r, addr, NULL, k.origin, k.aux, &l);
         if (!live)
             l = (struct live){ (uint32_t)r.origins[k.origin].a, k.aux & c->tables.aux_type_mask,
                                k.origin < r.origin_name_count ? r.origin_names[k.origin] : 0, r.origins[k.origin].b };
@@ -509,12 +553,12 @@ struct dump {
     size_t named_count, named_cap;
 };
 
-static bool dump_one(struct core_image *c, const struct ruby_tables *r, uint64_t addr, uint32_t origin, uint32_t aux,
-                     void *ctx)
+static bool dump_one(struct core_image *c, const struct ruby_tables *r, uint64_t addr,
+                     const struct ruby_basic *basic, uint32_t origin, uint32_t aux, void *ctx)
 {
     struct dump *d = ctx;
     struct live l;
-    if (!object_live(c, r, addr, origin, aux, &l))
+    if (!object_live(c, r, addr, basic, origin, aux, &l))
         return true;
     unsigned type = l.type & ~SINGLETON_ROW;
     fprintf(d->out, "{\"address\":\"0x%" PRIx64 "\", \"type\":\"%s\"", addr, json_type(type));
