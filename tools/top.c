@@ -247,6 +247,7 @@ static bool read_once(pid_t pid, struct snapshot *s, char *why, size_t why_size,
         snprintf(why, why_size, "%s", c.why[0] ? c.why : strerror(ENOMEM));
     }
     core_close(&c);
+    s->when = now_seconds();   /* the moment the counts were read: the rates' clock */
     if (ok && s->has_heap) {   /* named outside the read: it takes the longest */
         FILE *raw = fmemopen(heap_raw, heap_raw_len, "r");
         FILE *named = open_memstream(&heap_named, &heap_named_len);
@@ -301,18 +302,15 @@ static bool take_snapshot(struct view *v, struct snapshot *s, char *why, size_t 
         v->refused++;
         return false;
     }
-    s->when = now_seconds();
     s->rss = process_rss(v->pid);
-    report_table_add_up(&s->heap, 0);
-    report_table_add_up(&s->ruby, 0);
+    report_table_add_up(&s->heap, -1);   /* by site, for lookups */
+    report_table_add_up(&s->ruby, -1);
     for (size_t i = 0; i < s->heap.count; i++) {
         s->heap_blocks += s->heap.rows[i].v[0];
         s->heap_bytes += s->heap.rows[i].v[1];
     }
     for (size_t i = 0; i < s->ruby.count; i++)
         s->ruby_objects += s->ruby.rows[i].v[0];
-    qsort(s->heap.rows, s->heap.count, sizeof *s->heap.rows, by_site);
-    qsort(s->ruby.rows, s->ruby.count, sizeof *s->ruby.rows, by_site);
     return true;
 }
 
@@ -613,7 +611,7 @@ int cmd_top(int argc, char **argv)
     /* A busy process may change its tables through a whole refresh's tries:
      * the first snapshot is tried again for a while, as later ones are at
      * each refresh. */
-    double give_up = now_seconds() + FIRST_SNAPSHOT_SECONDS;
+    double read_started = now_seconds(), give_up = read_started + FIRST_SNAPSHOT_SECONDS;
     bool first = take_snapshot(&v, &now, why, sizeof why, &no_runtime, &gone);
     while (!first && now.changed && now_seconds() < give_up) {
         nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
@@ -644,8 +642,9 @@ int cmd_top(int argc, char **argv)
         render(stdout, &v, &now, before.ok ? &before : NULL, problem);
         if (v.iterations && v.refreshes >= v.iterations)
             break;
-        /* Keys until the next refresh. */
-        double next = now_seconds() + v.interval;
+        /* Keys until the next refresh, `interval` after the last one was
+         * read: reading a large process takes part of it. */
+        double next = read_started + v.interval;
         bool quit = false;
         while (!quit && !stop_asked) {
             double left = next - now_seconds();
@@ -667,6 +666,7 @@ int cmd_top(int argc, char **argv)
         if (quit || stop_asked)
             break;
         struct snapshot next_snapshot;
+        read_started = now_seconds();
         if (take_snapshot(&v, &next_snapshot, why, sizeof why, &no_runtime, &gone)) {
             snapshot_free(&before);
             before = now;

@@ -186,6 +186,8 @@ void report_table_add_up(struct report_table *t, int column)
         }
     }
     t->count = kept;
+    if (column < 0)
+        return;
     sort_column = column;
     qsort(t->rows, t->count, sizeof *t->rows, by_column);
 }

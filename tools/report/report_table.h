@@ -34,7 +34,7 @@ struct report_table {
  * `name` ("memprof: CMD: ..."), or 1 when memory runs out. */
 int report_table_read(FILE *in, const char *name, const char *cmd, bool first, struct report_table *t);
 /* Rows with the same site added into one, then sorted by `column`,
- * largest first (ties by site). */
+ * largest first (ties by site), or left sorted by site when `column` < 0. */
 void report_table_add_up(struct report_table *t, int column);
 void report_table_free(struct report_table *t);
 #endif
