@@ -571,11 +571,14 @@ struct held {
 static bool find_held(struct heap_thread *t, uintptr_t p, struct held *h)
 {
     /* Direct, the young slots are empty (and their line out of the cache);
-     * an empty ring has nothing either. */
+     * an empty ring has nothing either. The newest block at `p` is the one
+     * freed: the ring may also hold an older one whose free was not seen (a
+     * signal handler's, freed while it interrupted a hook), so it is read
+     * from the last block pushed back. */
     if (!t->direct && (h->young = heap_young_slot(t, p))->addr == p)
         return true;
-    for (unsigned i = 0; i < LEAVING_SLOTS && !t->ring_empty; i++)
-        if ((h->young = &t->young[YOUNG_SLOTS + i])->addr == p)
+    for (unsigned i = 1; i <= LEAVING_SLOTS && !t->ring_empty; i++)
+        if ((h->young = &t->young[YOUNG_SLOTS + ((t->leaving_next - i) & (LEAVING_SLOTS - 1))])->addr == p)
             return true;
     h->young = NULL;
     return block_table_find(&t->blocks, p, &h->found);
