@@ -643,8 +643,11 @@ int cmd_top(int argc, char **argv)
         if (v.iterations && v.refreshes >= v.iterations)
             break;
         /* Keys until the next refresh, `interval` after the last one was
-         * read: reading a large process takes part of it. */
-        double next = read_started + v.interval;
+         * read: reading a large process takes part of it. A read longer
+         * than that still leaves a tenth of it to the process and the keys. */
+        double next = read_started + v.interval, soonest = now_seconds() + v.interval / 10.0;
+        if (next < soonest)
+            next = soonest;
         bool quit = false;
         while (!quit && !stop_asked) {
             double left = next - now_seconds();
