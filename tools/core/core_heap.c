@@ -197,6 +197,18 @@ static bool array_part(struct core_image *c, uint64_t at, void *out, size_t len,
     return false;
 }
 
+/* Parts of an array copied out in order (in one read from a running
+ * process), as array_part. */
+static bool array_parts(struct core_image *c, const struct core_piece *pieces, size_t count, bool *changed)
+{
+    if (c->pid > 0)
+        return core_peek_pieces(c, pieces, count);
+    for (size_t i = 0; i < count; i++)
+        if (!array_part(c, pieces[i].addr, pieces[i].out, pieces[i].len, pieces[i].what, changed))
+            return false;
+    return true;
+}
+
 /* One region's array, whose pointer is at `pointer_at` in its directory,
  * copied out as its owner may replace it meanwhile (memprof_debugger.h,
  * version 10): its stamp, the pointer still to it, the array, the stamp
@@ -208,9 +220,12 @@ static bool copy_array(struct core_image *c, uint64_t pointer_at, uint64_t array
     const struct memprof_tables *t = &c->tables;
     uint64_t stamp = 0, pointer = 0, stamp_after = 0;
     *changed = true;
-    if (!array_part(c, array + t->array_stamp, &stamp, 8, "a block array's stamp", changed) ||
-        !array_part(c, pointer_at, &pointer, 8, "a block table's directory", changed) ||
-        !array_part(c, array, a->head, t->array_slots, "a block array", changed))
+    const struct core_piece head[] = {
+        { array + t->array_stamp, &stamp, 8, "a block array's stamp" },
+        { pointer_at, &pointer, 8, "a block table's directory" },
+        { array, a->head, t->array_slots, "a block array" },
+    };
+    if (!array_parts(c, head, 3, changed))
         return false;
     if (c->pid <= 0 && !(stamp & 1)) {
         *changed = false;
@@ -233,9 +248,11 @@ static bool copy_array(struct core_image *c, uint64_t pointer_at, uint64_t array
         a->body = grown;
         a->body_bytes = bytes;
     }
-    if (!array_part(c, array + t->array_slots, a->body, bytes, "a block array", changed) ||
-        !array_part(c, array + t->array_stamp, &stamp_after, 8, "a block array's stamp", changed) ||
-        stamp_after != stamp)
+    const struct core_piece body[] = {
+        { array + t->array_slots, a->body, bytes, "a block array" },
+        { array + t->array_stamp, &stamp_after, 8, "a block array's stamp" },
+    };
+    if (!array_parts(c, body, 2, changed) || stamp_after != stamp)
         return false;
     *changed = false;
     return true;

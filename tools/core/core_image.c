@@ -72,6 +72,28 @@ bool core_peek(struct core_image *c, uint64_t addr, void *out, size_t len)
     return read_at(c, addr, out, len) == 0;
 }
 
+bool core_peek_pieces(struct core_image *c, const struct core_piece *pieces, size_t count)
+{
+    enum { MOST = 8 };
+    if (c->pid <= 0 || count > MOST) {
+        for (size_t i = 0; i < count; i++)
+            if (!core_peek(c, pieces[i].addr, pieces[i].out, pieces[i].len))
+                return false;
+        return true;
+    }
+    struct iovec local[MOST], remote[MOST];
+    size_t total = 0;
+    for (size_t i = 0; i < count; i++) {
+        local[i] = (struct iovec){ pieces[i].out, pieces[i].len };
+        remote[i] = (struct iovec){ (void *)(uintptr_t)pieces[i].addr, pieces[i].len };
+        total += pieces[i].len;
+    }
+    ssize_t n = process_vm_readv(c->pid, local, count, remote, count, 0);
+    if (n < 0 && (errno == EPERM || errno == ESRCH) && !c->process_errno)
+        c->process_errno = errno;
+    return n == (ssize_t)total;
+}
+
 bool core_read_u64(struct core_image *c, uint64_t addr, uint64_t *v, const char *what)
 {
     return core_read(c, addr, v, 8, what);

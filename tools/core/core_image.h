@@ -70,6 +70,17 @@ bool core_read_u64(struct core_image *c, uint64_t addr, uint64_t *v, const char 
 /* The same where memory may rightly be missing (the program's own objects,
  * not memprof's tables): false, and no problem recorded. */
 bool core_peek(struct core_image *c, uint64_t addr, void *out, size_t len);
+/* Pieces read in their order, in one system call from a running process
+ * (process_vm_readv reads its iovecs in turn): what a reader that checks
+ * a stamp before and after needs, at the cost of one read. False when any
+ * piece could not be read; no problem recorded. */
+struct core_piece {
+    uint64_t addr;
+    void *out;
+    size_t len;
+    const char *what;   /* for a reader's message (core_read) */
+};
+bool core_peek_pieces(struct core_image *c, const struct core_piece *pieces, size_t count);
 /* A NUL-terminated string of at most `size` - 1 bytes at `addr`. */
 bool core_read_string(struct core_image *c, uint64_t addr, char *out, size_t size, const char *what);
 /* The file mapped at code address `pc` (a return address: pc - 1 is in the
