@@ -15,7 +15,7 @@
 #define MAX_SLOTS_PER_PAGE 65536
 #define MAX_DEPTH 64                      /* RUBY_MAX_FRAMES */
 #define SINGLETON_ROW 0x100u              /* a row of singleton classes */
-#define REAL_CLASSES 1024                 /* real_class's answers kept, a power of two */
+#define REAL_CLASS_BITS 10                /* real_class's answers kept: 1024 */
 
 
 /* The tracer's tables, copied out of the core and checked. */
@@ -34,7 +34,7 @@ struct ruby_tables {
     uint64_t *epoch_gc;                   /* [epoch]: the GC generation it began in */
     uint64_t epoch_count;
     uint64_t page_size, slot_size, slots_per_page, pages, page_mask, count;
-    struct core_pair *real_classes;       /* [REAL_CLASSES]: (klass, its real class), each chain read once */
+    struct core_pair *real_classes;       /* [1 << REAL_CLASS_BITS]: (klass, its real class), each chain read once */
 };
 
 struct live {
@@ -50,7 +50,7 @@ struct row {
 
 static size_t real_class_slot(uint64_t klass)
 {
-    return (size_t)((klass >> 3) * UINT64_C(0x9E3779B97F4A7C15) >> 54) & (REAL_CLASSES - 1);
+    return (size_t)((klass >> 3) * UINT64_C(0x9E3779B97F4A7C15) >> (64 - REAL_CLASS_BITS));
 }
 
 static void free_tables(struct ruby_tables *r)
@@ -108,7 +108,7 @@ static bool read_tables(struct core_image *c, struct ruby_tables *r)
     const struct memprof_tables *t = &c->tables;
     memset(r, 0, sizeof *r);
     unsigned char *tracer = malloc(t->ruby_tracer_size);
-    if (!tracer || !(r->real_classes = calloc(REAL_CLASSES, sizeof *r->real_classes))) {
+    if (!tracer || !(r->real_classes = calloc((size_t)1 << REAL_CLASS_BITS, sizeof *r->real_classes))) {
         free(tracer);
         return core_fail(c, "out of memory");
     }
@@ -262,8 +262,8 @@ static bool each_record(struct core_image *c, const struct ruby_tables *r, recor
         if (!(ok = core_read(c, at, records, r->slots_per_page * t->record_size, "a Ruby page's records")))
             break;
         uint64_t first = slot_address(r, base, 0);
-        uint64_t held = first - base < r->page_size && span > r->page_size - (first - base)
-                            ? r->page_size - (first - base) : span;
+        uint64_t room = first - base < r->page_size ? r->page_size - (first - base) : 0;
+        uint64_t held = span < room ? span : room;
         bool read = objects && core_peek(c, first, objects, held);
         for (uint64_t s = 0; ok && s < r->slots_per_page; s++) {
             uint32_t origin_plus_one, aux;
@@ -271,10 +271,10 @@ static bool each_record(struct core_image *c, const struct ruby_tables *r, recor
             memcpy(&aux, records + s * t->record_size + t->record_aux, 4);
             if (!origin_plus_one)
                 continue;
-            if (origin_plus_one - 1 >= r->origin_count)
+            if (origin_plus_one - 1 >= r->origin_count) {
                 ok = core_fail(c, "%s: a Ruby record names origin %u of %" PRIu64 ": damaged", c->path,
                                origin_plus_one - 1, r->origin_count);
-            else {
+            } else {
                 uint64_t addr = slot_address(r, base, s);
                 struct ruby_basic b;
                 bool in_read = read && addr - first + sizeof b <= held;
