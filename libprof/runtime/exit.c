@@ -168,7 +168,7 @@ void ruby_report_at_exit(void)
     if (!ruby_tracer_running() || !ruby_report_wanted)
         return;
     write_ruby_reports("exit", ruby_report_flags & MEMPROF_REPORT_GC);
-    ruby_tracer_stop();
+    ruby_tracer_stop_at_exit();
 }
 
 /* From every process that traced its heap: at exit; in a Ruby process at

@@ -63,10 +63,25 @@ static inline __attribute__((always_inline)) VALUE record(VALUE obj);
     }
 RUBY_ALLOCATOR_HOOKS(DEFINE_HOOK)
 
+/* The hooks beside the allocators': rb_define_alloc_func (ruby.c, below) and
+ * munmap (heap pages given back, below). */
+static rb_define_alloc_func_fn *next_rb_define_alloc_func;
+static void hook_rb_define_alloc_func(VALUE klass, ruby_alloc_func *func);
+typedef int munmap_fn(void *addr, size_t length);
+static munmap_fn *next_munmap;
+static munmap_fn hook_munmap;
+
+/* Every hook, in one array so that a start patches the objects' slots in one
+ * pass (a pass reads every object's relocations and /proc/self/maps): those
+ * recording needs, then munmap's, which stays as long as there are records. */
 #define HOOK_ENTRY(name, fn_type, params, args) \
     { .symbol = #name, .replacement = (void *)hook_##name, .next = (void **)&next_##name },
-static struct got_hook hooks[] = { RUBY_ALLOCATOR_HOOKS(HOOK_ENTRY) };
+static struct got_hook hooks[] = {
+    RUBY_ALLOCATOR_HOOKS(HOOK_ENTRY) HOOK_ENTRY(rb_define_alloc_func, , , ) HOOK_ENTRY(munmap, , , )
+};
 #define HOOK_COUNT (sizeof hooks / sizeof hooks[0])
+#define RECORDING_HOOK_COUNT (HOOK_COUNT - 1)
+#define munmap_hook (hooks[HOOK_COUNT - 1])
 
 /* --- T_OBJECT: wrapped class allocators -------------------------------- */
 
@@ -110,7 +125,6 @@ static struct wrapped_allocator *wrapped_for(VALUE klass)
 
 /* Loaded before the VM: the VM's Init defines these allocators through the
  * PLT, and memprof puts its wrappers in their place. */
-static rb_define_alloc_func_fn *next_rb_define_alloc_func;
 static void hook_rb_define_alloc_func(VALUE klass, ruby_alloc_func *func)
 {
     struct wrapped_allocator *w = wrapped_for(klass);
@@ -120,11 +134,6 @@ static void hook_rb_define_alloc_func(VALUE klass, ruby_alloc_func *func)
     }
     next_rb_define_alloc_func(klass, func);
 }
-static struct got_hook define_alloc_hook = {
-    .symbol = "rb_define_alloc_func",
-    .replacement = (void *)hook_rb_define_alloc_func,
-    .next = (void **)&next_rb_define_alloc_func,
-};
 
 /* Loaded into a running VM: replace the allocators now (a plain store in
  * the class; nothing allocates). */
@@ -202,7 +211,7 @@ bool ruby_tracer_available(void)
     (void)(RESOLVE(ruby_native_thread_p));
     (void)(RESOLVE(ruby_version));   /* without it, no thread layout is trusted (ruby_thread.c) */
 #undef RESOLVE
-    for (size_t i = 0; api_present && i < HOOK_COUNT; i++)
+    for (size_t i = 0; api_present && i < RECORDING_HOOK_COUNT; i++)
         api_present = dlsym(RTLD_DEFAULT, hooks[i].symbol) != NULL;
     if (api_present) {
         slot_map_init(&ruby_tracer.objects, RUBY_HEAP_PAGE_ALIGN, RUBY_SLOT_SIZE);
@@ -630,9 +639,6 @@ static inline __attribute__((always_inline)) VALUE record(VALUE obj)
  * Only the GC frees heap pages, and it holds the GVL: a munmap without it is
  * none of the tracer's business. Installed with the allocation hooks and kept
  * after memprof_stop, as long as there are records. */
-typedef int munmap_fn(void *addr, size_t length);
-static munmap_fn *next_munmap;
-static munmap_fn hook_munmap;
 static int hook_munmap(void *addr, size_t length)
 {
     struct ruby_tracer *t = &ruby_tracer;
@@ -644,9 +650,6 @@ static int hook_munmap(void *addr, size_t length)
     spin_unlock(&t->lock);
     return rc;
 }
-static struct got_hook munmap_hook = {
-    .symbol = "munmap", .replacement = (void *)hook_munmap, .next = (void **)&next_munmap,
-};
 _Static_assert(__builtin_types_compatible_p(munmap_fn, __typeof__(munmap)), "munmap's prototype");
 
 static void register_atfork(void)
@@ -664,20 +667,9 @@ enum memprof_status ruby_tracer_start(void (*at_exit)(void))
     exit_callback = at_exit;
     pthread_once(&atfork_once, register_atfork);
     ruby_site_configure();
-    bool watch_pages = !munmap_hook.installed;
-    if (watch_pages && got_hook_install(&munmap_hook) != 0)
+    /* (munmap's last: installed already when records were kept since.) */
+    if (got_hooks_install(hooks, munmap_hook.installed ? RECORDING_HOOK_COUNT : HOOK_COUNT) != 0)
         return MEMPROF_HOOK_FAILED;
-    if (got_hook_install(&define_alloc_hook) != 0) {
-        if (watch_pages)
-            got_hook_remove(&munmap_hook);
-        return MEMPROF_HOOK_FAILED;
-    }
-    if (got_hooks_install(hooks, HOOK_COUNT) != 0) {
-        got_hook_remove(&define_alloc_hook);
-        if (watch_pages)
-            got_hook_remove(&munmap_hook);
-        return MEMPROF_HOOK_FAILED;
-    }
     wrap_allocators();
     __atomic_store_n(&ruby_recording, true, __ATOMIC_RELEASE);
     choose_path(&ruby_tracer);
@@ -699,8 +691,16 @@ void ruby_tracer_stop(void)
     choose_path(&ruby_tracer);
     ruby_tracer.gc_count_at_stop = ruby_tracer.api.rb_gc_count();
     unwrap_allocators();
-    got_hooks_remove(hooks, HOOK_COUNT);
-    got_hook_remove(&define_alloc_hook);
+    got_hooks_remove(hooks, RECORDING_HOOK_COUNT);
+}
+
+void ruby_tracer_stop_at_exit(void)
+{
+    if (!ruby_recording)
+        return;
+    __atomic_store_n(&ruby_recording, false, __ATOMIC_RELEASE);
+    choose_path(&ruby_tracer);
+    ruby_tracer.gc_count_at_stop = ruby_tracer.api.rb_gc_count();
 }
 
 /* The objects' table given up (detach, reset), from GDB with the process

@@ -52,6 +52,9 @@ enum memprof_status ruby_tracer_start(void (*at_exit)(void));
 /* Stop recording; the records stay, and so does the watch that drops those of
  * heap pages the GC gives back. */
 void ruby_tracer_stop(void);
+/* Stop recording as the process ends: the hooks stay in place (they record
+ * nothing now), as restoring their slots would cost a pass for nothing. */
+void ruby_tracer_stop_at_exit(void);
 /* Stop, remove every hook and forget the records (memprof_detach); busy,
  * with nothing changed, while a thread inside a hook holds the tables. */
 enum memprof_status ruby_tracer_detach(void);
