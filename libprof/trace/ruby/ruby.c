@@ -81,7 +81,7 @@ static struct got_hook hooks[] = {
 };
 #define HOOK_COUNT (sizeof hooks / sizeof hooks[0])
 #define RECORDING_HOOK_COUNT (HOOK_COUNT - 1)
-#define munmap_hook (hooks[HOOK_COUNT - 1])
+static struct got_hook *const munmap_hook = &hooks[HOOK_COUNT - 1];
 
 /* --- T_OBJECT: wrapped class allocators -------------------------------- */
 
@@ -668,7 +668,7 @@ enum memprof_status ruby_tracer_start(void (*at_exit)(void))
     pthread_once(&atfork_once, register_atfork);
     ruby_site_configure();
     /* (munmap's last: installed already when records were kept since.) */
-    if (got_hooks_install(hooks, munmap_hook.installed ? RECORDING_HOOK_COUNT : HOOK_COUNT) != 0)
+    if (got_hooks_install(hooks, munmap_hook->installed ? RECORDING_HOOK_COUNT : HOOK_COUNT) != 0)
         return MEMPROF_HOOK_FAILED;
     wrap_allocators();
     __atomic_store_n(&ruby_recording, true, __ATOMIC_RELEASE);
@@ -683,24 +683,28 @@ enum memprof_status ruby_tracer_start(void (*at_exit)(void))
     return MEMPROF_OK;
 }
 
-void ruby_tracer_stop(void)
+/* False when recording was stopped already. */
+static bool stop_recording(void)
 {
     if (!ruby_recording)
-        return;
+        return false;
     __atomic_store_n(&ruby_recording, false, __ATOMIC_RELEASE);
     choose_path(&ruby_tracer);
     ruby_tracer.gc_count_at_stop = ruby_tracer.api.rb_gc_count();
+    return true;
+}
+
+void ruby_tracer_stop(void)
+{
+    if (!stop_recording())
+        return;
     unwrap_allocators();
     got_hooks_remove(hooks, RECORDING_HOOK_COUNT);
 }
 
 void ruby_tracer_stop_at_exit(void)
 {
-    if (!ruby_recording)
-        return;
-    __atomic_store_n(&ruby_recording, false, __ATOMIC_RELEASE);
-    choose_path(&ruby_tracer);
-    ruby_tracer.gc_count_at_stop = ruby_tracer.api.rb_gc_count();
+    stop_recording();
 }
 
 /* The objects' table given up (detach, reset), from GDB with the process
@@ -728,10 +732,10 @@ enum memprof_status ruby_tracer_detach(void)
     ruby_tracer_stop();
     /* Without the page watch no record can be trusted once the process runs
      * on: the table is forgotten with it. */
-    if (munmap_hook.installed) {
+    if (munmap_hook->installed) {
         retire_objects(&ruby_tracer);
         spin_unlock(&ruby_tracer.lock);
-        got_hook_remove(&munmap_hook);
+        got_hook_remove(munmap_hook);
     } else {
         spin_unlock(&ruby_tracer.lock);
     }
