@@ -63,7 +63,7 @@ static inline __attribute__((always_inline)) VALUE record(VALUE obj);
     }
 RUBY_ALLOCATOR_HOOKS(DEFINE_HOOK)
 
-/* The hooks beside the allocators': rb_define_alloc_func (ruby.c, below) and
+/* The hooks beside the allocators': rb_define_alloc_func (below) and
  * munmap (heap pages given back, below). */
 static rb_define_alloc_func_fn *next_rb_define_alloc_func;
 static void hook_rb_define_alloc_func(VALUE klass, ruby_alloc_func *func);
