@@ -11,8 +11,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define SECTION_POPULATED_FROM ((size_t)64 << 10)
+#define STREAM_CHUNK ((size_t)256 << 10)
 
 /* libdwarf reads the file through this interface rather than its own ELF
  * reader: libelf inflates a compressed section only when libdwarf loads it,
@@ -34,6 +36,7 @@ struct dwarf_file {
     pthread_cond_t settled;  /* a section left INFLATING */
     pthread_t ahead;
     bool ahead_running, stop;
+    struct compressed *info_stream;   /* .debug_info, streamed (dwarf_walk_open_ahead), or NULL */
 };
 
 struct compressed {
@@ -44,6 +47,12 @@ struct compressed {
     size_t raw_size, size;             /* size: inflated, from the header */
     void *data;
     size_t mapped;                     /* data's mapping's length; 0: malloc'ed */
+    /* .debug_info of a lookup: inflated only as far as the units asked for
+     * (dwarf_walk_need_unit), by the caller's thread. */
+    bool streamed, broken;
+    z_stream *stream;                  /* between calls; NULL before the first and after the end */
+    size_t ready;                      /* the bytes inflated, from the start */
+    size_t units_end;                  /* the end of the last whole unit asked for */
 };
 
 /* Room for an inflated section. One of 64 KiB or more is mapped, all its
@@ -146,8 +155,160 @@ static int inflate_section(struct compressed *c)
     return READY;
 }
 
+/* Room for a streamed section, all of it zero (the part not yet inflated
+ * reads as no unit): mapped, its pages populated as the stream reaches them. */
+static bool stream_room(struct compressed *c)
+{
+    size_t mapped = 0;
+    void *p = c->size < SECTION_POPULATED_FROM ? calloc(1, c->size) : NULL;
+    if (c->size >= SECTION_POPULATED_FROM) {
+        mapped = (c->size + 4095) & ~(size_t)4095;
+        p = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            p = NULL;
+    }
+    c->data = p;
+    c->mapped = p ? mapped : 0;
+    return p != NULL;
+}
+
+static void populate(const struct compressed *c, size_t from, size_t to)
+{
+#ifdef MADV_POPULATE_WRITE
+    if (c->mapped) {   /* one call for the chunk's pages, not a fault each */
+        uintptr_t start = ((uintptr_t)c->data + from) & ~(uintptr_t)4095;
+        madvise((void *)start, (uintptr_t)c->data + to - start, MADV_POPULATE_WRITE);
+    }
+#else
+    (void)c, (void)from, (void)to;
+#endif
+}
+
+static void stream_end(struct compressed *c)
+{
+    if (c->stream) {
+        inflateEnd(c->stream);
+        free(c->stream);
+        c->stream = NULL;
+    }
+}
+
+/* The whole of streamed `c` with libdeflate, over what was streamed: zlib
+ * inflates at about 2/5 of its speed, so past a point the rest streamed
+ * costs more than all of it at once. */
+static bool inflate_whole(struct compressed *c)
+{
+    stream_end(c);
+    populate(c, c->ready, c->size);
+    size_t got = 0;
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    bool ok = d && libdeflate_zlib_decompress(d, c->raw, c->raw_size, c->data, c->size, &got) == LIBDEFLATE_SUCCESS &&
+              got == c->size;
+    if (d)
+        libdeflate_free_decompressor(d);
+    c->broken = !ok;
+    if (ok)
+        c->ready = c->size;
+    return ok;
+}
+
+/* Streamed `c` inflated through its first `target` bytes. */
+static bool stream_to(struct compressed *c, size_t target)
+{
+    if (target > c->size)
+        target = c->size;
+    if (c->ready >= target)
+        return true;
+    if (c->broken)
+        return false;
+    if ((target - c->ready) / 2 * 5 > c->size)
+        return inflate_whole(c);
+    if (!c->stream) {
+        if (!(c->stream = calloc(1, sizeof *c->stream)) || inflateInit(c->stream) != Z_OK) {
+            free(c->stream);
+            c->stream = NULL;
+            return inflate_whole(c);
+        }
+        c->stream->next_in = (Bytef *)c->raw;
+        c->stream->avail_in = (uInt)c->raw_size;
+    }
+    while (c->ready < target) {
+        size_t chunk = c->size - c->ready < STREAM_CHUNK ? c->size - c->ready : STREAM_CHUNK;
+        populate(c, c->ready, c->ready + chunk);
+        c->stream->next_out = (Bytef *)c->data + c->ready;
+        c->stream->avail_out = (uInt)chunk;
+        int rc = inflate(c->stream, Z_NO_FLUSH);
+        size_t made = chunk - c->stream->avail_out;
+        c->ready += made;
+        if (rc == Z_STREAM_END || (rc != Z_OK && rc != Z_BUF_ERROR) || made == 0) {
+            c->broken = c->ready != c->size;
+            stream_end(c);
+            return !c->broken;
+        }
+    }
+    return true;
+}
+
+/* The streamed section's room, made when first asked for; without it
+ * libelf inflates the section whole. Never the thread ahead's: no lock. */
+static struct compressed *stream_open(struct dwarf_file *f)
+{
+    struct compressed *c = f->info_stream;
+    if (c && c->state == WAITING) {
+        c->state = stream_room(c) ? READY : FAILED;
+        if (c->state == FAILED)
+            f->info_stream = c = NULL;
+    }
+    return c;
+}
+
+bool dwarf_walk_need_unit(struct dwarf_file *f, uint64_t header)
+{
+    struct compressed *c = stream_open(f);
+    if (!c || header < c->units_end)
+        return true;
+    if (header >= c->size || !stream_to(c, header + 12 < c->size ? header + 12 : c->size))
+        return false;
+    const unsigned char *p = (const unsigned char *)c->data + header;
+    size_t left = c->size - header;
+    uint64_t length = 0, head = 4;
+    if (left >= 4)
+        memcpy(&length, p, 4);   /* little-endian, as open_file checked */
+    if (length == 0xffffffff) {
+        head = 12;
+        length = 0;
+        if (left >= 12)
+            memcpy(&length, p + 4, 8);
+    }
+    if (left < head || length > left - head)
+        return false;
+    uint64_t end = header + head + length;
+    if (!stream_to(c, end))
+        return false;
+    if (end > c->units_end)
+        c->units_end = end;
+    return true;
+}
+
+bool dwarf_walk_need_offset(struct dwarf_file *f, uint64_t offset)
+{
+    struct compressed *c = stream_open(f);
+    while (c && c->units_end <= offset)
+        if (!dwarf_walk_need_unit(f, c->units_end))
+            return false;
+    return true;
+}
+
+bool dwarf_walk_need_all(struct dwarf_file *f)
+{
+    struct compressed *c = stream_open(f);
+    if (c && stream_to(c, c->size))
+        c->units_end = c->size;
+    return !c || !c->broken;
+}
+
 /* A section WAITING that the thread ahead may take, the largest first
- * (.debug_info: libdwarf asks for .debug_abbrev before it). Under the lock. */
+ * (.debug_line: libdwarf asks for .debug_abbrev before it). Under the lock. */
 static struct compressed *next_ahead(struct dwarf_file *f)
 {
     struct compressed *best = NULL;
@@ -195,6 +356,8 @@ static void *inflated(struct dwarf_file *f, Dwarf_Half index)
             c = &f->compressed[i];
     if (!c)
         return NULL;
+    if (c->streamed)
+        stream_open(f);
     pthread_mutex_lock(&f->lock);
     while (c->state == WAITING || c->state == INFLATING) {
         struct compressed *other = c->state == WAITING ? c : next_ahead(f);
@@ -304,9 +467,14 @@ static bool list_compressed(struct dwarf_file *f, bool ahead)
             madvise((void *)from, (uintptr_t)raw->d_buf + raw->d_size - from, MADV_POPULATE_READ);
         }
 #endif
+        /* A lookup needs .debug_info only as far as its units: streamed. */
+        bool streamed = ahead && strcmp(name, ".debug_info") == 0 && raw->d_size <= UINT32_MAX;
+        if (streamed)
+            f->info_stream = &f->compressed[f->compressed_count];
         f->compressed[f->compressed_count++] = (struct compressed){
             .index = (Dwarf_Half)i,
-            .ahead = ahead && read_by_lookups(name),
+            .streamed = streamed,
+            .ahead = ahead && !streamed && read_by_lookups(name),
             .raw = (const unsigned char *)raw->d_buf + sizeof(Elf64_Chdr),
             .raw_size = raw->d_size - sizeof(Elf64_Chdr),
             .size = chdr.ch_size,
@@ -412,9 +580,11 @@ void dwarf_walk_close(struct dwarf_file *f)
         elf_end(f->elf);
     if (f->fd >= 0)
         close(f->fd);
-    for (size_t i = 0; i < f->compressed_count; i++)
+    for (size_t i = 0; i < f->compressed_count; i++) {
+        stream_end(&f->compressed[i]);
         if (f->compressed[i].state == READY)
             section_free(f->compressed[i].data, f->compressed[i].mapped);
+    }
     free(f->compressed);
     pthread_cond_destroy(&f->settled);
     pthread_mutex_destroy(&f->lock);
@@ -533,17 +703,23 @@ size_t dwarf_walk_ranges(Dwarf_Debug dbg, Dwarf_Die die, uint64_t cu_base, dwarf
     return n;
 }
 
-bool dwarf_walk_ref(Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half attr_name, Dwarf_Die *target)
+bool dwarf_walk_ref_in(struct dwarf_file *f, Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half attr_name,
+                       Dwarf_Die *target)
 {
     Dwarf_Attribute attr;
     Dwarf_Error error = NULL;
     Dwarf_Off offset;
     if (dwarf_attr(die, attr_name, &attr, &error) != DW_DLV_OK)
         return false;
-    bool ok = dwarf_global_formref(attr, &offset, &error) == DW_DLV_OK &&
+    bool ok = dwarf_global_formref(attr, &offset, &error) == DW_DLV_OK && (!f || dwarf_walk_need_offset(f, offset)) &&
               dwarf_offdie_b(dbg, offset, 1, target, &error) == DW_DLV_OK;
     dwarf_dealloc(dbg, attr, DW_DLA_ATTR);
     return ok;
+}
+
+bool dwarf_walk_ref(Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half attr_name, Dwarf_Die *target)
+{
+    return dwarf_walk_ref_in(NULL, dbg, die, attr_name, target);
 }
 
 static bool named_within(Dwarf_Debug dbg, Dwarf_Die die, const char *name, int hops)

@@ -15,13 +15,23 @@
 struct dwarf_file;
 struct dwarf_file *dwarf_walk_open(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen);
 void dwarf_walk_close(struct dwarf_file *file);
-/* The same, the sections a lookup reads (.debug_info, .debug_line, ...)
- * inflated ahead on a second thread while libdwarf reads the first ones:
- * the CLI's naming; not in a profiled process. */
+/* The same, the sections a lookup reads (.debug_line, .debug_abbrev, ...)
+ * inflated ahead on a second thread while libdwarf reads the first ones,
+ * and .debug_info as far as asked for (below): the CLI's naming; not in a
+ * profiled process. */
 struct dwarf_file *dwarf_walk_open_ahead(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen);
 /* The same with the location lists offered too (.debug_loc, .debug_loclists),
  * which the others leave out: libdwarf reads them all when it starts. */
 struct dwarf_file *dwarf_walk_open_locations(const char *path, Dwarf_Debug *dbg, char *err, size_t errlen);
+/* Opened with dwarf_walk_open_ahead, .debug_info is inflated only as far
+ * as it is asked for, by the caller's thread, before libdwarf reads there:
+ * through the unit whose header is at `header`, through the unit holding
+ * `offset`, or all of it (streamed with zlib, or all at once with
+ * libdeflate when that is less work). False: damaged. Opened otherwise,
+ * these do nothing. */
+bool dwarf_walk_need_unit(struct dwarf_file *file, uint64_t header);
+bool dwarf_walk_need_offset(struct dwarf_file *file, uint64_t offset);
+bool dwarf_walk_need_all(struct dwarf_file *file);
 /* The bytes of the section `name` as libdwarf is given them (inflated),
  * valid until dwarf_walk_close; NULL when the file has none. */
 const unsigned char *dwarf_walk_section(struct dwarf_file *file, const char *name, size_t *size);
@@ -36,6 +46,9 @@ size_t dwarf_walk_ranges(Dwarf_Debug dbg, Dwarf_Die die, uint64_t cu_base, dwarf
 /* The DIE an attribute (DW_AT_abstract_origin, DW_AT_specification) refers
  * to; the caller deallocates it. */
 bool dwarf_walk_ref(Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half attr_name, Dwarf_Die *target);
+/* The same, in `file`'s .debug_info as far as asked for (NULL: dbg's own). */
+bool dwarf_walk_ref_in(struct dwarf_file *file, Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half attr_name,
+                       Dwarf_Die *target);
 /* Whether `die` is named `name`, or stands for a DIE that is (through
  * DW_AT_abstract_origin or DW_AT_specification, two hops at most). */
 bool dwarf_walk_named(Dwarf_Debug dbg, Dwarf_Die die, const char *name);

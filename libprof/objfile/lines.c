@@ -1,8 +1,9 @@
 /* Lines and inlined frames, read one compilation unit at a time: the CU that
  * covers an address is found from .debug_aranges (or, without it, from each
- * CU's own ranges), and only its line table and DIEs are read, once. A large
- * debug file (libc's, a C++ program's) costs what the addresses asked for
- * need, not the whole file. */
+ * CU's own ranges), and only its line table and DIEs are read, once, a
+ * compressed .debug_info inflated only through it (dwarf_walk_need_unit). A
+ * large debug file (libc's, a C++ program's) costs what the addresses asked
+ * for need, not the whole file. */
 #include "lines.h"
 #include "dwarf_walk.h"
 #include "../util/sort.h"
@@ -325,8 +326,9 @@ struct unit_walk {
 
 /* The linkage name (mangled, as the symbol tables say) or the plain name of
  * a function, through its abstract origin or declaration. */
-static const char *function_name(Dwarf_Debug dbg, Dwarf_Die die, char *buf, size_t size, int hops)
+static const char *function_name(struct elf_lines *l, Dwarf_Die die, char *buf, size_t size, int hops)
 {
+    Dwarf_Debug dbg = l->dbg;
     Dwarf_Attribute attr;
     Dwarf_Error error = NULL;
     char *name = NULL;
@@ -343,8 +345,8 @@ static const char *function_name(Dwarf_Debug dbg, Dwarf_Die die, char *buf, size
     Dwarf_Die target;
     static const Dwarf_Half refs[] = { DW_AT_abstract_origin, DW_AT_specification };
     for (size_t i = 0; hops < 4 && i < 2; i++)
-        if (dwarf_walk_ref(dbg, die, refs[i], &target)) {
-            const char *found = function_name(dbg, target, buf, size, hops + 1);
+        if (dwarf_walk_ref_in(l->file, dbg, die, refs[i], &target)) {
+            const char *found = function_name(l, target, buf, size, hops + 1);
             dwarf_dealloc(dbg, target, DW_DLA_DIE);
             if (found)
                 return found;
@@ -474,7 +476,7 @@ static void load_unit(struct elf_lines *l, struct unit *u)
     Dwarf_Die cu;
     Dwarf_Error error = NULL;
     Dwarf_Off die = u->offset;
-    if ((u->header && !unit_die_offset(l, u->offset, &die)) || dwarf_offdie_b(l->dbg, die, 1, &cu, &error) != DW_DLV_OK)
+    if ((u->header && (!dwarf_walk_need_unit(l->file, u->offset) || !unit_die_offset(l, u->offset, &die))) || dwarf_offdie_b(l->dbg, die, 1, &cu, &error) != DW_DLV_OK)
         return;
     Dwarf_Half version = 0, offset_size;
     dwarf_get_version_of_die(cu, &version, &offset_size);
@@ -503,7 +505,7 @@ static const char *scope_name(struct elf_lines *l, struct scope *s)
         Dwarf_Error error = NULL;
         char name[1024];
         if (dwarf_offdie_b(l->dbg, s->die, 1, &die, &error) == DW_DLV_OK) {
-            s->name = intern(l, function_name(l->dbg, die, name, sizeof name, 0));
+            s->name = intern(l, function_name(l, die, name, sizeof name, 0));
             dwarf_dealloc(l->dbg, die, DW_DLA_DIE);
         }
     }
@@ -532,7 +534,7 @@ struct elf_lines *elf_lines_index(struct elf_lines *l, const char *path, char *e
     l->string_cap = l->strings ? 256 : 0;
     if (l->strings && (l->strings[0] = strdup("")))
         l->string_count = 1;
-    if (!spans_from_aranges(l))
+    if (!spans_from_aranges(l) && dwarf_walk_need_all(l->file))
         spans_from_units(l);
     if (l->no_memory || !l->span_count || !l->string_count) {
         snprintf(err, errlen, l->span_count ? "out of memory reading %s" : "%s has no DWARF code ranges", path);
