@@ -36,6 +36,7 @@ struct dwarf_file {
     pthread_cond_t settled;  /* a section left INFLATING */
     pthread_t ahead;
     bool ahead_running, stop;
+    bool ahead_idle;         /* the thread ahead found no more to take and ended */
     struct compressed *info_stream;   /* .debug_info, streamed (dwarf_walk_open_ahead), or NULL */
 };
 
@@ -50,6 +51,7 @@ struct compressed {
     /* .debug_info of a lookup: inflated only as far as the units asked for
      * (dwarf_walk_need_unit), by the caller's thread. */
     bool streamed, broken;
+    bool planned;                      /* .debug_info given to the thread ahead instead */
     z_stream *stream;                  /* between calls; NULL before the first and after the end */
     size_t ready;                      /* the bytes inflated, from the start */
     size_t units_end;                  /* the end of the last whole unit asked for */
@@ -193,9 +195,8 @@ static void stream_end(struct compressed *c)
     }
 }
 
-/* The whole of streamed `c` with libdeflate, over what was streamed: zlib
- * inflates at about 2/5 of its speed, so past a point the rest streamed
- * costs more than all of it at once. */
+/* The whole of streamed `c` with libdeflate, over what was streamed (zlib
+ * streams at about 2/5 of libdeflate's speed). */
 static bool inflate_whole(struct compressed *c)
 {
     stream_end(c);
@@ -221,7 +222,10 @@ static bool stream_to(struct compressed *c, size_t target)
         return true;
     if (c->broken)
         return false;
-    if ((target - c->ready) / 2 * 5 > c->size)
+    /* Past a quarter, all at once: lookups spread through the section
+     * (1,000 of libc's functions) then cost 1.6 times inflating it all at
+     * once, not 2.5 times (streaming it all); one lookup, at most that. */
+    if (target > c->size / 4)
         return inflate_whole(c);
     if (!c->stream) {
         /* The deflate data inside the zlib header, inflated raw: the
@@ -305,6 +309,27 @@ bool dwarf_walk_need_offset(struct dwarf_file *f, uint64_t offset)
     return true;
 }
 
+static void start_ahead(struct dwarf_file *f);
+
+void dwarf_walk_plan(struct dwarf_file *f, uint64_t header)
+{
+    struct compressed *c = f->info_stream;
+    if (!c || c->state != WAITING || header <= c->size / 4)
+        return;
+    pthread_mutex_lock(&f->lock);
+    c->streamed = false;
+    c->ahead = c->planned = true;
+    f->info_stream = NULL;
+    bool ended = f->ahead_running && f->ahead_idle;
+    pthread_mutex_unlock(&f->lock);
+    if (ended) {   /* done with the rest already: a thread again for this one */
+        pthread_join(f->ahead, NULL);
+        f->ahead_running = f->ahead_idle = false;
+    }
+    if (!f->ahead_running)
+        start_ahead(f);
+}
+
 bool dwarf_walk_need_all(struct dwarf_file *f)
 {
     struct compressed *c = stream_open(f);
@@ -313,14 +338,16 @@ bool dwarf_walk_need_all(struct dwarf_file *f)
     return !c || !c->broken;
 }
 
-/* A section WAITING that the thread ahead may take, the largest first
- * (.debug_line: libdwarf asks for .debug_abbrev before it). Under the lock. */
+/* A section WAITING that the thread ahead may take: .debug_info when the
+ * first lookup planned it (the longest, and the lookup waits for it), else
+ * the smallest (the others are small beside it: they are done by the time
+ * the plan is made, or the one in hand is). Under the lock. */
 static struct compressed *next_ahead(struct dwarf_file *f)
 {
     struct compressed *best = NULL;
     for (size_t i = 0; i < f->compressed_count; i++) {
         struct compressed *c = &f->compressed[i];
-        if (c->ahead && c->state == WAITING && (!best || c->size > best->size))
+        if (c->ahead && c->state == WAITING && (!best || c->planned || (!best->planned && c->size < best->size)))
             best = c;
     }
     return best;
@@ -344,6 +371,8 @@ static void *inflate_ahead(void *arg)
         struct compressed *c = f->stop ? NULL : next_ahead(f);
         if (c)
             c->state = INFLATING;
+        else
+            f->ahead_idle = true;
         pthread_mutex_unlock(&f->lock);
         if (!c)
             return NULL;

@@ -545,6 +545,13 @@ struct elf_lines *elf_lines_index(struct elf_lines *l, const char *path, char *e
     return l;
 }
 
+void elf_lines_plan(struct elf_lines *l, uint64_t addr)
+{
+    const struct span *s = span_of(l, addr);
+    if (s && l->units[s->unit].header)
+        dwarf_walk_plan(l->file, l->units[s->unit].offset);
+}
+
 static struct unit *unit_for(struct elf_lines *l, uint64_t addr)
 {
     const struct span *s = span_of(l, addr);

@@ -49,18 +49,21 @@ static struct elf_symbols *symbols_of(struct symbolizer *s)
     return s->symbols;
 }
 
-/* The lines, at the first lookup. The symbol table, when it is still to be
- * read, is read between opening the DWARF and indexing it: its sections are
- * inflated on a second thread meanwhile (libc's debug .symtab is 5 ms of a
- * first run, its .debug_info 11). */
-static struct elf_lines *lines_of(struct symbolizer *s)
+/* The lines, at the first lookup (of `addr`). The symbol table, when it is
+ * still to be read, is read after the DWARF's code ranges are indexed and
+ * the first lookup planned: its sections are inflated on a second thread
+ * meanwhile (libc's debug .symtab is 5 ms of a first run, its .debug_info
+ * 11 whole). */
+static struct elf_lines *lines_of(struct symbolizer *s, uint64_t addr)
 {
     if (!s->lines_tried) {
         char why[256];
         s->lines_tried = true;
         struct elf_lines *opened = elf_lines_open(s->lines_path, why, sizeof why);
-        symbols_of(s);
         s->lines = opened ? elf_lines_index(opened, s->lines_path, why, sizeof why) : NULL;
+        if (s->lines)
+            elf_lines_plan(s->lines, addr);
+        symbols_of(s);
     }
     return s->lines;
 }
@@ -123,7 +126,7 @@ void symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct symbol_info *
 {
     *out = (struct symbol_info){ 0 };
     out->function = elf_symbols_lookup(symbols_of(s), addr, &out->offset);
-    if (lines_of(s))
+    if (lines_of(s, addr))
         out->file = elf_lines_lookup(s->lines, addr, &out->line);
 }
 
@@ -144,7 +147,7 @@ size_t symbolizer_frames(struct symbolizer *s, uint64_t addr, struct symbol_info
 static size_t frames_read(struct symbolizer *s, uint64_t addr, struct symbol_info *frames, size_t max)
 {
     struct elf_line_frame lines[SYMBOLIZER_MAX_INLINED];
-    size_t n = max && lines_of(s) ? elf_lines_frames(s->lines, addr, lines, max < SYMBOLIZER_MAX_INLINED ? max : SYMBOLIZER_MAX_INLINED) : 0;
+    size_t n = max && lines_of(s, addr) ? elf_lines_frames(s->lines, addr, lines, max < SYMBOLIZER_MAX_INLINED ? max : SYMBOLIZER_MAX_INLINED) : 0;
     if (!max)
         return 0;
     uint64_t offset = 0;
