@@ -234,6 +234,7 @@ int cmd_symbolize(int argc, char **argv)
         return EXIT_USAGE;
     }
     printf("# %s\n", symbolizer_sources(s));
+    symbolizer_expect(s, addrs + 1, (size_t)argc - 1);
     for (int i = 1; i < argc; i++) {
         struct symbol_info frames[SYMBOLIZER_MAX_INLINED];
         size_t n = symbolizer_frames(s, addrs[i], frames, SYMBOLIZER_MAX_INLINED);

@@ -545,11 +545,19 @@ struct elf_lines *elf_lines_index(struct elf_lines *l, const char *path, char *e
     return l;
 }
 
-void elf_lines_plan(struct elf_lines *l, uint64_t addr)
+void elf_lines_plan(struct elf_lines *l, const uint64_t *addrs, size_t n)
 {
-    const struct span *s = span_of(l, addr);
-    if (s && l->units[s->unit].header)
-        dwarf_walk_plan(l->file, l->units[s->unit].offset);
+    bool any = false;
+    Dwarf_Off furthest = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct span *s = span_of(l, addrs[i]);
+        if (s && l->units[s->unit].header && (!any || l->units[s->unit].offset > furthest)) {
+            furthest = l->units[s->unit].offset;
+            any = true;
+        }
+    }
+    if (any)
+        dwarf_walk_plan(l->file, furthest);
 }
 
 static struct unit *unit_for(struct elf_lines *l, uint64_t addr)

@@ -26,9 +26,9 @@ struct elf_lines *elf_lines_open(const char *path, char *err, size_t errlen);
 /* Then, once, its code ranges indexed: `l`, or NULL (`l` freed, `err` set)
  * when it has none. */
 struct elf_lines *elf_lines_index(struct elf_lines *l, const char *path, char *err, size_t errlen);
-/* Before the first lookup, `addr` being the first asked for: how its DWARF
- * is best inflated (dwarf_walk_plan). */
-void elf_lines_plan(struct elf_lines *l, uint64_t addr);
+/* Before the first lookup, `addrs` being the first asked for: how its DWARF
+ * is best inflated (dwarf_walk_plan, by the furthest unit they need). */
+void elf_lines_plan(struct elf_lines *l, const uint64_t *addrs, size_t n);
 /* The file and line of `addr` (a file address); NULL outside every sequence. */
 const char *elf_lines_lookup(struct elf_lines *l, uint64_t addr, unsigned *line);
 /* The frames at `addr`, innermost first: each inlined function at its line,

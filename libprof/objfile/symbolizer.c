@@ -49,12 +49,12 @@ static struct elf_symbols *symbols_of(struct symbolizer *s)
     return s->symbols;
 }
 
-/* The lines, at the first lookup (of `addr`). The symbol table, when it is
- * still to be read, is read after the DWARF's code ranges are indexed and
- * the first lookup planned: its sections are inflated on a second thread
- * meanwhile (libc's debug .symtab is 5 ms of a first run, its .debug_info
- * 11 whole). */
-static struct elf_lines *lines_of(struct symbolizer *s, uint64_t addr)
+/* The lines, at the first lookup (of `addrs`, the first asked for). The
+ * symbol table, when it is still to be read, is read after the DWARF's code
+ * ranges are indexed and the lookups planned: its sections are inflated on a
+ * second thread meanwhile (libc's debug .symtab is 5 ms of a first run, its
+ * .debug_info 11 whole). */
+static struct elf_lines *lines_of(struct symbolizer *s, const uint64_t *addrs, size_t n)
 {
     if (!s->lines_tried) {
         char why[256];
@@ -62,7 +62,7 @@ static struct elf_lines *lines_of(struct symbolizer *s, uint64_t addr)
         struct elf_lines *opened = elf_lines_open(s->lines_path, why, sizeof why);
         s->lines = opened ? elf_lines_index(opened, s->lines_path, why, sizeof why) : NULL;
         if (s->lines)
-            elf_lines_plan(s->lines, addr);
+            elf_lines_plan(s->lines, addrs, n);
         symbols_of(s);
     }
     return s->lines;
@@ -126,11 +126,27 @@ void symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct symbol_info *
 {
     *out = (struct symbol_info){ 0 };
     out->function = elf_symbols_lookup(symbols_of(s), addr, &out->offset);
-    if (lines_of(s, addr))
+    if (lines_of(s, &addr, 1))
         out->file = elf_lines_lookup(s->lines, addr, &out->line);
 }
 
 static size_t frames_read(struct symbolizer *s, uint64_t addr, struct symbol_info *frames, size_t max);
+
+void symbolizer_expect(struct symbolizer *s, const uint64_t *addrs, size_t n)
+{
+    uint64_t *wanted = s->lines_tried || !n ? NULL : malloc(n * sizeof *wanted);
+    if (!wanted)
+        return;
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct symbol_info frames[SYMBOLIZER_MAX_INLINED];
+        if (!s->remembered || !name_cache_get(s->remembered, addrs[i], frames, SYMBOLIZER_MAX_INLINED))
+            wanted[count++] = addrs[i];
+    }
+    if (count)
+        lines_of(s, wanted, count);
+    free(wanted);
+}
 
 size_t symbolizer_frames(struct symbolizer *s, uint64_t addr, struct symbol_info *frames, size_t max)
 {
@@ -147,7 +163,7 @@ size_t symbolizer_frames(struct symbolizer *s, uint64_t addr, struct symbol_info
 static size_t frames_read(struct symbolizer *s, uint64_t addr, struct symbol_info *frames, size_t max)
 {
     struct elf_line_frame lines[SYMBOLIZER_MAX_INLINED];
-    size_t n = max && lines_of(s, addr) ? elf_lines_frames(s->lines, addr, lines, max < SYMBOLIZER_MAX_INLINED ? max : SYMBOLIZER_MAX_INLINED) : 0;
+    size_t n = max && lines_of(s, &addr, 1) ? elf_lines_frames(s->lines, addr, lines, max < SYMBOLIZER_MAX_INLINED ? max : SYMBOLIZER_MAX_INLINED) : 0;
     if (!max)
         return 0;
     uint64_t offset = 0;

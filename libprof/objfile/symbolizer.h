@@ -29,6 +29,10 @@ void symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct symbol_info *
  * at the line of the outermost call. At least one frame when max > 0. */
 #define SYMBOLIZER_MAX_INLINED 32
 size_t symbolizer_frames(struct symbolizer *s, uint64_t addr, struct symbol_info *frames, size_t max);
+/* The addresses about to be named by symbolizer_frames, all of them: those
+ * not remembered decide how the DWARF is read, the furthest unit they need
+ * rather than the first's (elf_lines_plan). Optional. */
+void symbolizer_expect(struct symbolizer *s, const uint64_t *addrs, size_t n);
 /* One line on where names and lines come from, or why there are none. */
 const char *symbolizer_sources(const struct symbolizer *s);
 /* Every function symbol (read now if no lookup has read them yet). */
