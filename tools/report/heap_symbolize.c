@@ -134,25 +134,77 @@ static char *frame_text(const char *function, const char *file, unsigned line, c
 
 /* The frames of one return address given as object+0xOFFSET (the call is
  * the byte before it), innermost first, appended to *out. */
+/* A raw frame's object ("path+0xOFFSET") split into `object` and its
+ * offset; false when it names none. */
+static bool frame_object(const struct raw_frame *f, char object[PATH_MAX], uint64_t *offset)
+{
+    size_t object_length = strnlen(f->object, PATH_MAX - 1);
+    memcpy(object, f->object, object_length);
+    object[object_length] = '\0';
+    char *plus = strrchr(object, '+'), *end = NULL;
+    *offset = plus ? strtoull(plus + 1, &end, 16) : 0;
+    if (!plus || end == plus + 1 || *offset == 0)
+        return false;
+    *plus = '\0';
+    return true;
+}
+
+/* Before any is named, each object's addresses among the rows, to its
+ * symbolizer (symbolizer_expect): the furthest unit of its DWARF they need
+ * decides how that is read. */
+static void expect_addresses(struct naming *n, const struct raw_report *report)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < report->count; i++)
+        total += report->rows[i].count ? report->rows[i].raw_count : 0;
+    uint64_t *addrs = total ? malloc(total * sizeof *addrs) : NULL, *by_object = NULL;
+    unsigned char *object_of = addrs ? malloc(total) : NULL;
+    if (!object_of || !(by_object = malloc(total * sizeof *by_object))) {
+        free(addrs);
+        free(object_of);
+        return;
+    }
+    size_t k = 0, start[MAX_OBJECTS + 1] = { 0 };
+    for (size_t i = 0; i < report->count; i++)
+        for (size_t j = 0; report->rows[i].count && j < report->rows[i].raw_count; j++) {
+            char object[PATH_MAX];
+            uint64_t offset;
+            if (!frame_object(&report->rows[i].raw[j], object, &offset) ||
+                !symbolizer_for(n->cache, &n->opened, object))
+                continue;
+            size_t o = 0;
+            while (strcmp(n->cache[o].path, object) != 0)
+                o++;
+            object_of[k] = (unsigned char)o;
+            addrs[k++] = offset - 1;   /* a return address: its call's */
+            start[o + 1]++;
+        }
+    for (size_t o = 0; o < MAX_OBJECTS; o++)   /* grouped by object: a counting sort */
+        start[o + 1] += start[o];
+    size_t next[MAX_OBJECTS];
+    memcpy(next, start, sizeof next);
+    for (size_t i = 0; i < k; i++)
+        by_object[next[object_of[i]]++] = addrs[i];
+    for (size_t o = 0; o < n->opened; o++)
+        if (start[o + 1] > start[o])
+            symbolizer_expect(n->cache[o].s, by_object + start[o], start[o + 1] - start[o]);
+    free(addrs);
+    free(object_of);
+    free(by_object);
+}
+
 static void name_address(struct naming *n, const struct raw_frame *f, struct named *out, size_t *count, size_t max)
 {
     char object[PATH_MAX];
-    size_t object_length = strnlen(f->object, sizeof object - 1);
-    memcpy(object, f->object, object_length);
-    object[object_length] = '\0';
     uint64_t offset = 0;
-    char *plus = strrchr(object, '+'), *end = NULL;
     if (*count >= max)
         return;
-    if (plus)
-        offset = strtoull(plus + 1, &end, 16);
-    if (!plus || end == plus + 1 || offset == 0) {
+    if (!frame_object(f, object, &offset)) {
         char *text = NULL;
         if (asprintf(&text, "0x%" PRIx64 " (?)", f->site) >= 0)
             out[(*count)++] = (struct named){ text, false, false };
         return;
     }
-    *plus = '\0';
     struct symbolizer *s = symbolizer_for(n->cache, &n->opened, object);
     struct symbol_info info[SYMBOLIZER_MAX_INLINED];
     size_t frames = s ? symbolizer_frames(s, offset - 1, info, SYMBOLIZER_MAX_INLINED) : 0;
@@ -279,6 +331,7 @@ static void name_rows(struct naming *naming, struct raw_report *report, struct r
 {
     bool progress = isatty(STDERR_FILENO) == 1;
     size_t named = 0;
+    expect_addresses(naming, report);
     for (size_t i = 0; i < report->count; i++) {
         struct raw_row *r = &report->rows[i];
         if (!r->count)   /* a site whose blocks are all freed (for a profile's totals) */
