@@ -32,9 +32,10 @@ struct dwarf_file *dwarf_walk_open_locations(const char *path, Dwarf_Debug *dbg,
 bool dwarf_walk_need_unit(struct dwarf_file *file, uint64_t header);
 bool dwarf_walk_need_offset(struct dwarf_file *file, uint64_t offset);
 bool dwarf_walk_need_all(struct dwarf_file *file);
-/* The first lookup reads the unit whose header is at `header`: one past a
- * quarter of .debug_info has it inflated whole by the thread ahead now,
- * beside the caller's work, rather than streamed when asked for. */
+/* Before the first lookup: the furthest unit the lookups will read has its
+ * header at `header`. One past a quarter of .debug_info has it inflated
+ * whole by the thread ahead now, beside the caller's work, rather than
+ * streamed when asked for (zlib streams at about 2/5 of libdeflate's speed). */
 void dwarf_walk_plan(struct dwarf_file *file, uint64_t header);
 /* The bytes of the section `name` as libdwarf is given them (inflated),
  * valid until dwarf_walk_close; NULL when the file has none. */

@@ -476,7 +476,8 @@ static void load_unit(struct elf_lines *l, struct unit *u)
     Dwarf_Die cu;
     Dwarf_Error error = NULL;
     Dwarf_Off die = u->offset;
-    if ((u->header && (!dwarf_walk_need_unit(l->file, u->offset) || !unit_die_offset(l, u->offset, &die))) || dwarf_offdie_b(l->dbg, die, 1, &cu, &error) != DW_DLV_OK)
+    bool found = !u->header || (dwarf_walk_need_unit(l->file, u->offset) && unit_die_offset(l, u->offset, &die));
+    if (!found || dwarf_offdie_b(l->dbg, die, 1, &cu, &error) != DW_DLV_OK)
         return;
     Dwarf_Half version = 0, offset_size;
     dwarf_get_version_of_die(cu, &version, &offset_size);
