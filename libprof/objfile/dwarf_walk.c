@@ -48,9 +48,9 @@ struct compressed {
     size_t raw_size, size;             /* size: inflated, from the header */
     void *data;
     size_t mapped;                     /* data's mapping's length; 0: malloc'ed */
-    /* .debug_info of a lookup: inflated only as far as the units asked for
-     * (dwarf_walk_need_unit), by the caller's thread. */
-    bool streamed, broken;
+    /* .debug_info of a lookup (dwarf_file's info_stream): inflated only as
+     * far as the units asked for (dwarf_walk_need_unit), by the caller's thread. */
+    bool broken;
     bool planned;                      /* .debug_info given to the thread ahead instead */
     z_stream *stream;                  /* between calls; NULL before the first and after the end */
     size_t ready;                      /* the bytes inflated, from the start */
@@ -63,14 +63,17 @@ struct compressed {
  * back idle memory (free page reporting), a huge page is faulted in again
  * 4 KiB at a time: a first run after a rest took 30-99 ms (mean 48) with
  * huge pages, 30-63 ms (mean 40) with small ones, the same when the memory
- * is warm (doc/benchmarks.md, 2026-11-30, eighth). */
-static void *section_room(size_t size, size_t *mapped)
+ * is warm (doc/benchmarks.md, 2026-11-30, eighth). A streamed section's
+ * room is all zero (the part not yet inflated reads as no unit), its pages
+ * populated as the stream reaches them. */
+static void *section_room(size_t size, size_t *mapped, bool streamed)
 {
     *mapped = 0;
     if (size < SECTION_POPULATED_FROM)
-        return malloc(size);
+        return streamed ? calloc(1, size) : malloc(size);
     size_t length = (size + 4095) & ~(size_t)4095;
-    char *p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    char *p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (streamed ? 0 : MAP_POPULATE),
+                   -1, 0);
     if (p == MAP_FAILED)
         return NULL;
     *mapped = length;
@@ -135,18 +138,26 @@ static Dwarf_Unsigned section_count(void *obj)
     return ((struct dwarf_file *)obj)->sections;
 }
 
-/* Inflate `c` (a zlib stream, ELFCOMPRESS_ZLIB) with libdeflate, about
- * three times as fast as libelf's zlib: READY, or FAILED for libelf to try.
- * Touches no libelf state: the thread ahead runs it beside libdwarf. */
-static int inflate_section(struct compressed *c)
+/* All of `c` (a zlib stream, ELFCOMPRESS_ZLIB) into `out` with libdeflate,
+ * about three times as fast as libelf's zlib. */
+static bool inflate_into(const struct compressed *c, void *out)
 {
-    size_t mapped = 0, got = 0;
-    void *out = section_room(c->size, &mapped);
-    struct libdeflate_decompressor *d = out ? libdeflate_alloc_decompressor() : NULL;
+    size_t got = 0;
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
     bool ok = d && libdeflate_zlib_decompress(d, c->raw, c->raw_size, out, c->size, &got) == LIBDEFLATE_SUCCESS &&
               got == c->size;
     if (d)
         libdeflate_free_decompressor(d);
+    return ok;
+}
+
+/* Inflate `c` into room of its own: READY, or FAILED for libelf to try.
+ * Touches no libelf state: the thread ahead runs it beside libdwarf. */
+static int inflate_section(struct compressed *c)
+{
+    size_t mapped = 0;
+    void *out = section_room(c->size, &mapped, false);
+    bool ok = out && inflate_into(c, out);
     if (!ok) {
         if (out)
             section_free(out, mapped);
@@ -155,23 +166,6 @@ static int inflate_section(struct compressed *c)
     c->data = out;
     c->mapped = mapped;
     return READY;
-}
-
-/* Room for a streamed section, all of it zero (the part not yet inflated
- * reads as no unit): mapped, its pages populated as the stream reaches them. */
-static bool stream_room(struct compressed *c)
-{
-    size_t mapped = 0;
-    void *p = c->size < SECTION_POPULATED_FROM ? calloc(1, c->size) : NULL;
-    if (c->size >= SECTION_POPULATED_FROM) {
-        mapped = (c->size + 4095) & ~(size_t)4095;
-        p = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
-            p = NULL;
-    }
-    c->data = p;
-    c->mapped = p ? mapped : 0;
-    return p != NULL;
 }
 
 static void populate(const struct compressed *c, size_t from, size_t to)
@@ -201,12 +195,7 @@ static bool inflate_whole(struct compressed *c)
 {
     stream_end(c);
     populate(c, c->ready, c->size);
-    size_t got = 0;
-    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
-    bool ok = d && libdeflate_zlib_decompress(d, c->raw, c->raw_size, c->data, c->size, &got) == LIBDEFLATE_SUCCESS &&
-              got == c->size;
-    if (d)
-        libdeflate_free_decompressor(d);
+    bool ok = inflate_into(c, c->data);
     c->broken = !ok;
     if (ok)
         c->ready = c->size;
@@ -265,7 +254,7 @@ static struct compressed *stream_open(struct dwarf_file *f)
 {
     struct compressed *c = f->info_stream;
     if (c && c->state == WAITING) {
-        c->state = stream_room(c) ? READY : FAILED;
+        c->state = (c->data = section_room(c->size, &c->mapped, true)) ? READY : FAILED;
         if (c->state == FAILED)
             f->info_stream = c = NULL;
     }
@@ -277,22 +266,14 @@ bool dwarf_walk_need_unit(struct dwarf_file *f, uint64_t header)
     struct compressed *c = stream_open(f);
     if (!c || header < c->units_end)
         return true;
-    if (header >= c->size || !stream_to(c, header + 12 < c->size ? header + 12 : c->size))
+    if (header >= c->size || !stream_to(c, header + 12))   /* the longest initial length */
         return false;
-    const unsigned char *p = (const unsigned char *)c->data + header;
-    size_t left = c->size - header;
-    uint64_t length = 0, head = 4;
-    if (left >= 4)
-        memcpy(&length, p, 4);   /* little-endian, as open_file checked */
-    if (length == 0xffffffff) {
-        head = 12;
-        length = 0;
-        if (left >= 12)
-            memcpy(&length, p + 4, 8);
-    }
-    if (left < head || length > left - head)
+    const unsigned char *data = c->data, *p;
+    uint64_t length;
+    size_t offset_size;
+    if (!(p = dwarf_walk_initial_length(data + header, data + c->size, &length, &offset_size)))
         return false;
-    uint64_t end = header + head + length;
+    size_t end = (size_t)(p - data) + length;
     if (!stream_to(c, end))
         return false;
     if (end > c->units_end)
@@ -317,7 +298,6 @@ void dwarf_walk_plan(struct dwarf_file *f, uint64_t header)
     if (!c || c->state != WAITING || header <= c->size / 4)
         return;
     pthread_mutex_lock(&f->lock);
-    c->streamed = false;
     c->ahead = c->planned = true;
     f->info_stream = NULL;
     bool ended = f->ahead_running && f->ahead_idle;
@@ -391,7 +371,7 @@ static void *inflated(struct dwarf_file *f, Dwarf_Half index)
             c = &f->compressed[i];
     if (!c)
         return NULL;
-    if (c->streamed)
+    if (c == f->info_stream)
         stream_open(f);
     pthread_mutex_lock(&f->lock);
     while (c->state == WAITING || c->state == INFLATING) {
@@ -432,6 +412,32 @@ static int load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int *er
         return DW_DLV_NO_ENTRY;
     *data = d->d_buf;
     return DW_DLV_OK;
+}
+
+uint64_t dwarf_walk_little_endian(const unsigned char *p, size_t bytes)
+{
+    uint64_t v = 0;
+    for (size_t i = bytes; i-- > 0;)
+        v = v << 8 | p[i];
+    return v;
+}
+
+const unsigned char *dwarf_walk_initial_length(const unsigned char *p, const unsigned char *end, uint64_t *length,
+                                               size_t *offset_size)
+{
+    if (end - p < 4)
+        return NULL;
+    *length = dwarf_walk_little_endian(p, 4);
+    *offset_size = 4;
+    p += 4;
+    if (*length == 0xffffffff) {
+        if (end - p < 8)
+            return NULL;
+        *length = dwarf_walk_little_endian(p, 8);
+        *offset_size = 8;
+        p += 8;
+    }
+    return *length <= (uint64_t)(end - p) ? p : NULL;
 }
 
 const unsigned char *dwarf_walk_section(struct dwarf_file *f, const char *name, size_t *size)
@@ -508,7 +514,6 @@ static bool list_compressed(struct dwarf_file *f, bool ahead)
             f->info_stream = &f->compressed[f->compressed_count];
         f->compressed[f->compressed_count++] = (struct compressed){
             .index = (Dwarf_Half)i,
-            .streamed = streamed,
             .ahead = ahead && !streamed && read_by_lookups(name),
             .raw = (const unsigned char *)raw->d_buf + sizeof(Elf64_Chdr),
             .raw_size = raw->d_size - sizeof(Elf64_Chdr),

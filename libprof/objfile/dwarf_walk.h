@@ -37,6 +37,13 @@ bool dwarf_walk_need_all(struct dwarf_file *file);
  * whole by the thread ahead now, beside the caller's work, rather than
  * streamed when asked for (zlib streams at about 2/5 of libdeflate's speed). */
 void dwarf_walk_plan(struct dwarf_file *file, uint64_t header);
+/* The little-endian number of `bytes` bytes at `p`. */
+uint64_t dwarf_walk_little_endian(const unsigned char *p, size_t bytes);
+/* A unit's or set's initial length at `p` (32- or 64-bit DWARF): what follows
+ * it, its length in *length and the offsets' size in *offset_size; NULL when
+ * it runs past `end`. */
+const unsigned char *dwarf_walk_initial_length(const unsigned char *p, const unsigned char *end, uint64_t *length,
+                                               size_t *offset_size);
 /* The bytes of the section `name` as libdwarf is given them (inflated),
  * valid until dwarf_walk_close; NULL when the file has none. */
 const unsigned char *dwarf_walk_section(struct dwarf_file *file, const char *name, size_t *size);

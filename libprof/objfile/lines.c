@@ -150,35 +150,6 @@ static void add_span(struct elf_lines *l, uint64_t start, uint64_t end, size_t u
     l->spans[l->span_count++] = (struct span){ start, end, unit };
 }
 
-static uint64_t little_endian(const unsigned char *p, size_t bytes)
-{
-    uint64_t v = 0;
-    for (size_t i = bytes; i-- > 0;)
-        v = v << 8 | p[i];
-    return v;
-}
-
-/* A unit's or set's initial length at `p` (32- or 64-bit DWARF): what follows
- * it, its length in *length and the offsets' size in *offset_size; NULL when
- * it runs past `end`. */
-static const unsigned char *initial_length(const unsigned char *p, const unsigned char *end, uint64_t *length,
-                                           size_t *offset_size)
-{
-    if (end - p < 4)
-        return NULL;
-    *length = little_endian(p, 4);
-    *offset_size = 4;
-    p += 4;
-    if (*length == 0xffffffff) {
-        if (end - p < 8)
-            return NULL;
-        *length = little_endian(p, 8);
-        *offset_size = 8;
-        p += 8;
-    }
-    return *length <= (uint64_t)(end - p) ? p : NULL;
-}
-
 /* The spans of .debug_aranges (DWARF 2-5: version 2 sets, 32- or 64-bit
  * DWARF), read here rather than by dwarf_get_aranges: libdwarf loads all of
  * .debug_info first, and this runs while that is being inflated. A set it
@@ -193,11 +164,11 @@ static bool spans_from_aranges(struct elf_lines *l)
         const unsigned char *set = p;
         uint64_t length;
         size_t offset_size;
-        if (!(p = initial_length(set, end, &length, &offset_size)) || length < 2 + offset_size + 2)
+        if (!(p = dwarf_walk_initial_length(set, end, &length, &offset_size)) || length < 2 + offset_size + 2)
             break;
         const unsigned char *set_end = p + length;
-        unsigned version = (unsigned)little_endian(p, 2);
-        Dwarf_Off cu = little_endian(p + 2, offset_size);
+        unsigned version = (unsigned)dwarf_walk_little_endian(p, 2);
+        Dwarf_Off cu = dwarf_walk_little_endian(p + 2, offset_size);
         size_t address_size = p[2 + offset_size], segment_size = p[3 + offset_size];
         p = set_end;
         if (version != 2 || (address_size != 4 && address_size != 8) || segment_size != 0)
@@ -206,7 +177,7 @@ static bool spans_from_aranges(struct elf_lines *l)
         size_t pair = 2 * address_size, header = (size_t)(set_end - length - set) + 4 + offset_size;
         size_t unit = SIZE_MAX;
         for (const unsigned char *q = set + (header + pair - 1) / pair * pair; set_end - q >= (ptrdiff_t)pair; q += pair) {
-            uint64_t start = little_endian(q, address_size), bytes = little_endian(q + address_size, address_size);
+            uint64_t start = dwarf_walk_little_endian(q, address_size), bytes = dwarf_walk_little_endian(q + address_size, address_size);
             if (!start && !bytes)
                 break;
             if (bytes && start + bytes > start)
@@ -449,11 +420,11 @@ static bool unit_die_offset(struct elf_lines *l, Dwarf_Off header, Dwarf_Off *di
     const unsigned char *info = l->info, *p;
     uint64_t length;
     size_t offset_size;
-    if (header > l->info_size || !(p = initial_length(info + header, info + l->info_size, &length, &offset_size)) ||
+    if (header > l->info_size || !(p = dwarf_walk_initial_length(info + header, info + l->info_size, &length, &offset_size)) ||
         length < 2)
         return false;
     const unsigned char *end = p + length;
-    unsigned version = (unsigned)little_endian(p, 2);
+    unsigned version = (unsigned)dwarf_walk_little_endian(p, 2);
     size_t rest;
     if (version >= 2 && version <= 4) {
         rest = 2 + offset_size + 1;   /* version, abbreviations, address size */

@@ -40,18 +40,26 @@ struct row {
 
 struct rows { struct row *rows; size_t count, cap; };
 
-static struct symbolizer *symbolizer_for(struct opened *cache, size_t *n, const char *path)
+/* `path`'s index among the objects opened, opened now when new; MAX_OBJECTS
+ * when there is no room for it. */
+static size_t object_index(struct opened *cache, size_t *n, const char *path)
 {
     for (size_t i = 0; i < *n; i++)
         if (strcmp(cache[i].path, path) == 0)
-            return cache[i].s;
+            return i;
     if (*n == MAX_OBJECTS)
-        return NULL;
+        return MAX_OBJECTS;
     char err[PATH_MAX + 128];
-    struct opened *o = &cache[(*n)++];
+    struct opened *o = &cache[*n];
     snprintf(o->path, sizeof o->path, "%s", path);
     o->s = symbolizer_open(path, err, sizeof err);
-    return o->s;
+    return (*n)++;
+}
+
+static struct symbolizer *symbolizer_for(struct opened *cache, size_t *n, const char *path)
+{
+    size_t i = object_index(cache, n, path);
+    return i < MAX_OBJECTS ? cache[i].s : NULL;
 }
 
 /* One named frame: a function inlined at a return address, or the function
@@ -132,8 +140,6 @@ static char *frame_text(const char *function, const char *file, unsigned line, c
     return text;
 }
 
-/* The frames of one return address given as object+0xOFFSET (the call is
- * the byte before it), innermost first, appended to *out. */
 /* A raw frame's object ("path+0xOFFSET") split into `object` and its
  * offset; false when it names none. */
 static bool frame_object(const struct raw_frame *f, char object[PATH_MAX], uint64_t *offset)
@@ -149,50 +155,49 @@ static bool frame_object(const struct raw_frame *f, char object[PATH_MAX], uint6
     return true;
 }
 
-/* Before any is named, each object's addresses among the rows, to its
- * symbolizer (symbolizer_expect): the furthest unit of its DWARF they need
- * decides how that is read. */
-static void expect_addresses(struct naming *n, const struct raw_report *report)
+/* A frame of a row with blocks as the index of its object (among those
+ * opened, with a symbolizer) and its call's address in it. */
+static bool frame_call(struct naming *n, const struct raw_row *r, size_t j, size_t *object, uint64_t *call)
 {
-    size_t total = 0;
-    for (size_t i = 0; i < report->count; i++)
-        total += report->rows[i].count ? report->rows[i].raw_count : 0;
-    uint64_t *addrs = total ? malloc(total * sizeof *addrs) : NULL, *by_object = NULL;
-    unsigned char *object_of = addrs ? malloc(total) : NULL;
-    if (!object_of || !(by_object = malloc(total * sizeof *by_object))) {
-        free(addrs);
-        free(object_of);
-        return;
-    }
-    size_t k = 0, start[MAX_OBJECTS + 1] = { 0 };
-    for (size_t i = 0; i < report->count; i++)
-        for (size_t j = 0; report->rows[i].count && j < report->rows[i].raw_count; j++) {
-            char object[PATH_MAX];
-            uint64_t offset;
-            if (!frame_object(&report->rows[i].raw[j], object, &offset) ||
-                !symbolizer_for(n->cache, &n->opened, object))
-                continue;
-            size_t o = 0;
-            while (strcmp(n->cache[o].path, object) != 0)
-                o++;
-            object_of[k] = (unsigned char)o;
-            addrs[k++] = offset - 1;   /* a return address: its call's */
-            start[o + 1]++;
-        }
-    for (size_t o = 0; o < MAX_OBJECTS; o++)   /* grouped by object: a counting sort */
-        start[o + 1] += start[o];
-    size_t next[MAX_OBJECTS];
-    memcpy(next, start, sizeof next);
-    for (size_t i = 0; i < k; i++)
-        by_object[next[object_of[i]]++] = addrs[i];
-    for (size_t o = 0; o < n->opened; o++)
-        if (start[o + 1] > start[o])
-            symbolizer_expect(n->cache[o].s, by_object + start[o], start[o + 1] - start[o]);
-    free(addrs);
-    free(object_of);
-    free(by_object);
+    char path[PATH_MAX];
+    uint64_t offset;
+    if (!r->count || !frame_object(&r->raw[j], path, &offset) ||
+        (*object = object_index(n->cache, &n->opened, path)) == MAX_OBJECTS || !n->cache[*object].s)
+        return false;
+    *call = offset - 1;   /* a return address: its call's */
+    return true;
 }
 
+/* Before any is named, each object's addresses among the rows, to its
+ * symbolizer (symbolizer_expect): the furthest unit of its DWARF they need
+ * decides how that is read. Grouped by object with a counting sort. */
+static void expect_addresses(struct naming *n, const struct raw_report *report)
+{
+    size_t start[MAX_OBJECTS + 1] = { 0 }, object;
+    uint64_t call;
+    for (size_t i = 0; i < report->count; i++)
+        for (size_t j = 0; j < report->rows[i].raw_count; j++)
+            if (frame_call(n, &report->rows[i], j, &object, &call))
+                start[object + 1]++;
+    for (size_t o = 0; o < MAX_OBJECTS; o++)
+        start[o + 1] += start[o];
+    uint64_t *calls = start[MAX_OBJECTS] ? malloc(start[MAX_OBJECTS] * sizeof *calls) : NULL;
+    if (!calls)
+        return;
+    size_t next[MAX_OBJECTS];
+    memcpy(next, start, sizeof next);
+    for (size_t i = 0; i < report->count; i++)
+        for (size_t j = 0; j < report->rows[i].raw_count; j++)
+            if (frame_call(n, &report->rows[i], j, &object, &call))
+                calls[next[object]++] = call;
+    for (size_t o = 0; o < n->opened; o++)
+        if (start[o + 1] > start[o])
+            symbolizer_expect(n->cache[o].s, calls + start[o], start[o + 1] - start[o]);
+    free(calls);
+}
+
+/* The frames of one return address given as object+0xOFFSET (the call is
+ * the byte before it), innermost first, appended to *out. */
 static void name_address(struct naming *n, const struct raw_frame *f, struct named *out, size_t *count, size_t max)
 {
     char object[PATH_MAX];
