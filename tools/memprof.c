@@ -11,6 +11,7 @@
 #include "format/pprof.h"
 #include "report/ruby_groups.h"
 #include "scratch.h"
+#include "trace/heap/heap.h"
 #include "objfile/symbolizer.h"
 #include "util/atomic_file.h"
 #include <errno.h>
@@ -349,11 +350,11 @@ static bool find_in_path(const char *name, char *path, size_t size)
 /* COMMAND as a child that owns the report paths (MEMPROF_OWNER_PARENT is
  * memprof: COMMAND's pid is not known before it runs): other profiled
  * processes it starts write their own reports beside them. Spawned, not
- * forked: memprof's pages are neither copied nor written twice. Waits for
- * it with Ctrl-C going to COMMAND, as the shell does for a foreground job;
- * its wait status in *status. Its pid; 0 when it could not be run (said,
- * and *status as a shell's: 127 not found, 126 not runnable). */
-static int run_child(char **argv, int *status)
+ * forked: memprof's pages are neither copied nor written twice. Ctrl-C
+ * goes to COMMAND from now on, as the shell does for a foreground job. Its
+ * pid; 0 when it could not be run (said, and *status as a shell's: 127 not
+ * found, 126 not runnable). */
+static int spawn_child(char **argv, int *status)
 {
     char parent[24];
     snprintf(parent, sizeof parent, "%ld", (long)getpid());
@@ -386,8 +387,22 @@ static int run_child(char **argv, int *status)
     }
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
+    return pid;
+}
+
+/* Its wait status in *status. */
+static void wait_child(pid_t pid, int *status)
+{
     while (waitpid(pid, status, 0) < 0 && errno == EINTR)
         ;
+}
+
+/* spawn_child, then wait_child. */
+static int run_child(char **argv, int *status)
+{
+    pid_t pid = spawn_child(argv, status);
+    if (pid > 0)
+        wait_child(pid, status);
     return pid;
 }
 
@@ -586,6 +601,28 @@ static char timeline_output[PATH_MAX];
 
 static int run_heap_in(char **argv, const char *output, const char *dir, pid_t *pid_out, int *status_out);
 
+/* Whether `name`, just made in the run's scratch directory `dir`, is
+ * COMMAND's last raw report (its own, or what its teardown left), whole:
+ * it ends with HEAP_RAW_FINAL. */
+static bool is_final_report(const char *name, void *dir)
+{
+    if (strcmp(name, "heap") != 0 && strcmp(name, "heap.teardown") != 0)
+        return false;
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/%s", (const char *)dir, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return false;
+    static const char last[] = "\n" HEAP_RAW_FINAL;
+    char tail[sizeof last - 1];
+    struct stat st;
+    bool final = fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof tail &&
+                 pread(fd, tail, sizeof tail, st.st_size - (off_t)sizeof tail) == (ssize_t)sizeof tail &&
+                 memcmp(tail, last, sizeof tail) == 0;
+    close(fd);
+    return final;
+}
+
 /* --heap: run COMMAND, then name the sites of each profiled process's raw
  * heap report: COMMAND's own to stderr or `output`, any other process's to
  * stderr or OUTPUT.PID.NAME. The raw reports go to a scratch directory of
@@ -629,21 +666,37 @@ static int run_heap_in(char **argv, const char *output, const char *dir, pid_t *
     snprintf(timeline_raw, sizeof timeline_raw, "%s.timeline", raw);
     if (*timeline_output)
         setenv("MEMPROF_TIMELINE", timeline_raw, 1);
+    const char *top = getenv("MEMPROF_TOP"), *filter = getenv("MEMPROF_FILTER");
+    struct heap_report_options opt = { .top = top ? strtoul(top, NULL, 10) : 0, .filter = filter && *filter ? filter : NULL };
+    const char *proto = *proto_output ? proto_output : NULL;
     struct timespec since;
     run_start_time(&since);
-    int status;
-    pid_t pid = *pid_out = run_child(argv, &status);
+    /* A report to a file is named as soon as the runtime wrote it whole,
+     * while COMMAND's process ends (a large heap takes milliseconds to give
+     * back); one on stderr after COMMAND's last words, as before. */
+    struct scratch_watch watch;
+    bool watching = output && scratch_watch_start(&watch, dir);
+    int status, rc = 0;
+    bool reported = false, named = false;
+    pid_t pid = *pid_out = spawn_child(argv, &status);
+    char made[32];
+    if (pid > 0 && watching &&
+        scratch_watch_next(&watch, pid, is_final_report, (void *)dir, made, sizeof made)) {
+        rc = name_heap_report(raw, output, proto, pid, &opt, &reported);
+        named = true;
+    }
+    if (watching)
+        scratch_watch_end(&watch);
+    if (pid > 0)
+        wait_child(pid, &status);
     *status_out = status;
     if (pid <= 0)
         return 0;
-    const char *top = getenv("MEMPROF_TOP"), *filter = getenv("MEMPROF_FILTER");
-    struct heap_report_options opt = { .top = top ? strtoul(top, NULL, 10) : 0, .filter = filter && *filter ? filter : NULL };
     char **others;
     size_t n = reports_beside(raw, &since, &others), first = 0;
     size_t raw_len = strlen(raw);
-    bool reported;
-    const char *proto = *proto_output ? proto_output : NULL;
-    int rc = name_heap_report(raw, output, proto, pid, &opt, &reported);
+    if (!named)
+        rc = name_heap_report(raw, output, proto, pid, &opt, &reported);
     if (!reported && n) {
         /* A wrapper (sh -c, env, ...) that wrote none: the first report of
          * the processes it started takes its place. */

@@ -185,14 +185,18 @@ int heap_flags(void)
            (env_says_yes("MEMPROF_HEAP_FREED_SITES") ? MEMPROF_REPORT_FREED_SITES : 0);
 }
 
-/* `preface`: lines before the raw report (NULL: none). What teardown left
- * (.teardown) is the table at exit, also with --at-peak. */
-static void write_heap_reports(const char *suffix, bool with_pprof, const char *preface)
+/* `preface`: lines before the raw report (NULL: none). `last`: from the
+ * exit handler, after which no report of this process replaces it or
+ * follows it: it ends "# final", and memprof run names it while the process
+ * ends. What teardown left (.teardown) is the table at exit, also with
+ * --at-peak. */
+static void write_heap_reports(const char *suffix, bool with_pprof, const char *preface, bool last)
 {
     bool peak = heap_at_peak && !*suffix;
     report_at_exit_to(env_get("MEMPROF_HEAP_OUTPUT"), suffix,
                       &(struct report_request){ .kind = peak ? MEMPROF_REPORT_HEAP_PEAK : MEMPROF_REPORT_HEAP,
-                                                .flags = heap_flags(), .preface = peak ? NULL : preface });
+                                                .flags = heap_flags(), .preface = peak ? NULL : preface,
+                                                .trailer = last ? HEAP_RAW_FINAL : NULL });
     if (with_pprof)
         report_at_exit_to(env_get("MEMPROF_HEAP_PPROF"), suffix,
                           &(struct report_request){ .kind = MEMPROF_REPORT_HEAP_PPROF });
@@ -203,14 +207,14 @@ static void heap_report_at_program_end(void)
     if (!heap_tracer_running() || heap_reported_at_end)
         return;
     heap_reported_at_end = true;
-    write_heap_reports("", true, NULL);
+    write_heap_reports("", true, NULL, false);   /* teardown's follows */
 }
 
 static void heap_report_at_exit(void)
 {
     if (!heap_tracer_running())
         return;
-    write_heap_reports(heap_reported_at_end ? ".teardown" : "", !heap_reported_at_end, NULL);
+    write_heap_reports(heap_reported_at_end ? ".teardown" : "", !heap_reported_at_end, NULL, true);
     heap_tracer_stop();
 }
 
@@ -239,7 +243,7 @@ void exit_reports_at_signal(int number)
         out_str(&p, signal_name(number));
         out_char(&p, '\n');
         out_finish(&p);
-        write_heap_reports("", true, preface);   /* replaced at exit if the process lives on */
+        write_heap_reports("", true, preface, false);   /* replaced at exit if the process lives on */
     }
     if (entered)
         reentry_leave();

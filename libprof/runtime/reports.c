@@ -192,6 +192,8 @@ static int write_report(int fd, const struct report_request *r, int *err)
     if (r->preface)
         out_str(&o, r->preface);
     int status = run_report(&o, r);
+    if (status == MEMPROF_OK && r->trailer)
+        out_str(&o, r->trailer);
     *err = out_finish(&o);
     return status;
 }

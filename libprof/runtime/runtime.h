@@ -35,6 +35,7 @@ struct report_request {
     unsigned since;
     const char *filter;
     const char *preface;         /* lines written before the report, or NULL */
+    const char *trailer;         /* lines written after it, once it is whole, or NULL */
     int gc;                      /* enum ruby_gc_state: a GC run for it already */
     const char *when;            /* a table's header: "at exit of" (NULL: "in") */
     bool scratch;                /* a file its reader takes back at once: not synced */

@@ -43,6 +43,10 @@ bool heap_tracer_running(void);
  * Before them, "# thread N tid live_count live_bytes total_count name" per
  * thread. No malloc, try-lock only; the threads may go on allocating. */
 enum memprof_status heap_tracer_report(struct out *o, unsigned long top, bool by_thread);
+/* The raw report's last line when the exit handler wrote it: nothing of the
+ * process replaces it or follows it (doc/formats.md), so memprof run names
+ * it as soon as it is there. */
+#define HEAP_RAW_FINAL "# final\n"
 /* The same rows in another format: HEAP_FORMAT_PPROF, google-pprof's heap
  * profile (live count and bytes, totals, the stack; then the memory map). */
 /* TEXT_ALL: the raw text with the sites whose blocks are all freed too (a
