@@ -601,15 +601,17 @@ static char timeline_output[PATH_MAX];
 
 static int run_heap_in(char **argv, const char *output, const char *dir, pid_t *pid_out, int *status_out);
 
-/* Whether `name`, just made in the run's scratch directory `dir`, is
- * COMMAND's last raw report (its own, or what its teardown left), whole:
- * it ends with HEAP_RAW_FINAL. */
-static bool is_final_report(const char *name, void *dir)
+/* Whether `name`, just made in the run's scratch directory, is COMMAND's
+ * last raw report (RAW itself, or RAW.teardown: what its teardown left),
+ * whole: it ends with HEAP_RAW_FINAL. */
+static bool is_final_report(const char *name, void *raw_path)
 {
-    if (strcmp(name, "heap") != 0 && strcmp(name, "heap.teardown") != 0)
+    const char *raw = raw_path, *slash = strrchr(raw, '/'), *base = slash ? slash + 1 : raw;
+    size_t n = strlen(base);
+    if (strncmp(name, base, n) != 0 || (name[n] && strcmp(name + n, ".teardown") != 0))
         return false;
     char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/%s", (const char *)dir, name);
+    snprintf(path, sizeof path, "%.*s%s", (int)(base - raw), raw, name);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return false;
@@ -679,9 +681,7 @@ static int run_heap_in(char **argv, const char *output, const char *dir, pid_t *
     int status, rc = 0;
     bool reported = false, named = false;
     pid_t pid = *pid_out = spawn_child(argv, &status);
-    char made[32];
-    if (pid > 0 && watching &&
-        scratch_watch_next(&watch, pid, is_final_report, (void *)dir, made, sizeof made)) {
+    if (pid > 0 && watching && scratch_watch_until(&watch, pid, is_final_report, raw)) {
         rc = name_heap_report(raw, output, proto, pid, &opt, &reported);
         named = true;
     }

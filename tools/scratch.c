@@ -50,8 +50,7 @@ bool scratch_watch_start(struct scratch_watch *w, const char *dir)
     return w->fd >= 0;
 }
 
-bool scratch_watch_next(struct scratch_watch *w, pid_t pid, bool (*wanted)(const char *name, void *ctx), void *ctx,
-                        char *name, size_t size)
+bool scratch_watch_until(struct scratch_watch *w, pid_t pid, bool (*wanted)(const char *name, void *ctx), void *ctx)
 {
     if (w->fd < 0)
         return false;
@@ -75,10 +74,7 @@ bool scratch_watch_next(struct scratch_watch *w, pid_t pid, bool (*wanted)(const
         for (ssize_t at = 0; at < n && !found;) {
             const struct inotify_event *e = (const struct inotify_event *)(const void *)(buf + at);
             at += (ssize_t)(sizeof *e + e->len);
-            if (e->len && strlen(e->name) < size && wanted(e->name, ctx)) {
-                strcpy(name, e->name);
-                found = true;
-            }
+            found = e->len && wanted(e->name, ctx);
         }
     }
     close(child);

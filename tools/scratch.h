@@ -24,9 +24,8 @@ struct scratch_watch {
  * it cannot be watched (no inotify). */
 bool scratch_watch_start(struct scratch_watch *w, const char *dir);
 /* Until child `pid` (not yet waited for) ends or `wanted` says yes to a
- * file just named in the directory: true with that file's name in `name`,
- * false when the child ended first (or cannot be waited on so). */
-bool scratch_watch_next(struct scratch_watch *w, pid_t pid, bool (*wanted)(const char *name, void *ctx), void *ctx,
-                        char *name, size_t size);
+ * file just named in the directory: true for the file, false when the
+ * child ended first (or cannot be waited on so). */
+bool scratch_watch_until(struct scratch_watch *w, pid_t pid, bool (*wanted)(const char *name, void *ctx), void *ctx);
 void scratch_watch_end(struct scratch_watch *w);
 #endif
