@@ -449,6 +449,9 @@ static int by_time_written(const void *x, const void *y)
     return strcmp(a->path, b->path);
 }
 
+/* What a Ruby process's teardown left, beside its raw report RAW. */
+static const char teardown_suffix[] = ".teardown";
+
 /* The reports other processes wrote beside `path` since `since`: names
  * PATH.PID.NAME (not ending in .teardown), in *names, the first written
  * first (freed by the caller); how many. */
@@ -471,7 +474,8 @@ static size_t reports_beside(const char *path, const struct timespec *since, cha
             continue;
         char *end;
         strtol(rest + 1, &end, 10);
-        if (*end != '.' || (len > 9 && strcmp(e->d_name + len - 9, ".teardown") == 0))
+        size_t suffix_len = sizeof teardown_suffix - 1;
+        if (*end != '.' || (len > suffix_len && strcmp(e->d_name + len - suffix_len, teardown_suffix) == 0))
             continue;
         char *full;
         struct stat st;
@@ -550,7 +554,7 @@ static int name_heap_report(const char *raw, const char *output, const char *pro
     if (!in)
         return 0;
     char teardown_path[PATH_MAX];
-    snprintf(teardown_path, sizeof teardown_path, "%s.teardown", raw);
+    snprintf(teardown_path, sizeof teardown_path, "%s%s", raw, teardown_suffix);
     FILE *teardown = fopen(teardown_path, "r");
     int rc = 0;
     if (fgetc(in) != EOF) {
@@ -608,7 +612,7 @@ static bool is_final_report(const char *name, void *raw_path)
 {
     const char *raw = raw_path, *slash = strrchr(raw, '/'), *base = slash ? slash + 1 : raw;
     size_t n = strlen(base);
-    if (strncmp(name, base, n) != 0 || (name[n] && strcmp(name + n, ".teardown") != 0))
+    if (strncmp(name, base, n) != 0 || (name[n] && strcmp(name + n, teardown_suffix) != 0))
         return false;
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%.*s%s", (int)(base - raw), raw, name);

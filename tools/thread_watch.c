@@ -39,20 +39,16 @@
 
 /* --- libthread_db, loaded when a watch starts, as debuggers load it --------- */
 
-/* Its functions this file calls: memprof's other commands start without the
- * library (it must find the proc_service functions below in the program,
- * which exports them: tools/Makefile.am). */
+/* Its functions this file calls, typed by thread_db.h's own prototypes:
+ * memprof's other commands start without the library (it must find the
+ * proc_service functions below in the program, which exports them:
+ * tools/Makefile.am). */
+#define THREAD_DB_FUNCTIONS(X)                                                                      \
+    X(td_init) X(td_ta_new) X(td_ta_set_event) X(td_ta_clear_event) X(td_ta_event_addr)              \
+    X(td_ta_event_getmsg) X(td_ta_thr_iter) X(td_thr_get_info) X(td_thr_event_enable)
 static struct {
-    td_err_e (*init)(void);
-    td_err_e (*ta_new)(struct ps_prochandle *, td_thragent_t **);
-    td_err_e (*ta_set_event)(const td_thragent_t *, td_thr_events_t *);
-    td_err_e (*ta_clear_event)(const td_thragent_t *, td_thr_events_t *);
-    td_err_e (*ta_event_addr)(const td_thragent_t *, td_event_e, td_notify_t *);
-    td_err_e (*ta_event_getmsg)(const td_thragent_t *, td_event_msg_t *);
-    td_err_e (*ta_thr_iter)(const td_thragent_t *, td_thr_iter_f *, void *, td_thr_state_e, int, sigset_t *,
-                            unsigned int);
-    td_err_e (*thr_get_info)(const td_thrhandle_t *, td_thrinfo_t *);
-    td_err_e (*thr_event_enable)(const td_thrhandle_t *, int);
+#define THREAD_DB_SLOT(name) __typeof__(name) *name;
+    THREAD_DB_FUNCTIONS(THREAD_DB_SLOT)
 } td;
 
 /* NULL, or why it cannot be used. */
@@ -61,16 +57,10 @@ static const char *load_thread_db(void)
     void *lib = dlopen("libthread_db.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib)
         return dlerror();
-    static const char *const names[] = { "td_init", "td_ta_new", "td_ta_set_event", "td_ta_clear_event",
-                                         "td_ta_event_addr", "td_ta_event_getmsg", "td_ta_thr_iter",
-                                         "td_thr_get_info", "td_thr_event_enable" };
-    void **slots[] = { (void **)&td.init, (void **)&td.ta_new, (void **)&td.ta_set_event,
-                       (void **)&td.ta_clear_event, (void **)&td.ta_event_addr, (void **)&td.ta_event_getmsg,
-                       (void **)&td.ta_thr_iter, (void **)&td.thr_get_info, (void **)&td.thr_event_enable };
-    _Static_assert(sizeof names / sizeof *names == sizeof slots / sizeof *slots, "a slot for each name");
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (!(*slots[i] = dlsym(lib, names[i])))
-            return dlerror();
+#define THREAD_DB_LOAD(name)                      \
+    if (!(*(void **)&td.name = dlsym(lib, #name))) \
+        return dlerror();
+    THREAD_DB_FUNCTIONS(THREAD_DB_LOAD)
     return NULL;
 }
 
@@ -407,9 +397,9 @@ static int list_thread(const td_thrhandle_t *th, void *data)
 {
     struct watch *w = data;
     td_thrinfo_t info;
-    if (td.thr_get_info(th, &info) != TD_OK)
+    if (td.td_thr_get_info(th, &info) != TD_OK)
         return 0;
-    td.thr_event_enable(th, 1);   /* each thread's own switch: a TD_DEATH needs it */
+    td.td_thr_event_enable(th, 1);   /* each thread's own switch: a TD_DEATH needs it */
     char start[PATH_MAX + 64] = "main";
     if (info.ti_startfunc)
         name_address(&w->ph, (uint64_t)(uintptr_t)info.ti_startfunc, start, sizeof start);
@@ -424,12 +414,12 @@ static int list_thread(const td_thrhandle_t *th, void *data)
 static void report_event(struct watch *w, const td_event_msg_t *msg, pid_t stopped)
 {
     td_thrinfo_t info;
-    if (td.thr_get_info(msg->th_p, &info) != TD_OK)
+    if (td.td_thr_get_info(msg->th_p, &info) != TD_OK)
         return;
     struct memprof_thread r;
     if (msg->event == TD_CREATE) {
         w->created++;
-        td.thr_event_enable(msg->th_p, 1);   /* new threads do not inherit it */
+        td.td_thr_event_enable(msg->th_p, 1);   /* new threads do not inherit it */
         char start[PATH_MAX + 64] = "?";
         if (info.ti_startfunc)
             name_address(&w->ph, (uint64_t)(uintptr_t)info.ti_startfunc, start, sizeof start);
@@ -466,7 +456,7 @@ static bool write_byte(struct watch *w, uint64_t addr, uint8_t value)
 static void at_breakpoint(struct watch *w, pid_t tid, struct user_regs_struct *regs)
 {
     td_event_msg_t msg;
-    while (td.ta_event_getmsg(w->ta, &msg) == TD_OK)
+    while (td.td_ta_event_getmsg(w->ta, &msg) == TD_OK)
         report_event(w, &msg, tid);
     uint64_t ret;
     if (ps_pdread(&w->ph, (psaddr_t)(uintptr_t)regs->rsp, &ret, sizeof ret) == PS_OK) {
@@ -491,7 +481,7 @@ static void finish(struct watch *w)
             (regs.rip - 1 == w->bp[0] || regs.rip - 1 == w->bp[1]))
             at_breakpoint(w, tid, &regs);
     }
-    td.ta_clear_event(w->ta, &(td_thr_events_t){ { ~0u, ~0u } });
+    td.td_ta_clear_event(w->ta, &(td_thr_events_t){ { ~0u, ~0u } });
     for (int k = 0; k < 2; k++)
         if (w->bp[k])
             write_byte(w, w->bp[k], w->saved[k]);
@@ -548,7 +538,7 @@ int cmd_threads(int argc, char **argv)
     }
     load_objects(&w.ph);
     td_err_e te;
-    if (td.init() != TD_OK || (te = td.ta_new(&w.ph, &w.ta)) != TD_OK) {
+    if (td.td_init() != TD_OK || (te = td.td_ta_new(&w.ph, &w.ta)) != TD_OK) {
         fprintf(stderr, "memprof: libthread_db does not know pid %d's threads (is it linked with glibc's "
                         "libc.so.6?)\n", (int)pid);
         for (size_t i = 0; i < w.lwp_count; i++)
@@ -559,12 +549,12 @@ int cmd_threads(int argc, char **argv)
     td_event_emptyset(&events);
     td_event_addset(&events, TD_CREATE);
     td_event_addset(&events, TD_DEATH);
-    td.ta_set_event(w.ta, &events);
+    td.td_ta_set_event(w.ta, &events);
     td_event_e kinds[2] = { TD_CREATE, TD_DEATH };
     for (int k = 0; k < 2; k++) {
         td_notify_t notify;
         uint8_t int3 = 0xcc;
-        if (td.ta_event_addr(w.ta, kinds[k], &notify) == TD_OK && notify.type == NOTIFY_BPT &&
+        if (td.td_ta_event_addr(w.ta, kinds[k], &notify) == TD_OK && notify.type == NOTIFY_BPT &&
             ps_pdread(&w.ph, notify.u.bptaddr, &w.saved[k], 1) == PS_OK) {
             w.bp[k] = (uint64_t)(uintptr_t)notify.u.bptaddr;
             write_byte(&w, w.bp[k], int3);
@@ -576,7 +566,7 @@ int cmd_threads(int argc, char **argv)
         return 1;
     }
     printf("watching pid %d (%zu threads); Ctrl-C to stop\n", (int)pid, w.lwp_count);
-    td.ta_thr_iter(w.ta, list_thread, &w, TD_THR_ANY_STATE, TD_THR_LOWEST_PRIORITY, TD_SIGNO_MASK,
+    td.td_ta_thr_iter(w.ta, list_thread, &w, TD_THR_ANY_STATE, TD_THR_LOWEST_PRIORITY, TD_SIGNO_MASK,
                    TD_THR_ANY_USER_FLAGS);
     fflush(stdout);
     for (size_t i = 0; i < w.lwp_count; i++)
