@@ -48,10 +48,6 @@ struct heap_report_options {
     bool keep_open;         /* the objects' symbolizers kept for the next call (memprof top) */
 };
 int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt);
-/* Open the symbolizer of the object at `path` now, for the next
- * heap_report_symbolize (memprof run, while COMMAND runs): only what the
- * object's headers say is read, its names when a row asks for them. */
-void heap_report_open_early(const char *path);
 /* Name each line's first " 0xADDRESS object+0xOFFSET" (memprof name-sites):
  * 0, or 1 on a write error. */
 int name_sites(FILE *in, FILE *out);

@@ -14,7 +14,6 @@
 #include "trace/heap/heap.h"
 #include "objfile/symbolizer.h"
 #include "util/atomic_file.h"
-#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <spawn.h>
@@ -648,25 +647,6 @@ static int run_with_heap_report(char **argv, const char *output)
     return pid < 0 ? EXIT_USAGE : exit_like(status, rc);
 }
 
-/* While COMMAND starts (its one thread on one CPU, the other idle), open
- * the symbolizers its report is likeliest to name: its program and the C
- * library, this memprof's own when COMMAND is native. Opening reads an
- * object's headers alone (0.4 ms each here); one the report does not name
- * costs that and nothing more. */
-static void open_symbolizers_early(pid_t pid)
-{
-    char link[64], exe[PATH_MAX];
-    snprintf(link, sizeof link, "/proc/%ld/exe", (long)pid);
-    ssize_t n = readlink(link, exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        heap_report_open_early(exe);
-    }
-    Dl_info libc;
-    if (dladdr((void *)fopen, &libc) && libc.dli_fname && *libc.dli_fname == '/')
-        heap_report_open_early(libc.dli_fname);
-}
-
 /* The run itself, in `dir`: COMMAND's pid (0: it could not be run, -1: no
  * fork) and status, and 0 or the reports' failure. */
 static int run_heap_in(char **argv, const char *output, const char *dir, pid_t *pid_out, int *status_out)
@@ -705,8 +685,6 @@ static int run_heap_in(char **argv, const char *output, const char *dir, pid_t *
     int status, rc = 0;
     bool reported = false, named = false;
     pid_t pid = *pid_out = spawn_child(argv, &status);
-    if (pid > 0)
-        open_symbolizers_early(pid);
     if (pid > 0 && watching && scratch_watch_until(&watch, pid, is_final_report, raw)) {
         rc = name_heap_report(raw, output, proto, pid, &opt, &reported);
         named = true;

@@ -493,23 +493,14 @@ static void write_footer(FILE *out, const struct raw_report *report, size_t rows
                 100.0 * (double)report->stacks_remembered / (double)stacks);
 }
 
-/* Only entries below `opened` are read: zeroing the 260 KB cache would cost
- * the run's report 65 page faults for nothing. With keep_open the objects
- * stay open for the next call: a refresh names what it named before without
- * reading the files again. */
-static struct naming naming;
-static bool kept;   /* the last call's (or heap_report_open_early's) symbolizers are still open */
-
-void heap_report_open_early(const char *path)
-{
-    if (!kept)
-        naming.opened = 0;
-    kept = true;
-    object_index(naming.cache, &naming.opened, path);
-}
-
 int heap_report_symbolize(FILE *raw, FILE *out, pid_t pid, const struct heap_report_options *opt)
 {
+    /* Only entries below `opened` are read: zeroing the 260 KB cache would
+     * cost the run's report 65 page faults for nothing. With keep_open the
+     * objects stay open for the next call: a refresh names what it named
+     * before without reading the files again. */
+    static struct naming naming;
+    static bool kept;   /* the last call's symbolizers are still open */
     if (!kept)
         naming.opened = 0;
     struct raw_report report;
