@@ -229,7 +229,7 @@ static void heap_report_at_exit(void)
     if (!heap_tracer_running())
         return;
     write_heap_reports(heap_reported_at_end ? ".teardown" : "", !heap_reported_at_end, NULL, true);
-    heap_tracer_stop();
+    heap_tracer_stop_at_exit();
 }
 
 void exit_reports_want_heap(bool at_peak)

@@ -35,6 +35,10 @@ uintptr_t heap_caller_outside_wrappers(uintptr_t site);
 const char *heap_tracer_wrapper_problem(void);
 enum memprof_status heap_tracer_start(void);
 void heap_tracer_stop(void);
+/* At exit, after the last report: recording stops, the hooks stay (the
+ * process ends: giving every GOT slot back read /proc/self/maps twice and
+ * rewrote the slots for nothing), as the Ruby tracer's do. */
+void heap_tracer_stop_at_exit(void);
 bool heap_tracer_running(void);
 /* The live blocks by call site, largest bytes first, the first `top` rows
  * (0: all): one line per site, "count bytes peak total_count total_bytes

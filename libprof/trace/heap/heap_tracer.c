@@ -147,6 +147,15 @@ void heap_tracer_stop(void)
     heap_short_paths_refresh();   /* after: the slots are given back once */
 }
 
+void heap_tracer_stop_at_exit(void)
+{
+    if (!heap.running)
+        return;
+    __atomic_store_n(&heap.running, false, __ATOMIC_RELEASE);
+    heap_cxx_stop();
+    heap_short_paths_refresh();   /* malloc and free the stopped mode's; sampled call sites given back */
+}
+
 bool heap_tracer_running(void)
 {
     return heap.running;
