@@ -64,8 +64,8 @@ int maps_load(struct maps *m)
         return errno;
     /* Lines parsed where they were read; one the buffer cannot hold (a path
      * near PATH_MAX) by its head, the only part parsed. Copying each byte to
-     * a line buffer took 17 instructions a byte: a fifth of a runtime's
-     * start. The buffer no larger than before: a report may run on a signal
+     * a line buffer took 17 instructions a byte: a quarter of a preloaded
+     * process's instructions. The buffer no larger than before: a report may run on a signal
      * handler's stack. */
     char buf[4096];
     size_t have = 0;
