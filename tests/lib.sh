@@ -147,6 +147,12 @@ gdb_calls() {
     echo "$TMP/gdb-calls.gdb"
 }
 
+# slots FILE SECTION: the GOT slots memprof-status counted after the line
+# [SECTION] (echoed before it).
+slots() {
+    sed -n "/^\[$2\]/,\$p" "$1" | sed -n 's/^  hooks: *\([0-9]*\) GOT slots patched.*/\1/p' | head -1
+}
+
 # Label for a GDB binary in test names: gdb or gdb-minimal.
 gdb_name() {
     if [ "$1" = "$GDB" ]; then echo gdb; else echo gdb-minimal; fi

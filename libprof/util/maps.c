@@ -65,8 +65,8 @@ int maps_load(struct maps *m)
     /* Lines parsed where they were read; one the buffer cannot hold (a path
      * near PATH_MAX) by its head, the only part parsed. Copying each byte to
      * a line buffer took 17 instructions a byte: a quarter of a preloaded
-     * process's instructions. The buffer no larger than before: a report may run on a signal
-     * handler's stack. */
+     * process's instructions. The buffer no larger than before: a report may
+     * run on a signal handler's stack. */
     char buf[4096];
     size_t have = 0;
     bool skipping = false;   /* the rest of a line whose head was parsed */

@@ -136,24 +136,28 @@ enum memprof_status heap_tracer_start(void)
     return MEMPROF_OK;
 }
 
-void heap_tracer_stop(void)
+/* Recording stopped; the GOT slots given back, or (at exit) left patched,
+ * malloc's and free's pointed at the stopped mode's entries. */
+static void stop(bool give_slots_back)
 {
     if (!heap.running)
         return;
     heap_sample_sites_restore();
     __atomic_store_n(&heap.running, false, __ATOMIC_RELEASE);
     heap_cxx_stop();
-    heap_hooks_remove();
+    if (give_slots_back)
+        heap_hooks_remove();
     heap_short_paths_refresh();   /* after: the slots are given back once */
+}
+
+void heap_tracer_stop(void)
+{
+    stop(true);
 }
 
 void heap_tracer_stop_at_exit(void)
 {
-    if (!heap.running)
-        return;
-    __atomic_store_n(&heap.running, false, __ATOMIC_RELEASE);
-    heap_cxx_stop();
-    heap_short_paths_refresh();   /* malloc and free the stopped mode's; sampled call sites given back */
+    stop(false);
 }
 
 bool heap_tracer_running(void)
