@@ -2,8 +2,8 @@
  * before (a region's array grows through them). Arrays of one size are cut
  * from slabs of 128 KiB; an array given back waits until no report can be
  * reading it (readers.h), then goes back to its slab, and a slab with none
- * left handed out gives its pages back to the kernel and takes any size
- * next. So a heap that grows region by region fills its new regions with
+ * left handed out takes any size next, its pages kept (keep_written) or
+ * given back to the kernel. So a heap that grows region by region fills its new regions with
  * the arrays the older ones grew out of, and regions that grow side by side
  * leave no more than a partly used slab of each size behind. Arrays larger
  * than half a slab are mapped alone: each mapping takes the memory map's
@@ -208,11 +208,15 @@ struct block_array *block_pool_take(struct block_pool *p, unsigned size_class, b
 }
 
 /* Empty slabs kept as they are, for the next size, up to an eighth of
- * what the pool holds: emptying one gives its pages back, to be faulted in
- * again (a few microseconds each under a hypervisor). */
-static bool keep_written(const struct block_pool *p)
+ * what the pool holds or KEEP_SMALL in a small pool: emptying one gives its
+ * pages back, to be faulted in again (a few microseconds each under a
+ * hypervisor), and the call interrupts the program's other CPUs to flush
+ * their TLBs. A growing table empties its smallest slabs again and again. */
+#define KEEP_SMALL ((size_t)256 << 10)
+static bool keep_written(const struct block_pool *p, const struct slab *s)
 {
-    return p->empty_written + SLAB_BYTES <= p->bytes / 8;
+    size_t keep = p->bytes / 8 > KEEP_SMALL ? p->bytes / 8 : KEEP_SMALL;
+    return p->empty_written + s->touched <= keep;
 }
 
 /* An array no reader holds back to its slab; a slab left with none handed
@@ -231,7 +235,7 @@ static void release(struct block_pool *p, struct block_array *a)
     if (--s->arrays == 0) {
         if (s->listed)
             unlink_slab(&p->room[s->size_class], s);
-        if (keep_written(p)) {
+        if (keep_written(p, s)) {
             s->written = true;
             p->empty_written += s->touched;
         } else {

@@ -295,7 +295,7 @@ static void check(const struct run *r)
         else
             /* Regions that grow side by side, with tombstones: each array
              * 58-88% full, a partly used slab of each size in between
-             * (block_pool.c), empty slabs kept up to an eighth. */
+             * (block_pool.c), empty slabs kept up to an eighth (or 256 KiB). */
             ok(most_bytes > 16 && most_bytes <= 48,
                "%s: the packed arrays take at most %.1f bytes a block they hold as 49 regions grow at random (at "
                "most 48)",
@@ -563,6 +563,53 @@ static void arrays_written_first(void)
     array_written_first(&pool, (size_t)200 << 10, "mapped alone");
 }
 
+/* A slab emptied in a small pool is kept as it is for the next arrays
+ * (block_pool.c, up to 256 KiB in a pool of less than 2 MiB): purging it
+ * made a growing table fault the same pages in again and again, and each
+ * purge interrupted the program's other CPUs. Beyond the bound, emptied
+ * slabs give their pages back. */
+static long faults_now(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_THREAD, &u);
+    return u.ru_minflt;
+}
+
+static void empty_slabs_kept(void)
+{
+    static struct block_pool pool;
+    enum { SLABS = 6, PER_SLAB = 3, ARRAYS = SLABS * PER_SLAB };
+    unsigned size_class = 0;   /* arrays of 24-40 KiB: three to a slab */
+    while (block_pool_capacity(size_class) * block_words(true) * sizeof(uint64_t) < (size_t)24 << 10)
+        size_class++;
+    struct block_array *a[ARRAYS];
+    bool taken = true;
+    for (int i = 0; i < PER_SLAB; i++)
+        taken = taken && (a[i] = block_pool_take(&pool, size_class, true)) != NULL;
+    for (int i = PER_SLAB - 1; taken && i >= 0; i--)
+        block_pool_give_back(&pool, a[i]);
+    long before = faults_now();
+    bool zero = true;
+    for (int i = 0; taken && i < PER_SLAB; i++) {
+        taken = (a[i] = block_pool_take(&pool, size_class, true)) != NULL;
+        for (size_t w = 0; taken && w < block_pool_capacity(size_class) * block_words(true); w++)
+            zero = zero && a[i]->slots[w] == 0;
+    }
+    long faults = faults_now() - before;
+    ok(taken && faults == 0 && zero,
+       "a small pool's slab emptied and filled again: %ld page faults (0), its arrays read empty", faults);
+
+    for (int i = PER_SLAB; taken && i < ARRAYS; i++)
+        taken = (a[i] = block_pool_take(&pool, size_class, true)) != NULL;
+    size_t full = pool.bytes;
+    for (int i = ARRAYS - 1; taken && i >= 0; i--)
+        block_pool_give_back(&pool, a[i]);
+    ok(taken && pool.empty_written > 0 && pool.empty_written <= (size_t)256 << 10 &&
+           pool.bytes == pool.empty_written,
+       "%d slabs emptied: %zu KiB of them kept (at most 256), the pool down from %zu KiB to %zu", SLABS,
+       pool.empty_written >> 10, full >> 10, pool.bytes >> 10);
+}
+
 /* The stamps a reader in another process checks an array by (memprof
  * top, doc/tables.md): odd while handed out and never the same twice; gone
  * (even) once given back, though its memory still reads; and another when
@@ -630,6 +677,7 @@ int main(void)
     log_in_order();
     chunks_on_huge_pages();
     arrays_written_first();
+    empty_slabs_kept();
     stamps_checked();
     return tap_done();
 }
