@@ -3,12 +3,13 @@
  * from slabs of 128 KiB; an array given back waits until no report can be
  * reading it (readers.h), then goes back to its slab, and a slab with none
  * left handed out takes any size next, its pages kept (keep_written) or
- * given back to the kernel. So a heap that grows region by region fills its new regions with
- * the arrays the older ones grew out of, and regions that grow side by side
- * leave no more than a partly used slab of each size behind. Arrays larger
- * than half a slab are mapped alone: each mapping takes the memory map's
- * lock from the program's threads (two threads keeping 1M blocks of 24
- * bytes each mapped 1060 arrays alone at a quarter, 79 at half).
+ * given back to the kernel. So a heap that grows region by region fills its
+ * new regions with the arrays the older ones grew out of, and regions that
+ * grow side by side leave no more than a partly used slab of each size
+ * behind. Arrays larger than half a slab are mapped alone: each mapping
+ * takes the memory map's lock from the program's threads (two threads
+ * keeping 1M blocks of 24 bytes each mapped 1060 arrays alone at a quarter,
+ * 79 at half).
  *
  * A reader in another process (memprof top) cannot be waited for: it checks
  * each array's stamp instead (block_table.h), which changes when the array
