@@ -213,7 +213,7 @@ struct block_array *block_pool_take(struct block_pool *p, unsigned size_class, b
  * pages back, to be faulted in again (a few microseconds each under a
  * hypervisor), and the call interrupts the program's other CPUs to flush
  * their TLBs. A growing table empties its smallest slabs again and again. */
-#define KEEP_SMALL ((size_t)256 << 10)
+#define KEEP_SMALL ((size_t)64 << 10)
 static bool keep_written(const struct block_pool *p, const struct slab *s)
 {
     size_t keep = p->bytes / 8 > KEEP_SMALL ? p->bytes / 8 : KEEP_SMALL;
