@@ -528,6 +528,23 @@ static void chunks_on_huge_pages(void)
        (void *)end, (void *)first);
 }
 
+/* The thread's minor page faults so far. */
+static long faults_now(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_THREAD, &u);
+    return u.ru_minflt;
+}
+
+/* The smallest size class whose packed arrays hold `bytes` of slots. */
+static unsigned class_of_at_least(size_t bytes)
+{
+    unsigned size_class = 0;
+    while (block_pool_capacity(size_class) * block_words(true) * sizeof(uint64_t) < bytes)
+        size_class++;
+    return size_class;
+}
+
 /* A small pool's new arrays (its slabs not populated), one cut from a
  * slab and one mapped alone, have their pages written before they are
  * handed out: a probe's first read of a page would map the zero page, and
@@ -538,19 +555,15 @@ static void chunks_on_huge_pages(void)
  * reads as empty. */
 static void array_written_first(struct block_pool *pool, size_t at_least, const char *kind)
 {
-    unsigned size_class = 0;
-    while (block_pool_capacity(size_class) * block_words(true) * sizeof(uint64_t) < at_least)
-        size_class++;
+    unsigned size_class = class_of_at_least(at_least);
     struct block_array *a = block_pool_take(pool, size_class, true);
     size_t bytes = block_pool_capacity(size_class) * block_words(true) * sizeof(uint64_t), pages = 0, nonzero = 0;
-    struct rusage before, after;
-    getrusage(RUSAGE_THREAD, &before);
+    long before = faults_now();
     for (size_t at = 0; a && at < bytes; at += 4096, pages++)
         nonzero += ((volatile uint64_t *)a->slots)[at / sizeof(uint64_t)] != 0;
     for (size_t at = 0; a && at < bytes; at += 4096)
         ((volatile uint64_t *)a->slots)[at / sizeof(uint64_t)] = 1;
-    getrusage(RUSAGE_THREAD, &after);
-    long faults = after.ru_minflt - before.ru_minflt;
+    long faults = faults_now() - before;
     ok(a && pages >= 5 && faults == 0 && nonzero == 0,
        "a small pool's new array %s, %zu bytes: its %zu pages read then written with %ld page faults (0), "
        "%zu read not empty (0)", kind, bytes, pages, faults, nonzero);
@@ -568,21 +581,6 @@ static void arrays_written_first(void)
  * than 512 KiB): purging it made a growing table fault the same pages in
  * again and again, and each purge interrupted the program's other CPUs.
  * Beyond the bound, emptied slabs give their pages back. */
-static long faults_now(void)
-{
-    struct rusage u;
-    getrusage(RUSAGE_THREAD, &u);
-    return u.ru_minflt;
-}
-
-static unsigned class_of_at_least(size_t bytes)
-{
-    unsigned size_class = 0;
-    while (block_pool_capacity(size_class) * block_words(true) * sizeof(uint64_t) < bytes)
-        size_class++;
-    return size_class;
-}
-
 static void empty_slabs_kept(void)
 {
     static struct block_pool small, large;
