@@ -10,8 +10,8 @@
  * reader (tools/core/core_heap.c): the scaling must be the same in all three. */
 #ifndef MEMPROF_TRACE_HEAP_SAMPLE_H
 #define MEMPROF_TRACE_HEAP_SAMPLE_H
-#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The longest mean interval: a block's stored size has 40 bits. */
 #define HEAP_SAMPLE_MAX (UINT64_C(1) << 40)
@@ -19,13 +19,70 @@
 /* Weights are summed in this fixed point, rounded once per row. */
 #define SAMPLE_WEIGHT_ONE (UINT64_C(1) << 16)
 
-/* 1/p for a block of `size` bytes, in SAMPLE_WEIGHT_ONE units. */
+/* ln and expm1 without libm: loading libm costs every profiled process
+ * 0.2 ms on a virtual machine (doc/benchmarks.md), inert ones too, for
+ * three calls. Both are within a few units in the last place of libm's
+ * (tests/sample-math-check). */
+#define SAMPLE_LN2_HI 0x1.62e42feep-1   /* ln 2 in two parts: k·LN2_HI is exact */
+#define SAMPLE_LN2_LO 0x1.a39ef35793c76p-33
+
+/* 2^k for a k a double's exponent holds (-1022 to 1023). */
+static inline double sample_pow2(int k)
+{
+    uint64_t bits = (uint64_t)(k + 1023) << 52;
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
+/* ln x for a normal x > 0: x = m·2^e with m in [√½, √2), and ln m =
+ * 2·atanh(s), s = (m-1)/(m+1): |s| < 0.172, so the series to s^21 is exact
+ * to a double's precision. */
+static inline double sample_ln(double x)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int e = (int)((bits >> 52) & 0x7ff) - 1023;
+    bits = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1023) << 52);
+    double m;
+    memcpy(&m, &bits, sizeof m);   /* [1, 2) */
+    if (m > 0x1.6a09e667f3bcdp+0) {   /* √2 */
+        m /= 2;
+        e++;
+    }
+    double s = (m - 1) / (m + 1), s2 = s * s, sum = 1.0 / 21;
+    for (int k = 19; k >= 1; k -= 2)
+        sum = sum * s2 + 1.0 / k;
+    return (double)e * SAMPLE_LN2_HI + ((double)e * SAMPLE_LN2_LO + 2 * s * sum);
+}
+
+/* e^x - 1 for x <= 0: near 0 its Taylor series (no cancellation), else
+ * e^x from e^r·2^k, x = k·ln 2 + r, |r| <= ln 2 / 2. */
+static inline double sample_expm1(double x)
+{
+    if (x > -0.5) {
+        double t = 1;
+        for (int k = 19; k >= 2; k--)
+            t = 1 + t * x / k;
+        return x * t;
+    }
+    if (x < -708)
+        return -1;   /* e^x is below 2^-1021: nothing beside 1 */
+    int k = -(int)(-x / (SAMPLE_LN2_HI + SAMPLE_LN2_LO) + 0.5);
+    double r = (x - k * SAMPLE_LN2_HI) - k * SAMPLE_LN2_LO, t = 1;
+    for (int n = 15; n >= 1; n--)
+        t = 1 + t * r / n;
+    return t * sample_pow2(k) - 1;
+}
+
+/* 1/p for a block of `size` bytes, in SAMPLE_WEIGHT_ONE units (rounded to
+ * the nearest: the figure is positive). */
 static inline uint64_t sample_weight(uint64_t size, uint64_t mean)
 {
     if (!size || !mean)
         return SAMPLE_WEIGHT_ONE;
-    double p = -expm1(-(double)size / (double)mean);
-    return (uint64_t)llround((double)SAMPLE_WEIGHT_ONE / p);
+    double p = -sample_expm1(-(double)size / (double)mean);
+    return (uint64_t)((double)SAMPLE_WEIGHT_ONE / p + 0.5);
 }
 
 /* s/p: the bytes a recorded block of `size` stands for (exactly `size`
@@ -34,7 +91,7 @@ static inline uint64_t sample_scaled_bytes(uint64_t size, uint64_t mean)
 {
     if (!size || !mean)
         return size;
-    return (uint64_t)llround((double)size / -expm1(-(double)size / (double)mean));
+    return (uint64_t)((double)size / -sample_expm1(-(double)size / (double)mean) + 0.5);
 }
 
 /* xorshift64*: a thread's own generator (never 0). */
@@ -52,7 +109,7 @@ static inline uint64_t sample_random(uint64_t *state)
 static inline int64_t sample_interval(uint64_t *state, uint64_t mean)
 {
     double u = (double)((sample_random(state) >> 11) + 1) * 0x1p-53;   /* (0, 1] */
-    double bytes = -log(u) * (double)mean;
+    double bytes = -sample_ln(u) * (double)mean;
     return bytes < 1 ? 1 : bytes > 0x1p62 ? (int64_t)1 << 62 : (int64_t)bytes;
 }
 #endif
