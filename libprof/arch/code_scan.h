@@ -15,7 +15,7 @@ typedef int call_scan_visit_fn(void *ctx, uintptr_t pc, uintptr_t target);
 int call_scan(uintptr_t start, uintptr_t end, call_scan_visit_fn *visit, void *ctx);
 
 /* The GOT slot a PLT entry at `pc` (16 readable bytes) jumps through, in
- * *slot: 1; 0 when its first instructions read no slot (not a PLT entry);
- * -1 when they do not decode. */
+ * *slot: 1; 0 when its first instructions are not an entry's jump through
+ * a slot (not a PLT entry). */
 int call_scan_plt_slot(uintptr_t pc, uintptr_t *slot);
 #endif

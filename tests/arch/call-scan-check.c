@@ -3,7 +3,10 @@
  * (dlopened) and of libc, the calls and jumps to another function's first
  * byte in the same object (the unwind tables' starts) that the decoder's
  * walk finds must all be among the scan's, and the scan's extras (bytes
- * inside other instructions) must stay rare. TAP. */
+ * inside other instructions) must stay rare. At every place those calls and
+ * jumps go (PLT entries among them), call_scan_plt_slot's reading of the
+ * bytes must be the decoder's: a jump through a rip-relative slot, after an
+ * endbr64 or not, through the same slot. TAP. */
 #include "tap.h"
 #include "arch/code_scan.h"
 #include "arch/x86_64/decode.h"
@@ -39,11 +42,43 @@ static int scanned(void *ctx, uintptr_t pc, uintptr_t target)
     return 0;
 }
 
+/* The decoder's answer to call_scan_plt_slot's question. */
+static int decoded_plt_slot(uintptr_t pc, uintptr_t *slot)
+{
+    uint8_t length;
+    if (decode_frame_setup((const void *)pc, 16, &length) == FRAME_ENDBR)
+        pc += length;
+    struct insn in;
+    if (!decode_insn((const void *)pc, 16, pc, &in) || in.kind != INSN_JMP_INDIRECT || !in.rip_relative)
+        return 0;
+    *slot = in.rip_address;
+    return 1;
+}
+
+static size_t plt_places, plt_entries, plt_wrong;
+
+static void compare_plt_slot(uintptr_t target)
+{
+    uintptr_t by_bytes = 0, by_decoder = 0;
+    int read = call_scan_plt_slot(target, &by_bytes), want = decoded_plt_slot(target, &by_decoder);
+    plt_places++;
+    plt_entries += want;
+    if (read != want || by_bytes != by_decoder) {
+        if (plt_wrong++ < 5)
+            printf("# at %#lx the bytes say %d (slot %#lx), the decoder %d (slot %#lx)\n", (unsigned long)target, read,
+                   (unsigned long)by_bytes, want, (unsigned long)by_decoder);
+    }
+}
+
 static int decoded(void *ctx, uintptr_t pc, const struct insn *in)
 {
     (void)pc;
-    if (in->kind == INSN_CALL_REL32 || in->kind == INSN_JMP_REL32)
+    const struct found *f = ctx;
+    if (in->kind == INSN_CALL_REL32 || in->kind == INSN_JMP_REL32) {
         note(ctx, in->target);
+        if (in->target >= f->o->start && in->target + 16 <= f->o->end && (in->target < f->start || in->target >= f->end))
+            compare_plt_slot(in->target);
+    }
     return 0;
 }
 
@@ -71,6 +106,7 @@ int main(int argc, char **argv)
         if (!named || o->kind != ELF_OBJECT_LIBRARY)
             continue;
         size_t functions = 0, calls = 0, missed = 0, extra = 0;
+        plt_places = plt_entries = plt_wrong = 0;
         for (size_t s = 1; s < elf_object_symbol_count(o); s++) {
             const ElfW(Sym) *sym = &o->symtab[s];
             if (sym->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sym->st_info) != STT_FUNC || !sym->st_size)
@@ -98,6 +134,9 @@ int main(int argc, char **argv)
         ok(functions > 100 && calls > 100, "%s: functions and calls found", o->name);
         ok(missed == 0, "%s: every call the decoder finds is scanned (%zu missed)", o->name, missed);
         ok(extra * 1000 <= calls, "%s: the scan's extras under 1 in 1000 (%zu of %zu)", o->name, extra, calls);
+        ok(plt_wrong == 0 && plt_entries > 10,
+           "%s: PLT entries read from their bytes as the decoder reads them (%zu entries among %zu places called, %zu differ)",
+           o->name, plt_entries, plt_places, plt_wrong);
     }
     return tap_done();
 }

@@ -118,14 +118,13 @@ static bool user_named(struct build *b, const char *name)
     return any;
 }
 
-/* A PLT entry of `o`: its first instructions read one of the object's jump
- * slots (or do not decode: not looked into either). */
+/* A PLT entry of `o`: its first instructions jump through one of the
+ * object's jump slots. */
 static bool is_plt_entry(const struct elf_object *o, uintptr_t pc)
 {
     uintptr_t slot;
-    int read = call_scan_plt_slot(pc, &slot);
-    if (read <= 0)
-        return read < 0;
+    if (!call_scan_plt_slot(pc, &slot))
+        return false;
     for (size_t r = 0; r < o->jmprel_size / sizeof *o->jmprel; r++)
         if (o->base + o->jmprel[r].r_offset == slot)
             return true;
