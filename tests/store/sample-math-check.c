@@ -46,7 +46,7 @@ int main(void)
             worst_at = x;
         }
     }
-    double steps[] = { -0x1p-60, -0.4999999, -0.5, -0.5000001, -1, -20, -707.9, -708, -708.1, -1000, -0x1p40 };
+    double steps[] = { -0x1p-60, -0x1.0000000000001p-9, -0x1p-9, -0x1.0000000000001p-4, -0x1p-4, -0.4999999, -0.5, -0.5000001, -1, -20, -707.9, -708, -708.1, -1000, -0x1p40 };
     for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
         double e = ulps(sample_expm1(steps[i]), expm1(steps[i]));
         if (e > worst) {
