@@ -41,24 +41,27 @@ static void *find(struct library *lib, const char *name)
     return handle ? dlsym(handle, name) : NULL;
 }
 
+/* `name`'s namesake in `lib`, found on the first call and kept. */
+#define BOUND(lib, name)                                                                      \
+    ({                                                                                        \
+        static __typeof__(name) *bound_;                                                      \
+        __typeof__(name) *f_ = __atomic_load_n(&bound_, __ATOMIC_ACQUIRE);                    \
+        if (!f_ && (f_ = (__typeof__(name) *)find(&lib, #name)))                              \
+            __atomic_store_n(&bound_, f_, __ATOMIC_RELEASE);                                  \
+        f_;                                                                                   \
+    })
 /* `name` with the library's own declaration (the compiler checks it
  * against `params`), returning `failed` when the library is missing. */
 #define FORWARD(lib, failed, ret, name, params, args)                                         \
     ret name params                                                                           \
     {                                                                                         \
-        static __typeof__(name) *bound_;                                                      \
-        __typeof__(name) *f = __atomic_load_n(&bound_, __ATOMIC_ACQUIRE);                     \
-        if (!f && (f = (__typeof__(name) *)find(&lib, #name)))                                \
-            __atomic_store_n(&bound_, f, __ATOMIC_RELEASE);                                    \
+        __typeof__(name) *f = BOUND(lib, name);                                               \
         return f ? f args : failed;                                                           \
     }
 #define FORWARD_VOID(lib, name, params, args)                                                 \
     void name params                                                                          \
     {                                                                                         \
-        static __typeof__(name) *bound_;                                                      \
-        __typeof__(name) *f = __atomic_load_n(&bound_, __ATOMIC_ACQUIRE);                     \
-        if (!f && (f = (__typeof__(name) *)find(&lib, #name)))                                \
-            __atomic_store_n(&bound_, f, __ATOMIC_RELEASE);                                    \
+        __typeof__(name) *f = BOUND(lib, name);                                               \
         if (f)                                                                                \
             f args;                                                                           \
     }
