@@ -2,7 +2,7 @@
  * functions is first called: libdwarf and libdeflate (lines and inlined
  * frames from debug information, for names not yet remembered) and Zydis
  * (reading code: imports, symbols, cores). Loading all three at start cost
- * every invocation about 0.7 ms on a virtual machine (doc/benchmarks.md),
+ * every invocation about 0.8 ms on a virtual machine (doc/benchmarks.md),
  * `memprof run` too, whose names are usually remembered. The functions
  * below take the libraries' place at link time (the program links them
  * --as-needed, so none is loaded at start); each finds its namesake on its

@@ -39,7 +39,7 @@ static const double sample_inverse_odd[] = {
     1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11, 1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19, 1.0 / 21,
 };
 
-/* 2^k for a k a double's exponent holds (-1022 to 1023). */
+/* 2^k, for k in a double's normal exponents (-1022 to 1023). */
 static inline double sample_pow2(int k)
 {
     uint64_t bits = (uint64_t)(k + 1023) << 52;
