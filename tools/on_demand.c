@@ -34,8 +34,9 @@ static void *find(struct library *lib, const char *name)
         if (handle) {
             __atomic_store_n(&lib->handle, handle, __ATOMIC_RELEASE);
         } else if (!__atomic_exchange_n(&lib->failed, true, __ATOMIC_RELAXED)) {
+            const char *why = dlerror();
             fprintf(stderr, "memprof: cannot load %s (the Debian package %s): %s\n", lib->soname, lib->package,
-                    dlerror());
+                    why ? why : "not found");
         }
     }
     return handle ? dlsym(handle, name) : NULL;
