@@ -69,70 +69,69 @@ static void *find(struct library *lib, const char *name)
 
 /* libdwarf: every reader starts with dwarf_object_init_b, which fails
  * without the library; the rest are reached only through its handle. */
-#define DW_FAILED DW_DLV_ERROR
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_object_init_b,
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_object_init_b,
         (Dwarf_Obj_Access_Interface *a, Dwarf_Handler h, Dwarf_Ptr p, unsigned int g, Dwarf_Debug *d, Dwarf_Error *e),
         (a, h, p, g, d, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_object_finish, (Dwarf_Debug d, Dwarf_Error *e), (d, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_set_de_alloc_flag, (int v), (v))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_next_cu_header_d,
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_object_finish, (Dwarf_Debug d, Dwarf_Error *e), (d, e))
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_set_de_alloc_flag, (int v), (v))
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_next_cu_header_d,
         (Dwarf_Debug d, Dwarf_Bool info, Dwarf_Unsigned *length, Dwarf_Half *version, Dwarf_Off *abbrev,
          Dwarf_Half *address_size, Dwarf_Half *offset_size, Dwarf_Half *extension_size, Dwarf_Sig8 *signature,
          Dwarf_Unsigned *type_offset, Dwarf_Unsigned *next, Dwarf_Half *type, Dwarf_Error *e),
         (d, info, length, version, abbrev, address_size, offset_size, extension_size, signature, type_offset, next,
          type, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_siblingof_b,
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_siblingof_b,
         (Dwarf_Debug d, Dwarf_Die die, Dwarf_Bool info, Dwarf_Die *out, Dwarf_Error *e), (d, die, info, out, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_child, (Dwarf_Die die, Dwarf_Die *out, Dwarf_Error *e), (die, out, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_offdie_b,
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_child, (Dwarf_Die die, Dwarf_Die *out, Dwarf_Error *e), (die, out, e))
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_offdie_b,
         (Dwarf_Debug d, Dwarf_Off off, Dwarf_Bool info, Dwarf_Die *out, Dwarf_Error *e), (d, off, info, out, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_tag, (Dwarf_Die die, Dwarf_Half *tag, Dwarf_Error *e), (die, tag, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_diename, (Dwarf_Die die, char **name, Dwarf_Error *e), (die, name, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_dieoffset, (Dwarf_Die die, Dwarf_Off *off, Dwarf_Error *e), (die, off, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_get_version_of_die, (Dwarf_Die die, Dwarf_Half *version, Dwarf_Half *size),
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_tag, (Dwarf_Die die, Dwarf_Half *tag, Dwarf_Error *e), (die, tag, e))
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_diename, (Dwarf_Die die, char **name, Dwarf_Error *e), (die, name, e))
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_dieoffset, (Dwarf_Die die, Dwarf_Off *off, Dwarf_Error *e), (die, off, e))
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_get_version_of_die, (Dwarf_Die die, Dwarf_Half *version, Dwarf_Half *size),
         (die, version, size))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_hasattr, (Dwarf_Die die, Dwarf_Half at, Dwarf_Bool *has, Dwarf_Error *e),
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_hasattr, (Dwarf_Die die, Dwarf_Half at, Dwarf_Bool *has, Dwarf_Error *e),
         (die, at, has, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_attr, (Dwarf_Die die, Dwarf_Half at, Dwarf_Attribute *out, Dwarf_Error *e),
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_attr, (Dwarf_Die die, Dwarf_Half at, Dwarf_Attribute *out, Dwarf_Error *e),
         (die, at, out, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_whatform, (Dwarf_Attribute a, Dwarf_Half *form, Dwarf_Error *e), (a, form, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_formstring, (Dwarf_Attribute a, char **s, Dwarf_Error *e), (a, s, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_formudata, (Dwarf_Attribute a, Dwarf_Unsigned *u, Dwarf_Error *e), (a, u, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_global_formref, (Dwarf_Attribute a, Dwarf_Off *off, Dwarf_Error *e),
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_whatform, (Dwarf_Attribute a, Dwarf_Half *form, Dwarf_Error *e), (a, form, e))
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_formstring, (Dwarf_Attribute a, char **s, Dwarf_Error *e), (a, s, e))
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_formudata, (Dwarf_Attribute a, Dwarf_Unsigned *u, Dwarf_Error *e), (a, u, e))
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_global_formref, (Dwarf_Attribute a, Dwarf_Off *off, Dwarf_Error *e),
         (a, off, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_lowpc, (Dwarf_Die die, Dwarf_Addr *pc, Dwarf_Error *e), (die, pc, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_highpc_b,
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_lowpc, (Dwarf_Die die, Dwarf_Addr *pc, Dwarf_Error *e), (die, pc, e))
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_highpc_b,
         (Dwarf_Die die, Dwarf_Addr *pc, Dwarf_Half *form, enum Dwarf_Form_Class *class, Dwarf_Error *e),
         (die, pc, form, class, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_get_ranges_b,
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_get_ranges_b,
         (Dwarf_Debug d, Dwarf_Off off, Dwarf_Die die, Dwarf_Off *real, Dwarf_Ranges **ranges, Dwarf_Signed *count,
          Dwarf_Unsigned *bytes, Dwarf_Error *e),
         (d, off, die, real, ranges, count, bytes, e))
 FORWARD_VOID(dwarf_library, dwarf_ranges_dealloc, (Dwarf_Debug d, Dwarf_Ranges *ranges, Dwarf_Signed count),
              (d, ranges, count))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_rnglists_get_rle_head,
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_rnglists_get_rle_head,
         (Dwarf_Attribute a, Dwarf_Half form, Dwarf_Unsigned value, Dwarf_Rnglists_Head *head, Dwarf_Unsigned *count,
          Dwarf_Unsigned *global_offset, Dwarf_Error *e),
         (a, form, value, head, count, global_offset, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_get_rnglists_entry_fields_a,
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_get_rnglists_entry_fields_a,
         (Dwarf_Rnglists_Head head, Dwarf_Unsigned i, unsigned *entry_len, unsigned *code, Dwarf_Unsigned *raw1,
          Dwarf_Unsigned *raw2, Dwarf_Bool *debug_addr_unavailable, Dwarf_Unsigned *cooked1, Dwarf_Unsigned *cooked2,
          Dwarf_Error *e),
         (head, i, entry_len, code, raw1, raw2, debug_addr_unavailable, cooked1, cooked2, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_dealloc_rnglists_head, (Dwarf_Rnglists_Head head), (head))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_srcfiles, (Dwarf_Die die, char ***files, Dwarf_Signed *count, Dwarf_Error *e),
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_dealloc_rnglists_head, (Dwarf_Rnglists_Head head), (head))
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_srcfiles, (Dwarf_Die die, char ***files, Dwarf_Signed *count, Dwarf_Error *e),
         (die, files, count, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_srclines_b,
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_srclines_b,
         (Dwarf_Die die, Dwarf_Unsigned *version, Dwarf_Small *tables, Dwarf_Line_Context *context, Dwarf_Error *e),
         (die, version, tables, context, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_srclines_from_linecontext,
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_srclines_from_linecontext,
         (Dwarf_Line_Context context, Dwarf_Line **lines, Dwarf_Signed *count, Dwarf_Error *e), (context, lines, count, e))
 FORWARD_VOID(dwarf_library, dwarf_srclines_dealloc_b, (Dwarf_Line_Context context), (context))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_lineaddr, (Dwarf_Line line, Dwarf_Addr *pc, Dwarf_Error *e), (line, pc, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_lineno, (Dwarf_Line line, Dwarf_Unsigned *n, Dwarf_Error *e), (line, n, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_line_srcfileno, (Dwarf_Line line, Dwarf_Unsigned *n, Dwarf_Error *e),
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_lineaddr, (Dwarf_Line line, Dwarf_Addr *pc, Dwarf_Error *e), (line, pc, e))
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_lineno, (Dwarf_Line line, Dwarf_Unsigned *n, Dwarf_Error *e), (line, n, e))
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_line_srcfileno, (Dwarf_Line line, Dwarf_Unsigned *n, Dwarf_Error *e),
         (line, n, e))
-FORWARD(dwarf_library, DW_FAILED, int, dwarf_lineendsequence, (Dwarf_Line line, Dwarf_Bool *end, Dwarf_Error *e),
+FORWARD(dwarf_library, DW_DLV_ERROR, int, dwarf_lineendsequence, (Dwarf_Line line, Dwarf_Bool *end, Dwarf_Error *e),
         (line, end, e))
 FORWARD_VOID(dwarf_library, dwarf_dealloc, (Dwarf_Debug d, void *p, Dwarf_Unsigned type), (d, p, type))
 

@@ -90,14 +90,20 @@ static inline double sample_expm1(double x)
     return t * sample_pow2(k) - 1;
 }
 
+/* p = 1 - e^(-size/mean): the chance a block of `size` bytes is recorded
+ * (both nonzero). */
+static inline double sample_probability(uint64_t size, uint64_t mean)
+{
+    return -sample_expm1(-(double)size / (double)mean);
+}
+
 /* 1/p for a block of `size` bytes, in SAMPLE_WEIGHT_ONE units (rounded to
  * the nearest: the figure is positive). */
 static inline uint64_t sample_weight(uint64_t size, uint64_t mean)
 {
     if (!size || !mean)
         return SAMPLE_WEIGHT_ONE;
-    double p = -sample_expm1(-(double)size / (double)mean);
-    return (uint64_t)((double)SAMPLE_WEIGHT_ONE / p + 0.5);
+    return (uint64_t)((double)SAMPLE_WEIGHT_ONE / sample_probability(size, mean) + 0.5);
 }
 
 /* s/p: the bytes a recorded block of `size` stands for (exactly `size`
@@ -106,7 +112,7 @@ static inline uint64_t sample_scaled_bytes(uint64_t size, uint64_t mean)
 {
     if (!size || !mean)
         return size;
-    return (uint64_t)((double)size / -sample_expm1(-(double)size / (double)mean) + 0.5);
+    return (uint64_t)((double)size / sample_probability(size, mean) + 0.5);
 }
 
 /* xorshift64*: a thread's own generator (never 0). */
