@@ -132,7 +132,7 @@ const struct maps_range *maps_find(const struct maps *m, uintptr_t addr)
     return NULL;
 }
 
-bool maps_readable(const struct maps *m, uintptr_t addr, size_t len)
+bool maps_readable_searched(const struct maps *m, uintptr_t addr, size_t len)
 {
     const struct maps_range *r = maps_find(m, addr);
     return r && (r->prot & PROT_READ) && len <= r->end - addr;

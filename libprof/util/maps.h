@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
 struct maps_range {
     uintptr_t start, end;
@@ -24,5 +25,18 @@ struct maps {
 int maps_load(struct maps *m);        /* 0, or an errno */
 void maps_release(struct maps *m);
 const struct maps_range *maps_find(const struct maps *m, uintptr_t addr);
-bool maps_readable(const struct maps *m, uintptr_t addr, size_t len);
+bool maps_readable_searched(const struct maps *m, uintptr_t addr, size_t len);
+
+/* Whether [addr, addr + len) is mapped readable. Inline for the range found
+ * last: a report asks this of each object in turn (twice for a Ruby
+ * object), and the call and the search were most of it. */
+static inline bool maps_readable(const struct maps *m, uintptr_t addr, size_t len)
+{
+    if (m->last < m->count) {
+        const struct maps_range *r = &m->ranges[m->last];
+        if (addr >= r->start && addr < r->end)
+            return (r->prot & PROT_READ) && len <= r->end - addr;
+    }
+    return maps_readable_searched(m, addr, len);
+}
 #endif

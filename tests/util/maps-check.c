@@ -56,6 +56,57 @@ static void check_files(const char *what)
     maps_release(&m);
 }
 
+/* maps_readable answers from the range found last without a search:
+ * against the truth of three pages (readable, none, readable) asked in an
+ * order that leaves each range the hint in turn, and against the search
+ * alone for 20,000 random spans over them and the 300 pages. */
+static void readable_checks(char *many, size_t page)
+{
+    char *three = mmap(NULL, 3 * page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ok(three != MAP_FAILED && mprotect(three + page, page, PROT_NONE) == 0, "three pages, the middle one PROT_NONE");
+    struct maps m;
+    if (three == MAP_FAILED || maps_load(&m) != 0) {
+        ok(0, "maps_load");
+        return;
+    }
+    uintptr_t t = (uintptr_t)three;
+    static const struct { size_t at, len; bool readable; } asks[] = {
+        { 0, 8, true },   /* the first page: now the hint */
+        { 16, 64, true },
+        { 1, 0, true },
+        { 0, 1, true },
+        { 0, 0, true },
+    };
+    bool right = true;
+    for (size_t i = 0; i < sizeof asks / sizeof asks[0]; i++)
+        right &= maps_readable(&m, t + asks[i].at, asks[i].len) == asks[i].readable;
+    /* The hint is the first page's range: a span past its end, the middle
+     * page (found, not readable: then the hint), the middle again, the last. */
+    right &= !maps_readable(&m, t + page - 4, 8);
+    right &= maps_readable(&m, t + page - 8, 8);
+    right &= !maps_readable(&m, t + page + 8, 8);
+    right &= !maps_readable(&m, t + page + 16, 1);
+    right &= maps_readable(&m, t + 2 * page, 8);
+    right &= !maps_readable(&m, t + 3 * page - 4, 8) || maps_find(&m, t + 3 * page) != NULL;
+    right &= !maps_readable(&m, t + page, 8);
+    ok(right, "readable, not readable and past a range's end, each asked with the hint on another range and on its own");
+
+    size_t differ = 0;
+    uint64_t seed = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < 20000; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        bool in_three = (seed >> 63) != 0;
+        uintptr_t base = in_three ? t : (uintptr_t)many;
+        size_t span = in_three ? 3 * page : 300 * page;
+        uintptr_t addr = base + (size_t)(seed >> 20) % span;
+        size_t len = (size_t)(seed >> 8) % (2 * page);
+        differ += maps_readable(&m, addr, len) != maps_readable_searched(&m, addr, len);
+    }
+    ok(differ == 0, "20,000 random spans: the hinted answer is the search's (%zu differ)", differ);
+    maps_release(&m);
+    munmap(three, 3 * page);
+}
+
 int main(void)
 {
     check_files("this process");
@@ -78,6 +129,7 @@ int main(void)
         maps_release(&m);
     }
     check_files("300 ranges more");
+    readable_checks(many, page);
 
     /* A file whose path is near PATH_MAX, mapped twice: lines longer than
      * maps.c's buffer of 4096 bytes. */
