@@ -19,7 +19,7 @@ static void index_insert(uint32_t *index, size_t mask, const struct intern_tuple
 /* An index of `cap` buckets over every tuple (at most half full). */
 static int rebuild(struct intern_table *t, size_t cap)
 {
-    uint32_t *index = pages_alloc(cap * sizeof *index);
+    uint32_t *index = pages_alloc_filled(cap * sizeof *index);   /* written all over: mapped at once */
     if (!index)
         return -1;
     for (size_t id = 0; id < t->count; id++)

@@ -3,6 +3,9 @@
 #include <string.h>
 
 #define CHUNK_BYTES ((size_t)1 << 20)
+/* A chunk's record arrays are written in turn as the heap grows, one array
+ * per heap page: mapped 64 KiB ahead in one call, not a fault a page. */
+#define FILL_AHEAD ((size_t)64 << 10)
 
 /* Record arrays are carved from 1 MiB chunks; each chunk starts with a link
  * to the previous one, so clearing the map frees them all. */
@@ -55,9 +58,15 @@ static struct slot_record *new_records(struct slot_map *m)
         m->chunk_used = sizeof(struct chunk);
         m->chunk_bytes = size;
         m->chunk_total += size;
+        m->chunk_filled = 0;
     }
     struct slot_record *r = (struct slot_record *)((char *)m->chunks + m->chunk_used);
     m->chunk_used += (bytes + 15) & ~(size_t)15;
+    if (m->chunk_used > m->chunk_filled) {
+        size_t to = m->chunk_used + FILL_AHEAD < m->chunk_bytes ? m->chunk_used + FILL_AHEAD : m->chunk_bytes;
+        pages_fill((char *)m->chunks + m->chunk_filled, to - m->chunk_filled);
+        m->chunk_filled = to;
+    }
     return r;
 }
 
@@ -68,7 +77,7 @@ static bool reserve_page(struct slot_map *m)
     if (m->pages && (m->page_count + 1) * 2 <= cap)
         return true;
     size_t ncap = cap ? cap * 2 : 1024;
-    struct slot_page *n = pages_alloc(ncap * sizeof *n);
+    struct slot_page *n = pages_alloc_filled(ncap * sizeof *n);   /* written all over: mapped at once */
     if (!n)
         return false;
     struct slot_map bigger = *m;

@@ -34,6 +34,7 @@ struct slot_map {
                                      never NULL (slot_map_no_page) */
     void *chunks;                 /* mmap'd chunks the record arrays come from */
     size_t chunk_used, chunk_bytes, chunk_total;
+    size_t chunk_filled;          /* bytes of the chunk mapped ahead (new_records) */
 };
 
 enum slot_put_result { SLOT_PUT_NEW, SLOT_PUT_REPLACED, SLOT_PUT_NO_MEMORY };

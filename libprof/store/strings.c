@@ -17,7 +17,7 @@ static int reserve_index(struct string_pool *p)
     if (p->index && (p->count + 1) * 2 <= cap)
         return 0;
     size_t ncap = cap ? cap * 2 : 1024;
-    uint32_t *n = pages_alloc(ncap * sizeof *n);
+    uint32_t *n = pages_alloc_filled(ncap * sizeof *n);   /* written all over: mapped at once */
     if (!n)
         return -1;
     for (size_t i = 0; i < cap; i++) {

@@ -85,6 +85,17 @@ bool pages_populate(void *p, size_t size, enum pages_kind kind)
 #endif
 }
 
+bool pages_fill(const void *p, size_t size)
+{
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t page = 4096, start = (uintptr_t)p & ~(page - 1), end = ((uintptr_t)p + size + page - 1) & ~(page - 1);
+    return size && madvise((void *)start, end - start, MADV_POPULATE_WRITE) == 0;
+#else
+    (void)p, (void)size;
+    return false;
+#endif
+}
+
 void *pages_alloc_huge(size_t size)
 {
     void *p = map(size, 0);

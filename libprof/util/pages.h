@@ -36,6 +36,12 @@ enum pages_kind {
     PAGES_HUGE_REST,    /* the rest of one (mapped already, if huge): not timed */
 };
 bool pages_populate(void *p, size_t size, enum pages_kind kind);
+/* The pages [p, p + size) span, of a private mapping about to be written
+ * throughout, mapped now in one call (MADV_POPULATE_WRITE), untimed: 15 us
+ * a page fault under the hypervisor here, 8.6 us a page populated. False
+ * without it (nothing lost: the pages fault in as written). No lock, no
+ * allocation: safe in a hook. */
+bool pages_fill(const void *p, size_t size);
 #define PAGES_HUGE_SLOW_IN_A_ROW 2
 /* A populate's wall and CPU time as pages_populate takes them, and what
  * the populates so far taught forgotten: for a test (its own pools'

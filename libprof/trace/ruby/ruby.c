@@ -671,6 +671,9 @@ enum memprof_status ruby_tracer_start(void (*at_exit)(void))
     if (got_hooks_install(hooks, munmap_hook->installed ? RECORDING_HOOK_COUNT : HOOK_COUNT) != 0)
         return MEMPROF_HOOK_FAILED;
     wrap_allocators();
+    /* Every page of the pc cache is written within the VM's start (ruby -e 1
+     * fills 4,000 entries, hashed all over it): mapped in one call. */
+    pages_fill(ruby_tracer.pc_cache, sizeof ruby_tracer.pc_cache);
     __atomic_store_n(&ruby_recording, true, __ATOMIC_RELEASE);
     choose_path(&ruby_tracer);
     /* Already inside a running VM (loaded by require or from GDB): the

@@ -23,6 +23,7 @@ struct row {
 struct rows {
     struct row *rows;
     size_t count, bytes;
+    size_t filled;    /* rows mapped ahead (rows_add): room for one per object, few used */
     uint32_t *index;  /* open-addressed set of (row + 1), at most half full */
     size_t mask, index_bytes, most_mask;
     bool failed;      /* the index could not grow: the report is out of memory */
@@ -142,7 +143,7 @@ static bool rows_init(struct rows *r, size_t max_rows)
     r->mask = cap - 1;
     r->most_mask = most - 1;
     r->rows = pages_alloc(r->bytes);
-    r->index = pages_alloc(r->index_bytes);
+    r->index = pages_alloc_filled(r->index_bytes);   /* hashed all over: mapped at once */
     out_init_mem(&r->names);
     return r->rows && r->index && !r->names.error;
 }
@@ -152,7 +153,7 @@ static bool rows_init(struct rows *r, size_t max_rows)
 static bool rows_grow_index(struct rows *r)
 {
     size_t cap = (r->mask + 1) * 4 < r->most_mask + 1 ? (r->mask + 1) * 4 : r->most_mask + 1;
-    uint32_t *index = pages_alloc(cap * sizeof *index);
+    uint32_t *index = pages_alloc_filled(cap * sizeof *index);
     if (!index)
         return false;
     for (size_t n = 0; n < r->count; n++) {
@@ -193,6 +194,12 @@ static struct row *rows_add(struct rows *r, uint32_t site, uint32_t type, VALUE 
             r->failed = true;
             return &nowhere;
         }
+    }
+    if (r->count == r->filled) {   /* 64 KiB more, in one call rather than a fault a page */
+        size_t more = ((size_t)64 << 10) / sizeof *r->rows, left = r->bytes / sizeof *r->rows - r->count;
+        more = more < left ? more : left;
+        pages_fill(r->rows + r->count, more * sizeof *r->rows);
+        r->filled += more;
     }
     struct row *row = &r->rows[r->count++];
     *row = (struct row){ .site = site, .type = type, .klass = klass };
