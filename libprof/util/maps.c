@@ -31,7 +31,9 @@ static int add_range(struct maps *m, uintptr_t start, uintptr_t end, int prot)
     }
     if ((m->count + 1) * sizeof *m->ranges > m->bytes) {
         size_t bytes = m->bytes ? m->bytes * 2 : 4096 * 4;
-        struct maps_range *r = pages_resize(m->ranges, m->bytes, bytes);
+        /* The first 16 KiB (680 ranges) mapped at once: a map is read several
+         * times as a process starts, a fault a page each time. */
+        struct maps_range *r = m->ranges ? pages_resize(m->ranges, m->bytes, bytes) : pages_alloc_filled(bytes);
         if (!r)
             return ENOMEM;
         m->ranges = r;

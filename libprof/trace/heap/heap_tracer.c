@@ -48,6 +48,8 @@ bool heap_tracer_set_sample(uint64_t bytes, uint64_t seed)
         uint8_t *low = pages_alloc_low(size);
         if (!low && !(low = pages_alloc(size)))
             return false;
+        /* Read at random by every free: mapped now, not a fault a page. */
+        pages_fill(low, size);
         heap.sampled_free_targets = (uintptr_t *)(low + filter_size);
         heap.sampled_filter = low;
     }
