@@ -141,6 +141,10 @@ bool pages_grow(void **p, size_t *bytes, size_t need, size_t first)
     void *q = pages_resize(*p, *bytes, grown);
     if (!q)
         return false;
+    /* The arrays grown here are written in order: their next 64 KiB mapped
+     * in one call, not a fault a page. */
+    size_t ahead = grown - *bytes < ((size_t)64 << 10) ? grown - *bytes : (size_t)64 << 10;
+    pages_fill((char *)q + *bytes, ahead);
     *p = q;
     *bytes = grown;
     return true;
