@@ -37,9 +37,10 @@ enum pages_kind {
 };
 bool pages_populate(void *p, size_t size, enum pages_kind kind);
 /* The pages [p, p + size) span, of a private mapping about to be written
- * throughout, mapped now in one call (MADV_POPULATE_WRITE), untimed: 15 us
- * a page fault under the hypervisor here, 8.6 us a page populated. False
- * without it (nothing lost: the pages fault in as written). No lock, no
+ * throughout, mapped now in one call (MADV_POPULATE_WRITE), untimed: a
+ * fault costs 11-15 us a page under the hypervisor here, a page populated
+ * under 1 (bench/fresh-pages). False without it, or with pages larger than
+ * 4 KiB (nothing lost: the pages fault in as written). No lock, no
  * allocation: safe in a hook. */
 bool pages_fill(const void *p, size_t size);
 #define PAGES_HUGE_SLOW_IN_A_ROW 2
