@@ -3,9 +3,6 @@
 #include <string.h>
 
 #define CHUNK_BYTES ((size_t)1 << 20)
-/* A chunk's record arrays are written in turn as the heap grows, one array
- * per heap page: mapped 64 KiB ahead in one call, not a fault a page. */
-#define FILL_AHEAD ((size_t)64 << 10)
 
 /* Record arrays are carved from 1 MiB chunks; each chunk starts with a link
  * to the previous one, so clearing the map frees them all. */
@@ -62,11 +59,9 @@ static struct slot_record *new_records(struct slot_map *m)
     }
     struct slot_record *r = (struct slot_record *)((char *)m->chunks + m->chunk_used);
     m->chunk_used += (bytes + 15) & ~(size_t)15;
-    if (m->chunk_used > m->chunk_filled) {
-        size_t to = m->chunk_used + FILL_AHEAD < m->chunk_bytes ? m->chunk_used + FILL_AHEAD : m->chunk_bytes;
-        pages_fill((char *)m->chunks + m->chunk_filled, to - m->chunk_filled);
-        m->chunk_filled = to;
-    }
+    /* A chunk's record arrays are written in turn as the heap grows, one
+     * per heap page: mapped ahead in one call, not a fault a page. */
+    pages_fill_ahead(m->chunks, m->chunk_used, &m->chunk_filled, m->chunk_bytes);
     return r;
 }
 

@@ -96,6 +96,15 @@ bool pages_fill(const void *p, size_t size)
 #endif
 }
 
+void pages_fill_ahead(void *base, size_t used, size_t *filled, size_t limit)
+{
+    if (used <= *filled)
+        return;
+    size_t to = used + PAGES_FILL_AHEAD < limit ? used + PAGES_FILL_AHEAD : limit;
+    pages_fill((char *)base + *filled, to - *filled);
+    *filled = to;
+}
+
 void *pages_alloc_huge(size_t size)
 {
     void *p = map(size, 0);
@@ -143,7 +152,7 @@ bool pages_grow(void **p, size_t *bytes, size_t need, size_t first)
         return false;
     /* The arrays grown here are written in order: their next 64 KiB mapped
      * in one call, not a fault a page. */
-    size_t ahead = grown - *bytes < ((size_t)64 << 10) ? grown - *bytes : (size_t)64 << 10;
+    size_t ahead = grown - *bytes < PAGES_FILL_AHEAD ? grown - *bytes : PAGES_FILL_AHEAD;
     pages_fill((char *)q + *bytes, ahead);
     *p = q;
     *bytes = grown;

@@ -43,6 +43,12 @@ bool pages_populate(void *p, size_t size, enum pages_kind kind);
  * 4 KiB (nothing lost: the pages fault in as written). No lock, no
  * allocation: safe in a hook. */
 bool pages_fill(const void *p, size_t size);
+/* How far ahead memory written in order is mapped (pages_fill_ahead). */
+#define PAGES_FILL_AHEAD ((size_t)64 << 10)
+/* For memory written in order from `base` up to `limit` bytes: once the
+ * `used` bytes pass the *filled mapped ahead, the next PAGES_FILL_AHEAD
+ * mapped in one call (pages_fill) and *filled moved past them. */
+void pages_fill_ahead(void *base, size_t used, size_t *filled, size_t limit);
 #define PAGES_HUGE_SLOW_IN_A_ROW 2
 /* A populate's wall and CPU time as pages_populate takes them, and what
  * the populates so far taught forgotten: for a test (its own pools'

@@ -23,7 +23,7 @@ struct row {
 struct rows {
     struct row *rows;
     size_t count, bytes;
-    size_t filled;    /* rows mapped ahead (rows_add): room for one per object, few used */
+    size_t filled;    /* bytes of rows mapped ahead (rows_add): room for one per object, few used */
     uint32_t *index;  /* open-addressed set of (row + 1), at most half full */
     size_t mask, index_bytes, most_mask;
     bool failed;      /* the index could not grow: the report is out of memory */
@@ -195,12 +195,7 @@ static struct row *rows_add(struct rows *r, uint32_t site, uint32_t type, VALUE 
             return &nowhere;
         }
     }
-    if (r->count == r->filled) {   /* 64 KiB more, in one call rather than a fault a page */
-        size_t more = ((size_t)64 << 10) / sizeof *r->rows, left = r->bytes / sizeof *r->rows - r->count;
-        more = more < left ? more : left;
-        pages_fill(r->rows + r->count, more * sizeof *r->rows);
-        r->filled += more;
-    }
+    pages_fill_ahead(r->rows, (r->count + 1) * sizeof *r->rows, &r->filled, r->bytes);
     struct row *row = &r->rows[r->count++];
     *row = (struct row){ .site = site, .type = type, .klass = klass };
     r->index[i] = (uint32_t)r->count;
